@@ -1,0 +1,12 @@
+//! Estimators (design §1.5). All pure functions of their inputs; the bootstrap is
+//! deterministic and mergeable, so streaming windows and batch profiles agree.
+
+pub mod agreement;
+pub mod bootstrap;
+pub mod calibration;
+pub mod fairness;
+pub mod passk;
+pub mod ppi;
+pub mod proportion;
+
+pub use bootstrap::{BootstrapSpec, Estimate, ReplicateSums, cluster_hash, ratio, to_fixed};

@@ -1,0 +1,36 @@
+//! Closed-form intervals for a binomial proportion (Brown, Cai & DasGupta 2001), for rates
+//! on binary run outcomes near 0 and 1 where percentile intervals are ragged.
+
+use statrs::distribution::{ContinuousCDF, Normal};
+
+/// Two-sided standard normal quantile for `level` (1.959964… at 95 %).
+pub fn z_for_level(level: f64) -> f64 {
+    Normal::standard().inverse_cdf(0.5 + level / 2.0)
+}
+
+/// Wilson score interval for `successes` out of `n`. `None` for n = 0.
+pub fn wilson(successes: u64, n: u64, level: f64) -> Option<(f64, f64)> {
+    if n == 0 || successes > n {
+        return None;
+    }
+    let (x, n) = (successes as f64, n as f64);
+    let z = z_for_level(level);
+    let p = x / n;
+    let z2 = z * z;
+    let denom = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denom;
+    let half = z / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
+}
+
+/// Agresti–Coull interval, clipped to [0, 1] (as statsmodels does). `None` for n = 0.
+pub fn agresti_coull(successes: u64, n: u64, level: f64) -> Option<(f64, f64)> {
+    if n == 0 || successes > n {
+        return None;
+    }
+    let z = z_for_level(level);
+    let n_c = n as f64 + z * z;
+    let p_c = (successes as f64 + z * z / 2.0) / n_c;
+    let half = z * (p_c * (1.0 - p_c) / n_c).sqrt();
+    Some(((p_c - half).clamp(0.0, 1.0), (p_c + half).clamp(0.0, 1.0)))
+}

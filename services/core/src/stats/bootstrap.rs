@@ -79,9 +79,28 @@ pub fn cluster_hash(id: &str) -> u64 {
 /// A 16-bit uniform `u` gives the weight #{k : u ≥ POISSON16[k]}.
 pub const POISSON16: [u32; 7] = [24109, 48219, 60273, 64292, 65296, 65497, 65531];
 
+/// [`POISSON16`] expanded to a 64 KiB lookup table, built at compile time.
+static POISSON_LUT: [u8; 65536] = {
+    let mut lut = [0u8; 65536];
+    let mut u = 0;
+    while u < 65536 {
+        let mut w = 0;
+        let mut k = 0;
+        while k < POISSON16.len() {
+            if u as u32 >= POISSON16[k] {
+                w += 1;
+            }
+            k += 1;
+        }
+        lut[u] = w;
+        u += 1;
+    }
+    lut
+};
+
 #[inline(always)]
 fn poisson_from_u16(u: u32) -> u32 {
-    POISSON16.iter().map(|&t| (u >= t) as u32).sum()
+    POISSON_LUT[(u & 0xffff) as usize] as u32
 }
 
 #[inline(always)]
@@ -94,6 +113,43 @@ fn stream_key(seed: u64, cluster: u64) -> u64 {
 pub fn poisson_weight(seed: u64, cluster: u64, b: u32) -> u32 {
     let r = mix64(stream_key(seed, cluster).wrapping_add((b as u64 / 4 + 1).wrapping_mul(GAMMA)));
     poisson_from_u16(((r >> (16 * (b % 4))) & 0xffff) as u32)
+}
+
+/// Adds `w(c, b)·sums` to every replicate `b`, for a width known at compile time (the common
+/// ratio case): the eight possible multiples are computed once, and the inner loop is
+/// branch-free (a zero weight adds zeros rather than mispredicting a branch).
+fn accumulate<const D: usize>(reps: &mut [i128], key: u64, sums: &[i128; D]) {
+    let multiples: [[i128; D]; 8] = std::array::from_fn(|w| sums.map(|s| s * w as i128));
+    let mut counter = key;
+    for chunk in reps.chunks_mut(4 * D) {
+        counter = counter.wrapping_add(GAMMA);
+        let r = mix64(counter);
+        for (i, rep) in chunk.chunks_exact_mut(D).enumerate() {
+            let m = &multiples[poisson_from_u16(((r >> (16 * i)) & 0xffff) as u32) as usize];
+            for d in 0..D {
+                rep[d] += m[d];
+            }
+        }
+    }
+}
+
+fn accumulate_dyn(reps: &mut [i128], key: u64, sums: &[i128]) {
+    let dims = sums.len();
+    let mut counter = key;
+    for chunk in reps.chunks_mut(4 * dims) {
+        counter = counter.wrapping_add(GAMMA);
+        let r = mix64(counter);
+        for (i, rep) in chunk.chunks_exact_mut(dims).enumerate() {
+            let w = poisson_from_u16(((r >> (16 * i)) & 0xffff) as u32);
+            if w == 0 {
+                continue;
+            }
+            let w = w as i128;
+            for (acc, s) in rep.iter_mut().zip(sums) {
+                *acc += w * s;
+            }
+        }
+    }
 }
 
 /// The mergeable bootstrap state of one statistic: the point sums and the `B` replicate sums
@@ -169,24 +225,11 @@ impl ReplicateSums {
             *p += s;
         }
         let key = stream_key(self.seed, cluster);
-        let dims = self.dims;
-        let replicates = self.replicates as usize;
-        let mut chunk_counter = key;
-        for chunk in self.reps.chunks_mut(4 * dims) {
-            chunk_counter = chunk_counter.wrapping_add(GAMMA);
-            let r = mix64(chunk_counter);
-            for (i, rep) in chunk.chunks_exact_mut(dims).enumerate() {
-                let w = poisson_from_u16(((r >> (16 * i)) & 0xffff) as u32);
-                if w == 0 {
-                    continue;
-                }
-                let w = w as i128;
-                for (acc, s) in rep.iter_mut().zip(sums) {
-                    *acc += w * s;
-                }
-            }
+        match self.dims {
+            1 => accumulate::<1>(&mut self.reps, key, sums.try_into().unwrap()),
+            2 => accumulate::<2>(&mut self.reps, key, sums.try_into().unwrap()),
+            _ => accumulate_dyn(&mut self.reps, key, sums),
         }
-        debug_assert_eq!(self.reps.len(), replicates * dims);
     }
 
     /// Adds the other state into this one (panes into a window).

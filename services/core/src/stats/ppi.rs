@@ -1,7 +1,8 @@
 //! Prediction-powered inference for a mean (Angelopoulos et al. 2023), as design §1.5 states
 //! it: a judge scores all N runs, humans grade a random subset of n; the estimate is
 //! mean(judge over N) + mean(human − judge over n), with the normal interval
-//! θ ± z·sqrt(s²_judge/N + s²_rectifier/n) using sample variances (ddof = 1). The labelled
+//! θ ± z·sqrt(s²_judge/N + s²_rectifier/n) with population variances (ddof = 0), as the
+//! reference implementation ppi-python does with λ = 1 (classic PPI). The labelled
 //! runs are part of the N; their covariance with the first term is ignored, which is the
 //! usual approximation for n ≪ N.
 
@@ -22,7 +23,7 @@ pub struct PpiEstimate {
 fn mean_var(x: impl ExactSizeIterator<Item = f64> + Clone) -> (f64, f64) {
     let n = x.len() as f64;
     let mean = x.clone().sum::<f64>() / n;
-    let var = if n > 1.0 { x.map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    let var = x.map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
     (mean, var)
 }
 

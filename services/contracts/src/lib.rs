@@ -1,1 +1,40 @@
-pub fn x(){}
+//! # octant-contracts
+//!
+//! The wire contracts of every Octant topic. The Avro schemas in `schemas/` are the source
+//! of truth (design §3); this crate embeds them (current and every released version), holds
+//! the Rust types that follow them ([`types`]), and the codecs ([`codec`]): Avro binary,
+//! single-object encoding, the Confluent framing and JSON. Outputs are Avro single-object;
+//! inputs may be any of the three framings.
+//!
+//! ## Topics and their records
+//! | topic | record | key |
+//! |---|---|---|
+//! | `octant.trajectories.production`, `octant.trajectories.evaluation` | [`TrajectoryEvent`] | run id |
+//! | `octant.observations` | [`Observation`] | system id |
+//! | `octant.windows` | [`MetricWindow`] and [`DimensionProfile`] | system id |
+//! | `octant.alerts` | [`Alert`] | fingerprint |
+//! | `octant.profiles` | [`Profile`] | system id |
+//! | `octant.dlq` | [`DeadLetter`] | source topic/partition/offset |
+//!
+//! ## Evolution
+//! A released schema version is copied to `schemas/released/<version>/` with a sample datum
+//! written by it. `tests/contracts.rs` fails when the current schema can no longer read a
+//! released version's data (Avro schema resolution), so a breaking change is caught before it
+//! ships. No I/O here.
+
+pub mod codec;
+pub mod types;
+
+pub use codec::{Contract, DecodeError, Decoder, EncodeError, Framing};
+pub use types::*;
+
+/// Topic names (design §2).
+pub mod topics {
+    pub const TRAJECTORIES_PRODUCTION: &str = "octant.trajectories.production";
+    pub const TRAJECTORIES_EVALUATION: &str = "octant.trajectories.evaluation";
+    pub const OBSERVATIONS: &str = "octant.observations";
+    pub const WINDOWS: &str = "octant.windows";
+    pub const ALERTS: &str = "octant.alerts";
+    pub const PROFILES: &str = "octant.profiles";
+    pub const DLQ: &str = "octant.dlq";
+}

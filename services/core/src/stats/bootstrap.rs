@@ -234,30 +234,21 @@ impl ReplicateSums {
 
     /// Adds the other state into this one (panes into a window).
     pub fn merge(&mut self, other: &ReplicateSums) -> Result<(), IncompatibleStates> {
-        if (self.seed, self.replicates, self.dims) != (other.seed, other.replicates, other.dims) {
-            return Err(IncompatibleStates);
-        }
-        self.units += other.units;
-        for (a, b) in self.point.iter_mut().zip(&other.point) {
-            *a += b;
-        }
-        for (a, b) in self.reps.iter_mut().zip(&other.reps) {
-            *a += b;
-        }
-        Ok(())
+        self.combine(other, 1)
     }
 
     /// Removes a state previously merged into this one (a pane leaving a sliding window).
     pub fn unmerge(&mut self, other: &ReplicateSums) -> Result<(), IncompatibleStates> {
+        self.combine(other, -1)
+    }
+
+    fn combine(&mut self, other: &ReplicateSums, sign: i128) -> Result<(), IncompatibleStates> {
         if (self.seed, self.replicates, self.dims) != (other.seed, other.replicates, other.dims) {
             return Err(IncompatibleStates);
         }
-        self.units -= other.units;
-        for (a, b) in self.point.iter_mut().zip(&other.point) {
-            *a -= b;
-        }
-        for (a, b) in self.reps.iter_mut().zip(&other.reps) {
-            *a -= b;
+        self.units = if sign > 0 { self.units + other.units } else { self.units - other.units };
+        for (a, b) in self.point.iter_mut().zip(&other.point).chain(self.reps.iter_mut().zip(&other.reps)) {
+            *a += sign * b;
         }
         Ok(())
     }

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs Octant's whole test suite on a fresh machine: installs what the tests need
+# (scripts/setup.sh, idempotent), then runs every test of the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+cargo test --workspace --locked "$@"

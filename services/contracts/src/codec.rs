@@ -1,0 +1,278 @@
+//! Codecs for every contract: Avro binary (raw datum), Avro single-object encoding, the
+//! Confluent framing, and JSON with the schema's field names.
+//!
+//! Decoding looks at the first bytes:
+//! - `C3 01` + 8-byte CRC-64-AVRO fingerprint: single-object encoding. The fingerprint picks
+//!   the writer schema among every schema ever released (embedded from `schemas/`), and the
+//!   datum is resolved to the current schema of the requested type.
+//! - `00` + 4-byte big-endian schema id: Confluent framing. Ids map to schemas through a
+//!   declared table ([`Decoder::with_confluent_id`]); an unknown id is an error of class
+//!   `unknown_schema`, never a guess.
+//! - `{` (after white space): JSON.
+//!
+//! Every failure is a [`DecodeError`] with a stable [`DecodeError::class`], for dead letters.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use apache_avro::Schema;
+use apache_avro::rabin::Rabin;
+use apache_avro::reader::datum::GenericDatumReader;
+use apache_avro::writer::datum::GenericDatumWriter;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::types::*;
+
+include!(concat!(env!("OUT_DIR"), "/embedded_schemas.rs"));
+
+/// Magic of the Avro single-object encoding.
+pub const SINGLE_OBJECT_MAGIC: [u8; 2] = [0xC3, 0x01];
+/// Magic byte of the Confluent wire format.
+pub const CONFLUENT_MAGIC: u8 = 0;
+
+/// One schema file under `schemas/`: the current version of a type (`version` = "current")
+/// or a released one (`schemas/released/<version>/…`).
+pub struct KnownSchema {
+    /// Path under `schemas/`.
+    pub path: &'static str,
+    /// "current" or the release directory name (e.g. "v1").
+    pub version: &'static str,
+    /// Full name, e.g. `ai.octant.v1.TrajectoryEvent`.
+    pub full_name: String,
+    pub schema: Schema,
+    /// CRC-64-AVRO (Rabin) fingerprint of the canonical form, as in single-object headers.
+    pub fingerprint: [u8; 8],
+}
+
+impl std::fmt::Debug for KnownSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KnownSchema")
+            .field("path", &self.path)
+            .field("version", &self.version)
+            .field("full_name", &self.full_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every embedded schema, parsed once. A schema that does not parse is a build defect: the
+/// contracts test fails on it, and this panics at first use.
+pub static KNOWN: LazyLock<Vec<KnownSchema>> = LazyLock::new(|| {
+    EMBEDDED
+        .iter()
+        .map(|(path, text)| {
+            let schema = Schema::parse_str(text).unwrap_or_else(|e| panic!("schemas/{path} does not parse: {e}"));
+            let full_name = schema.name().map(|n| n.fullname(None)).unwrap_or_default();
+            let fp = schema.fingerprint::<Rabin>();
+            let mut fingerprint = [0u8; 8];
+            fingerprint.copy_from_slice(&fp.bytes[..8]);
+            let version = match path.strip_prefix("released/") {
+                Some(rest) => rest.split('/').next().unwrap_or("released"),
+                None => "current",
+            };
+            KnownSchema { path, version, full_name, schema, fingerprint }
+        })
+        .collect()
+});
+
+/// A Rust type bound to its Avro schema.
+pub trait Contract: Serialize + DeserializeOwned {
+    /// Full Avro name, e.g. `ai.octant.v1.Observation`.
+    const FULL_NAME: &'static str;
+    /// File under `schemas/`, e.g. `observation.avsc`.
+    const FILE: &'static str;
+
+    /// The current schema.
+    fn known() -> &'static KnownSchema {
+        KNOWN
+            .iter()
+            .find(|k| k.path == Self::FILE)
+            .unwrap_or_else(|| panic!("schemas/{} is not embedded", Self::FILE))
+    }
+
+    fn schema() -> &'static Schema {
+        &Self::known().schema
+    }
+}
+
+macro_rules! contract {
+    ($t:ty, $name:literal, $file:literal) => {
+        impl Contract for $t {
+            const FULL_NAME: &'static str = concat!("ai.octant.v1.", $name);
+            const FILE: &'static str = $file;
+        }
+    };
+}
+
+contract!(TrajectoryEvent, "TrajectoryEvent", "trajectory_event.avsc");
+contract!(Observation, "Observation", "observation.avsc");
+contract!(MetricWindow, "MetricWindow", "metric_window.avsc");
+contract!(DimensionProfile, "DimensionProfile", "dimension_profile.avsc");
+contract!(Alert, "Alert", "alert.avsc");
+contract!(Profile, "Profile", "profile.avsc");
+contract!(DeadLetter, "DeadLetter", "dead_letter.avsc");
+
+/// An encoding failure: the value does not fit its schema (a bug, not bad input).
+#[derive(Debug, thiserror::Error)]
+#[error("failed to encode {type_name} as Avro: {source}")]
+pub struct EncodeError {
+    pub type_name: &'static str,
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// Why bytes could not be decoded. `class()` names the dead-letter error class.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("empty payload")]
+    Empty,
+    #[error("unrecognised framing: first byte 0x{first:02x} is neither Avro single-object (C3 01), Confluent (00) nor JSON ({{)")]
+    UnknownFraming { first: u8 },
+    #[error("truncated {framing} header ({len} bytes)")]
+    Truncated { framing: &'static str, len: usize },
+    #[error("unknown schema fingerprint {fingerprint}")]
+    UnknownFingerprint { fingerprint: String },
+    #[error("unknown Confluent schema id {id}")]
+    UnknownSchemaId { id: u32 },
+    #[error("expected {expected}, got a {found} record")]
+    WrongType { expected: &'static str, found: String },
+    #[error("Avro datum does not decode: {0}")]
+    Avro(String),
+    #[error("JSON does not decode: {0}")]
+    Json(String),
+}
+
+impl DecodeError {
+    /// Stable error class for dead letters and metrics.
+    pub fn class(&self) -> &'static str {
+        match self {
+            DecodeError::UnknownFingerprint { .. } | DecodeError::UnknownSchemaId { .. } => "unknown_schema",
+            DecodeError::WrongType { .. } => "wrong_type",
+            _ => "undecodable",
+        }
+    }
+}
+
+fn encode_err<T>(e: apache_avro::Error) -> EncodeError {
+    EncodeError { type_name: std::any::type_name::<T>(), source: Box::new(e) }
+}
+
+/// Raw Avro binary datum (no header), written with the current schema.
+pub fn to_avro<T: Contract>(value: &T) -> Result<Vec<u8>, EncodeError> {
+    let writer = GenericDatumWriter::builder(T::schema()).build().map_err(encode_err::<T>)?;
+    writer.write_ser_to_vec(value).map_err(encode_err::<T>)
+}
+
+/// Avro single-object encoding: `C3 01`, the schema fingerprint, the datum.
+pub fn to_single_object<T: Contract>(value: &T) -> Result<Vec<u8>, EncodeError> {
+    let datum = to_avro(value)?;
+    let mut out = Vec::with_capacity(10 + datum.len());
+    out.extend_from_slice(&SINGLE_OBJECT_MAGIC);
+    out.extend_from_slice(&T::known().fingerprint);
+    out.extend_from_slice(&datum);
+    Ok(out)
+}
+
+/// Confluent framing with a declared schema id.
+pub fn to_confluent<T: Contract>(value: &T, schema_id: u32) -> Result<Vec<u8>, EncodeError> {
+    let datum = to_avro(value)?;
+    let mut out = Vec::with_capacity(5 + datum.len());
+    out.push(CONFLUENT_MAGIC);
+    out.extend_from_slice(&schema_id.to_be_bytes());
+    out.extend_from_slice(&datum);
+    Ok(out)
+}
+
+/// JSON with the schema's field names.
+pub fn to_json<T: Contract>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("contract types serialise to JSON")
+}
+
+/// Decodes a raw datum written with `writer`, resolved to the current schema of `T`.
+pub fn from_avro<T: Contract>(datum: &[u8], writer: &Schema) -> Result<T, DecodeError> {
+    let reader = GenericDatumReader::builder(writer)
+        .reader_schema(T::schema())
+        .build()
+        .map_err(|e| DecodeError::Avro(e.to_string()))?;
+    let mut slice = datum;
+    let value = reader.read_value(&mut slice).map_err(|e| DecodeError::Avro(e.to_string()))?;
+    if !slice.is_empty() {
+        return Err(DecodeError::Avro(format!("{} trailing bytes after the datum", slice.len())));
+    }
+    apache_avro::from_value::<T>(&value).map_err(|e| DecodeError::Avro(e.to_string()))
+}
+
+/// How a payload was framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    SingleObject,
+    Confluent,
+    Json,
+}
+
+/// Decodes any framing into a contract type. Holds the declared Confluent id table.
+#[derive(Debug, Default, Clone)]
+pub struct Decoder {
+    confluent: HashMap<u32, &'static str>,
+}
+
+impl Decoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Declares that Confluent schema id `id` is the schema file `path` under `schemas/`
+    /// (e.g. `trajectory_event.avsc` or `released/v1/trajectory_event.avsc`). Returns an
+    /// error naming the path if no such schema is embedded.
+    pub fn with_confluent_id(mut self, id: u32, path: &str) -> Result<Self, String> {
+        let known = KNOWN.iter().find(|k| k.path == path).ok_or_else(|| format!("no schema schemas/{path}"))?;
+        self.confluent.insert(id, known.path);
+        Ok(self)
+    }
+
+    /// The framing and writer schema of a payload, without decoding the datum; `None` for JSON.
+    pub fn writer_of<'a>(&self, bytes: &'a [u8]) -> Result<(Framing, Option<&'static KnownSchema>, &'a [u8]), DecodeError> {
+        let first = *bytes.first().ok_or(DecodeError::Empty)?;
+        if bytes.starts_with(&SINGLE_OBJECT_MAGIC) {
+            if bytes.len() < 10 {
+                return Err(DecodeError::Truncated { framing: "single-object", len: bytes.len() });
+            }
+            let fp = &bytes[2..10];
+            let known = KNOWN
+                .iter()
+                .find(|k| k.fingerprint == fp)
+                .ok_or_else(|| DecodeError::UnknownFingerprint { fingerprint: hex(fp) })?;
+            return Ok((Framing::SingleObject, Some(known), &bytes[10..]));
+        }
+        if first == CONFLUENT_MAGIC {
+            if bytes.len() < 5 {
+                return Err(DecodeError::Truncated { framing: "Confluent", len: bytes.len() });
+            }
+            let id = u32::from_be_bytes(bytes[1..5].try_into().unwrap());
+            let path = self.confluent.get(&id).ok_or(DecodeError::UnknownSchemaId { id })?;
+            let known = KNOWN.iter().find(|k| k.path == *path).expect("checked when declared");
+            return Ok((Framing::Confluent, Some(known), &bytes[5..]));
+        }
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+            return Ok((Framing::Json, None, bytes));
+        }
+        Err(DecodeError::UnknownFraming { first })
+    }
+
+    /// Decodes a payload of any accepted framing into `T`.
+    pub fn decode<T: Contract>(&self, bytes: &[u8]) -> Result<T, DecodeError> {
+        match self.writer_of(bytes)? {
+            (_, Some(known), datum) => {
+                if known.full_name != T::FULL_NAME {
+                    return Err(DecodeError::WrongType { expected: T::FULL_NAME, found: known.full_name.clone() });
+                }
+                from_avro(datum, &known.schema)
+            }
+            (_, None, json) => serde_json::from_slice(json).map_err(|e| DecodeError::Json(e.to_string())),
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

@@ -1,0 +1,588 @@
+//! Rust types of the Avro contracts in `schemas/`. Field names and enum symbols are the
+//! schemas'; JSON input uses the same names (enum symbols also accepted in lower case).
+//! `tests/contracts.rs` proves each type round-trips through its schema.
+
+use serde::{Deserialize, Serialize};
+
+/// Production traffic or an evaluation harness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Source {
+    #[serde(rename = "PRODUCTION", alias = "production")]
+    Production,
+    #[serde(rename = "EVALUATION", alias = "evaluation")]
+    Evaluation,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Production => "production",
+            Source::Evaluation => "evaluation",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SystemRef {
+    pub id: String,
+    pub version: String,
+    #[serde(default)]
+    pub config_hash: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventKind {
+    #[serde(rename = "RUN_STARTED", alias = "run_started")]
+    RunStarted,
+    #[serde(rename = "STEP", alias = "step")]
+    Step,
+    #[serde(rename = "INTERVENTION", alias = "intervention")]
+    Intervention,
+    #[serde(rename = "RUN_ENDED", alias = "run_ended")]
+    RunEnded,
+}
+
+/// One event of a trajectory (schema `TrajectoryEvent`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrajectoryEvent {
+    pub event_id: String,
+    pub run_id: String,
+    pub system: SystemRef,
+    pub source: Source,
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    pub event_time: i64,
+    pub sequence: i64,
+    pub kind: EventKind,
+    #[serde(default)]
+    pub run_started: Option<RunStarted>,
+    #[serde(default)]
+    pub step: Option<Step>,
+    #[serde(default)]
+    pub intervention: Option<Intervention>,
+    #[serde(default)]
+    pub run_ended: Option<RunEnded>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Benchmark {
+    pub id: String,
+    #[serde(default)]
+    pub contamination: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStarted {
+    pub task_id: String,
+    #[serde(default)]
+    pub attempt: i32,
+    #[serde(default)]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub optimal_steps: Option<i32>,
+    #[serde(default)]
+    pub required_subgoals: Option<i32>,
+    #[serde(default)]
+    pub benchmark: Option<Benchmark>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum StepKind {
+    #[serde(rename = "MODEL_CALL", alias = "model_call")]
+    ModelCall,
+    #[serde(rename = "TOOL_CALL", alias = "tool_call")]
+    ToolCall,
+    #[serde(rename = "CONFIRMATION", alias = "confirmation")]
+    Confirmation,
+    #[serde(rename = "MESSAGE", alias = "message")]
+    Message,
+    #[default]
+    #[serde(rename = "OTHER", alias = "other")]
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ResultStatus {
+    #[serde(rename = "OK", alias = "ok")]
+    Ok,
+    #[serde(rename = "ERROR", alias = "error")]
+    Error,
+    #[serde(rename = "TIMEOUT", alias = "timeout")]
+    Timeout,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpectedCall {
+    pub tool_name: String,
+    #[serde(default)]
+    pub arguments: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+pub enum Impact {
+    #[default]
+    #[serde(rename = "LOW", alias = "low")]
+    Low,
+    #[serde(rename = "HIGH", alias = "high")]
+    High,
+    #[serde(rename = "IRREVERSIBLE", alias = "irreversible")]
+    Irreversible,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Step {
+    #[serde(default)]
+    pub step_kind: StepKind,
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    #[serde(default)]
+    pub arguments: Option<String>,
+    #[serde(default)]
+    pub result_status: Option<ResultStatus>,
+    #[serde(default)]
+    pub expected_call: Option<ExpectedCall>,
+    #[serde(default)]
+    pub impact: Impact,
+    #[serde(default)]
+    pub confirmed: bool,
+    #[serde(default)]
+    pub violations: Vec<String>,
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    #[serde(default)]
+    pub correct: Option<bool>,
+    #[serde(default)]
+    pub escalated: bool,
+    #[serde(default)]
+    pub tokens: i64,
+    #[serde(default)]
+    pub cost: f64,
+    #[serde(default)]
+    pub latency_ms: f64,
+    #[serde(default)]
+    pub injected_fault: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum InterventionKind {
+    #[serde(rename = "STOP", alias = "stop")]
+    Stop,
+    #[serde(rename = "OVERRIDE", alias = "override")]
+    Override,
+    #[serde(rename = "HELP_REQUEST", alias = "help_request")]
+    HelpRequest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intervention {
+    pub intervention_kind: InterventionKind,
+    pub honoured: bool,
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Outcome {
+    #[serde(rename = "SUCCESS", alias = "success")]
+    Success,
+    #[serde(rename = "FAILURE", alias = "failure")]
+    Failure,
+    #[serde(rename = "ERROR", alias = "error")]
+    Error,
+    #[serde(rename = "ABANDONED", alias = "abandoned")]
+    Abandoned,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEnded {
+    pub outcome: Outcome,
+    #[serde(default)]
+    pub verifier_kind: Option<String>,
+    #[serde(default)]
+    pub verifier_verdict: Option<bool>,
+    #[serde(default)]
+    pub judge_verdict: Option<f64>,
+    #[serde(default)]
+    pub human_verdict: Option<f64>,
+    #[serde(default)]
+    pub subgoals_done: Option<i32>,
+    #[serde(default)]
+    pub sentences_assertive: Option<i32>,
+    #[serde(default)]
+    pub sentences_unsupported: Option<i32>,
+    #[serde(default)]
+    pub confidence: Option<f64>,
+}
+
+/// One unit of one instrument (schema `Observation`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    pub observation_id: String,
+    pub metric: String,
+    pub system_id: String,
+    pub system_version: String,
+    pub source: Source,
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    pub run_id: String,
+    #[serde(default)]
+    pub task_id: Option<String>,
+    #[serde(default)]
+    pub attempt: Option<i32>,
+    #[serde(default)]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub benchmark: Option<String>,
+    pub cluster_id: String,
+    #[serde(default)]
+    pub step: Option<i64>,
+    pub event_time: i64,
+    pub value: f64,
+    #[serde(default = "one")]
+    pub weight: f64,
+    #[serde(default)]
+    pub confidence: Option<f64>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// One metric over one window (schema `MetricWindow`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricWindow {
+    pub window_id: String,
+    pub system_id: String,
+    pub system_version: String,
+    pub source: Source,
+    pub metric: String,
+    pub dimension: String,
+    #[serde(default)]
+    pub benchmark: Option<String>,
+    pub window_start: i64,
+    pub window_end: i64,
+    pub units: i64,
+    pub clusters: i64,
+    #[serde(default)]
+    pub estimate: Option<f64>,
+    #[serde(default)]
+    pub ci_low: Option<f64>,
+    #[serde(default)]
+    pub ci_high: Option<f64>,
+    pub level: f64,
+    pub replicates: i32,
+    pub seed: i64,
+    pub method: String,
+    #[serde(default)]
+    pub band: Option<i32>,
+    #[serde(default)]
+    pub band_low: Option<i32>,
+    #[serde(default)]
+    pub band_high: Option<i32>,
+    #[serde(default)]
+    pub na_reason: Option<String>,
+    #[serde(default)]
+    pub veto_state: Option<String>,
+    pub catalogue_version: String,
+    pub watermark: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DimensionBand {
+    pub dimension: String,
+    #[serde(default)]
+    pub band: Option<i32>,
+    #[serde(default)]
+    pub band_low: Option<i32>,
+    #[serde(default)]
+    pub band_high: Option<i32>,
+    #[serde(default)]
+    pub na_reason: Option<String>,
+    #[serde(default)]
+    pub capped_by: Vec<String>,
+    #[serde(default)]
+    pub instruments: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VetoStatus {
+    pub rule: String,
+    pub metric: String,
+    #[serde(default)]
+    pub benchmark: Option<String>,
+    pub state: String,
+    #[serde(default)]
+    pub estimate: Option<f64>,
+    #[serde(default)]
+    pub ci_low: Option<f64>,
+    #[serde(default)]
+    pub ci_high: Option<f64>,
+    pub threshold: f64,
+}
+
+/// The rolling eight-dimension profile (schema `DimensionProfile`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DimensionProfile {
+    pub profile_id: String,
+    pub system_id: String,
+    pub system_version: String,
+    pub source: Source,
+    pub window_start: i64,
+    pub window_end: i64,
+    pub dimensions: Vec<DimensionBand>,
+    pub vetoes: Vec<VetoStatus>,
+    #[serde(default)]
+    pub unsuitable: bool,
+    pub catalogue_version: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AlertStatus {
+    #[serde(rename = "FIRING", alias = "firing")]
+    Firing,
+    #[serde(rename = "RESOLVED", alias = "resolved")]
+    Resolved,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Severity {
+    #[serde(rename = "INFO", alias = "info")]
+    Info,
+    #[serde(rename = "WARNING", alias = "warning")]
+    Warning,
+    #[serde(rename = "CRITICAL", alias = "critical")]
+    Critical,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AlertKind {
+    #[serde(rename = "VETO", alias = "veto")]
+    Veto,
+    #[serde(rename = "INCIDENT", alias = "incident")]
+    Incident,
+    #[serde(rename = "PIPELINE", alias = "pipeline")]
+    Pipeline,
+}
+
+/// A veto alert or an incident (schema `Alert`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alert {
+    pub alert_id: String,
+    pub fingerprint: String,
+    pub status: AlertStatus,
+    pub severity: Severity,
+    pub kind: AlertKind,
+    pub alertname: String,
+    pub rule: String,
+    pub system_id: String,
+    pub system_version: String,
+    pub source: Source,
+    #[serde(default)]
+    pub dimension: Option<String>,
+    #[serde(default)]
+    pub metric: Option<String>,
+    #[serde(default)]
+    pub veto_state: Option<String>,
+    #[serde(default)]
+    pub estimate: Option<f64>,
+    #[serde(default)]
+    pub ci_low: Option<f64>,
+    #[serde(default)]
+    pub ci_high: Option<f64>,
+    #[serde(default)]
+    pub threshold: Option<f64>,
+    #[serde(default)]
+    pub window_start: Option<i64>,
+    #[serde(default)]
+    pub window_end: Option<i64>,
+    #[serde(default)]
+    pub run_id: Option<String>,
+    #[serde(default)]
+    pub step: Option<i64>,
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    #[serde(default)]
+    pub tool_arguments: Option<String>,
+    #[serde(default)]
+    pub violations: Vec<String>,
+    pub starts_at: i64,
+    #[serde(default)]
+    pub ends_at: Option<i64>,
+    pub summary: String,
+    #[serde(default)]
+    pub runbook_url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileMetric {
+    pub metric: String,
+    pub dimension: String,
+    #[serde(default)]
+    pub benchmark: Option<String>,
+    pub units: i64,
+    #[serde(default)]
+    pub estimate: Option<f64>,
+    #[serde(default)]
+    pub ci_low: Option<f64>,
+    #[serde(default)]
+    pub ci_high: Option<f64>,
+    #[serde(default)]
+    pub band: Option<i32>,
+    #[serde(default)]
+    pub band_low: Option<i32>,
+    #[serde(default)]
+    pub band_high: Option<i32>,
+    #[serde(default)]
+    pub na_reason: Option<String>,
+    #[serde(default)]
+    pub veto_state: Option<String>,
+}
+
+/// A periodic profile (schema `Profile`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    pub profile_id: String,
+    pub system_id: String,
+    pub system_version: String,
+    pub source: Source,
+    pub period: String,
+    pub period_start: i64,
+    pub period_end: i64,
+    pub generated_at: i64,
+    pub catalogue_version: String,
+    pub method: String,
+    pub level: f64,
+    pub replicates: i32,
+    pub seed: i64,
+    pub metrics: Vec<ProfileMetric>,
+    pub dimensions: Vec<DimensionBand>,
+    #[serde(default)]
+    pub unsuitable: bool,
+    #[serde(default)]
+    pub gate: Option<String>,
+    #[serde(default)]
+    pub efficacy_index: Option<f64>,
+    #[serde(default)]
+    pub efficacy_index_geometric: Option<f64>,
+    #[serde(default)]
+    pub judge_human_kappa: Option<f64>,
+    #[serde(default)]
+    pub ppi_success: Option<f64>,
+    #[serde(default)]
+    pub ppi_ci_low: Option<f64>,
+    #[serde(default)]
+    pub ppi_ci_high: Option<f64>,
+    #[serde(default)]
+    pub evidence_uri: Option<String>,
+}
+
+/// A record a service could not process (schema `DeadLetter`).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub dead_letter_id: String,
+    pub service: String,
+    pub source_topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    #[serde(default, with = "opt_bytes")]
+    pub key: Option<Vec<u8>>,
+    #[serde(with = "bytes")]
+    pub payload: Vec<u8>,
+    pub error_class: String,
+    pub error_message: String,
+    pub failed_at: i64,
+}
+
+impl std::fmt::Debug for DeadLetter {
+    /// The payload may hold anything a producer sent (secrets included): Debug shows its size.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeadLetter")
+            .field("dead_letter_id", &self.dead_letter_id)
+            .field("service", &self.service)
+            .field("source_topic", &self.source_topic)
+            .field("partition", &self.partition)
+            .field("offset", &self.offset)
+            .field("key_len", &self.key.as_ref().map(Vec::len))
+            .field("payload_len", &self.payload.len())
+            .field("error_class", &self.error_class)
+            .field("error_message", &self.error_message)
+            .field("failed_at", &self.failed_at)
+            .finish()
+    }
+}
+
+/// Avro `bytes` through serde: apache-avro wants serde's bytes, JSON gets an array of numbers.
+mod bytes {
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Vec<u8>, E> {
+                Ok(v.as_bytes().to_vec())
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    out.push(b);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+mod opt_bytes {
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(b) => s.serialize_some(&Bytes(b)),
+            None => s.serialize_none(),
+        }
+    }
+
+    struct Bytes<'a>(&'a [u8]);
+    impl serde::Serialize for Bytes<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(self.0)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Option<Vec<u8>>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("optional bytes")
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                super::bytes::deserialize(d).map(Some)
+            }
+        }
+        d.deserialize_option(V)
+    }
+}

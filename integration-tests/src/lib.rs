@@ -1,0 +1,134 @@
+//! Support for Octant's integration tests: a real broker per test (or `OCTANT_BROKERS`),
+//! topic names unique to each test, collectors that read a topic back, and a metrics scraper.
+//!
+//! A test that needs the broker and cannot find it fails with the message of
+//! [`octant_runtime::broker::locate_tansu`]: it never passes by skipping.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use octant_contracts::{Contract, Decoder};
+use octant_runtime::KafkaConfig;
+use octant_runtime::broker::EmbeddedBroker;
+use rdkafka::ClientConfig;
+use rdkafka::Message;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+
+/// A broker and a topic namespace for one test.
+pub struct TestEnv {
+    pub broker: Option<EmbeddedBroker>,
+    pub kafka: KafkaConfig,
+    pub name: String,
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+impl TestEnv {
+    /// Starts a broker (or uses `OCTANT_BROKERS`) and creates the declared topics with
+    /// `partitions` partitions under a prefix unique to this test.
+    pub async fn new(name: &str, partitions: i32) -> TestEnv {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let prefix = format!("t{}-{n}-{name}.", std::process::id());
+        let (broker, brokers) = match std::env::var("OCTANT_BROKERS") {
+            Ok(b) if !b.is_empty() => (None, b),
+            _ => {
+                let broker = EmbeddedBroker::start().await.unwrap_or_else(|e| panic!("{name}: cannot start the test broker: {e}"));
+                let b = broker.brokers.clone();
+                (Some(broker), b)
+            }
+        };
+        let kafka = KafkaConfig { brokers, topic_prefix: prefix, ..KafkaConfig::default() };
+        octant_runtime::kafka::ensure_topics(&kafka, &octant_runtime::kafka::default_topics(&kafka, partitions))
+            .await
+            .unwrap_or_else(|e| panic!("{name}: cannot create topics: {e}"));
+        TestEnv { broker, kafka, name: name.to_string() }
+    }
+
+    pub fn topic(&self, base: &str) -> String {
+        self.kafka.topic(base)
+    }
+}
+
+/// Reads every partition of `topic` from the beginning (assigned directly, no group) until
+/// `want` records have been read or `timeout` has passed; returns what it has.
+pub async fn collect_raw(kafka: &KafkaConfig, topic: &str, want: usize, timeout: Duration) -> Vec<(i32, i64, Vec<u8>, Vec<u8>)> {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let consumer: StreamConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &kafka.brokers)
+        .set("group.id", format!("collector-{}-{n}", std::process::id()))
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("collector consumer");
+    let md = consumer.fetch_metadata(Some(topic), Duration::from_secs(10)).expect("topic metadata");
+    let mut tpl = TopicPartitionList::new();
+    for t in md.topics() {
+        for p in t.partitions() {
+            tpl.add_partition_offset(topic, p.id(), Offset::Beginning).unwrap();
+        }
+    }
+    assert!(tpl.count() > 0, "topic {topic} has no partitions");
+    consumer.assign(&tpl).expect("assign");
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut out = Vec::new();
+    while out.len() < want {
+        match tokio::time::timeout_at(deadline, consumer.recv()).await {
+            Ok(Ok(m)) => out.push((
+                m.partition(),
+                m.offset(),
+                m.key().unwrap_or_default().to_vec(),
+                m.payload().unwrap_or_default().to_vec(),
+            )),
+            Ok(Err(e)) => panic!("collector on {topic}: {e}"),
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+/// Like [`collect_raw`], decoding every record as `T` (a record that does not decode fails).
+pub async fn collect<T: Contract>(kafka: &KafkaConfig, topic: &str, want: usize, idle: Duration) -> Vec<T> {
+    let d = Decoder::new();
+    collect_raw(kafka, topic, want, idle)
+        .await
+        .into_iter()
+        .map(|(p, o, _, v)| d.decode::<T>(&v).unwrap_or_else(|e| panic!("{topic} {p}/{o} does not decode: {e}")))
+        .collect()
+}
+
+/// Scrapes a Prometheus text endpoint into `name{labels} → value`.
+pub async fn scrape(addr: std::net::SocketAddr) -> BTreeMap<String, f64> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("admin server reachable");
+    s.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).await.unwrap();
+    assert!(body.starts_with("HTTP/1.1 200"), "GET /metrics: {}", body.lines().next().unwrap_or(""));
+    body.split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or("")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+/// GET a path on an admin server; returns (status, body).
+pub async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("admin server reachable");
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).await.unwrap();
+    let status = body.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, body.split("\r\n\r\n").nth(1).unwrap_or("").to_string())
+}
+
+/// Sum of every series of `name` (all label sets).
+pub fn total(m: &BTreeMap<String, f64>, name: &str) -> f64 {
+    m.iter().filter(|(k, _)| *k == name || k.starts_with(&format!("{name}{{"))).map(|(_, v)| v).sum()
+}

@@ -1,0 +1,4 @@
+//! Octant's integration tests, one binary: every test talks to a real Kafka-protocol broker
+//! over TCP (tansu started per test, or the cluster named by `OCTANT_BROKERS`).
+
+mod scorer;

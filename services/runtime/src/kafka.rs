@@ -1,0 +1,113 @@
+//! Kafka clients: configuration, producing with awaited delivery, topic administration.
+
+use std::time::Duration;
+
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::util::Timeout;
+
+use crate::config::KafkaConfig;
+use crate::error::RuntimeError;
+
+/// A librdkafka client configuration from [`KafkaConfig`], for `service`.
+pub fn client_config(cfg: &KafkaConfig, service: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &cfg.brokers);
+    c.set("client.id", format!("{}-{service}", cfg.client_id));
+    for (k, v) in &cfg.settings {
+        c.set(k, v);
+    }
+    c
+}
+
+/// An idempotent producer: no duplicates from its own retries, per-partition order kept.
+pub fn producer(cfg: &KafkaConfig, service: &str) -> Result<FutureProducer, RuntimeError> {
+    let mut c = client_config(cfg, service);
+    c.set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "300000")
+        .set("queue.buffering.max.messages", "200000");
+    c.create().map_err(|e| RuntimeError::kafka("failed to create producer", e))
+}
+
+/// An Avro single-object record ready to send.
+pub struct OutRecord {
+    pub topic: String,
+    pub key: String,
+    pub payload: Vec<u8>,
+}
+
+/// Sends a record; the future resolves when the broker acknowledged it (or delivery failed
+/// after librdkafka's own retries, bounded by `message.timeout.ms`).
+pub async fn send(producer: &FutureProducer, rec: &OutRecord) -> Result<(i32, i64), KafkaError> {
+    let fr = FutureRecord::to(&rec.topic).key(rec.key.as_bytes()).payload(&rec.payload);
+    match producer.send(fr, Timeout::Never).await {
+        Ok(d) => Ok((d.partition, d.offset)),
+        Err((e, _)) => Err(e),
+    }
+}
+
+/// Declared topics (full names, prefix applied) and partition counts (design §2). Output
+/// topics keyed by system use the same count so that one owner holds a system's state.
+pub fn default_topics(cfg: &KafkaConfig, partitions: i32) -> Vec<(String, i32)> {
+    use octant_contracts::topics::*;
+    [
+        (TRAJECTORIES_PRODUCTION, partitions),
+        (TRAJECTORIES_EVALUATION, partitions),
+        (OBSERVATIONS, partitions),
+        (WINDOWS, partitions),
+        (ALERTS, 1),
+        (PROFILES, 1),
+        (DLQ, 1),
+    ]
+    .into_iter()
+    .map(|(t, p)| (cfg.topic(t), p))
+    .collect()
+}
+
+/// Creates topics that do not exist yet (an existing topic is not an error).
+pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[(String, i32)]) -> Result<(), RuntimeError> {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(cfg, "admin").create().map_err(|e| RuntimeError::kafka("failed to create admin client", e))?;
+    let new: Vec<NewTopic> = topics.iter().map(|(t, p)| NewTopic::new(t, *p, TopicReplication::Fixed(1))).collect();
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let results = admin.create_topics(&new, &opts).await.map_err(|e| RuntimeError::kafka("create topics", e))?;
+    for r in results {
+        match r {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => {
+                return Err(RuntimeError::kafka(format!("create topic {topic}"), KafkaError::AdminOp(code)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Waits until the brokers answer a metadata request, or `timeout` passes.
+pub async fn wait_for_metadata(cfg: &KafkaConfig, timeout: Duration) -> Result<(), RuntimeError> {
+    let producer: FutureProducer =
+        client_config(cfg, "probe").create().map_err(|e| RuntimeError::kafka("failed to create probe", e))?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let p = producer.clone();
+        let probe = tokio::task::spawn_blocking(move || p.client().fetch_metadata(None, Duration::from_secs(2)))
+            .await
+            .expect("metadata probe does not panic");
+        match probe {
+            Ok(md) if !md.brokers().is_empty() => return Ok(()),
+            Ok(_) => {}
+            Err(e) if tokio::time::Instant::now() >= deadline => {
+                return Err(RuntimeError::kafka(format!("brokers {} did not answer within {timeout:?}", cfg.brokers), e));
+            }
+            Err(_) => {}
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(RuntimeError::Broker(format!("brokers {} returned no broker list", cfg.brokers)));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -1,0 +1,45 @@
+//! Graceful shutdown: the first SIGTERM or Ctrl-C cancels the token (services drain: flush,
+//! commit, close); a second signal, or a drain that outlasts its timeout, exits non-zero.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+/// Cancels `token` on the first SIGINT/SIGTERM; exits the process with status 130 on the
+/// second, or `drain_timeout` after the first.
+pub fn on_signals(token: CancellationToken, drain_timeout: Duration) {
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!(?drain_timeout, "shutdown requested: draining (signal again to exit now)");
+        token.cancel();
+        tokio::select! {
+            _ = wait_for_signal() => tracing::warn!("second signal: exiting without draining"),
+            _ = tokio::time::sleep(drain_timeout) => tracing::error!("drain timed out"),
+        }
+        std::process::exit(130);
+    });
+}
+
+async fn wait_for_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+/// Structured logs to stderr; `OCTANT_LOG` (or `RUST_LOG`) filters, `OCTANT_LOG_FORMAT=json`
+/// switches to JSON lines.
+pub fn init_tracing(default_filter: &str) {
+    use tracing_subscriber::EnvFilter;
+    let filter = std::env::var("OCTANT_LOG")
+        .ok()
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .unwrap_or_else(|| default_filter.to_string());
+    let builder = tracing_subscriber::fmt().with_env_filter(EnvFilter::new(filter)).with_writer(std::io::stderr);
+    let _ = if std::env::var("OCTANT_LOG_FORMAT").as_deref() == Ok("json") {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}

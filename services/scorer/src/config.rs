@@ -1,0 +1,79 @@
+//! Scorer configuration (`[scorer]`-less TOML; environment prefix `OCTANT_SCORER`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use octant_runtime::KafkaConfig;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScorerConfig {
+    #[serde(default)]
+    pub kafka: KafkaConfig,
+    /// Consumer group; every scorer instance of one deployment shares it.
+    #[serde(default = "default_group")]
+    pub group_id: String,
+    /// Admin server address (`/metrics`, `/healthz`, `/readyz`); port 0 picks one.
+    #[serde(default = "default_admin")]
+    pub admin_addr: SocketAddr,
+    /// Event-time idle period after which an open run is ended as abandoned.
+    #[serde(default = "default_idle", with = "humantime_serde")]
+    pub idle_timeout: Duration,
+    /// Confidence below which a step counts for deferral on uncertainty.
+    #[serde(default = "default_low_confidence")]
+    pub low_confidence: f64,
+    /// How often safe offsets are committed.
+    #[serde(default = "default_commit", with = "humantime_serde")]
+    pub commit_interval: Duration,
+    /// Messages read but not yet acknowledged before reading pauses (back-pressure).
+    #[serde(default = "default_inflight")]
+    pub max_inflight: usize,
+    /// Confluent schema ids accepted on input, mapped to files under `schemas/`.
+    #[serde(default)]
+    pub confluent_ids: std::collections::BTreeMap<u32, String>,
+}
+
+fn default_group() -> String {
+    "octant-scorer".into()
+}
+fn default_admin() -> SocketAddr {
+    "127.0.0.1:9101".parse().unwrap()
+}
+fn default_idle() -> Duration {
+    Duration::from_secs(600)
+}
+fn default_low_confidence() -> f64 {
+    0.5
+}
+fn default_commit() -> Duration {
+    Duration::from_secs(1)
+}
+fn default_inflight() -> usize {
+    20_000
+}
+
+impl Default for ScorerConfig {
+    fn default() -> Self {
+        toml::from_str("").expect("defaults")
+    }
+}
+
+impl ScorerConfig {
+    /// Checks settings that depend on each other; the message says what to change.
+    pub fn check(&self) -> Result<(), String> {
+        if self.kafka.brokers.is_empty() {
+            return Err("kafka.brokers is empty (set OCTANT_SCORER__KAFKA__BROKERS)".into());
+        }
+        if !(0.0..=1.0).contains(&self.low_confidence) {
+            return Err(format!("low_confidence {} must be in [0, 1]", self.low_confidence));
+        }
+        if self.idle_timeout.is_zero() {
+            return Err("idle_timeout must be positive".into());
+        }
+        if self.max_inflight == 0 {
+            return Err("max_inflight must be at least 1".into());
+        }
+        Ok(())
+    }
+}

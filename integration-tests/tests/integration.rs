@@ -2,3 +2,4 @@
 //! over TCP (tansu started per test, or the cluster named by `OCTANT_BROKERS`).
 
 mod scorer;
+mod probe;

@@ -8,10 +8,16 @@
 //! offsets (the scorer holds the first offset of every open run), and the commit never passes
 //! a hold, so a crash re-reads what the state still needed.
 //!
-//! Each commit carries, in its metadata, the **replay horizon** `h`: the highest offset whose
-//! outputs (and those of all earlier offsets) were acknowledged. After a restart or a
-//! rebalance, records at offsets ≤ h are replays whose effects are already durable; a service
-//! can use that to tell a replayed tail of a finished run from a new orphan.
+//! With each commit goes the **replay horizon** `h`: the highest offset whose outputs (and
+//! those of all earlier offsets) were acknowledged. After a restart or a rebalance, records at
+//! offsets ≤ h are replays whose effects are already durable; a service can use that to tell a
+//! replayed tail of a finished run from a new orphan.
+//!
+//! The horizon is stored as the committed offset `h + 1` of a companion group
+//! `<group>.horizon` (a standalone client that never joins, only commits). Commit metadata
+//! would be the natural place, but not every Kafka-protocol broker keeps it (tansu drops it;
+//! a test shows it). The horizon is committed first and the group offset second, so a crash
+//! between the two leaves a horizon at least as new as the offset, which is the safe side.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -95,8 +101,9 @@ impl PartitionOffsets {
 }
 
 /// What the rebalance callbacks and the processing loop share.
-#[derive(Debug, Default)]
 pub struct GroupShared {
+    /// Standalone client of the companion group that stores horizons.
+    horizon_client: BaseConsumer,
     /// Latest commit point per partition: (offset, horizon).
     commit_points: Mutex<HashMap<TopicPartition, (i64, i64)>>,
     /// Partitions revoked since the loop last looked.
@@ -123,6 +130,46 @@ impl GroupShared {
     pub fn assigned(&self) -> BTreeSet<TopicPartition> {
         self.assigned.lock().unwrap().clone()
     }
+
+    /// Commits horizons (as offsets h + 1 of the companion group), synchronously.
+    fn commit_horizons(&self, points: &[(String, i32, i64, i64)]) -> Result<(), RuntimeError> {
+        let mut tpl = TopicPartitionList::new();
+        for (t, p, _, h) in points {
+            tpl.add_partition_offset(t, *p, Offset::Offset(h + 1)).map_err(|e| RuntimeError::kafka("horizon list", e))?;
+        }
+        self.horizon_client.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit horizons", e))
+    }
+
+    /// Reads the horizons of `tpl`'s partitions from the companion group.
+    fn read_horizons(&self, tpl: &TopicPartitionList) {
+        match self.horizon_client.committed_offsets(tpl.clone(), Duration::from_secs(10)) {
+            Ok(committed) => {
+                let mut horizons = self.horizons.lock().unwrap();
+                for e in committed.elements() {
+                    let tp = (e.topic().to_string(), e.partition());
+                    match e.offset() {
+                        Offset::Offset(o) if o > 0 => horizons.insert(tp, o - 1),
+                        _ => horizons.remove(&tp),
+                    };
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not read replay horizons on assignment"),
+        }
+    }
+}
+
+/// Commits `(topic, partition, offset, horizon)` points: horizons first, then the group's
+/// offsets, both synchronously (call from a blocking context).
+fn commit_points_sync(consumer: &GroupConsumer, shared: &GroupShared, points: &[(String, i32, i64, i64)]) -> Result<(), RuntimeError> {
+    if points.is_empty() {
+        return Ok(());
+    }
+    shared.commit_horizons(points)?;
+    let mut tpl = TopicPartitionList::new();
+    for (t, p, o, _) in points {
+        tpl.add_partition_offset(t, *p, Offset::Offset(*o)).map_err(|e| RuntimeError::kafka("commit list", e))?;
+    }
+    consumer.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit", e))
 }
 
 /// The consumer context: commits on revocation, reads horizons on assignment, exports lag.
@@ -144,56 +191,37 @@ impl ClientContext for GroupContext {
     }
 }
 
-fn metadata_horizon(meta: &str) -> Option<i64> {
-    meta.strip_prefix("h=")?.parse().ok()
-}
-
 impl ConsumerContext for GroupContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(tpl) = rebalance {
-            let points = self.shared.commit_points.lock().unwrap();
-            let mut commit = TopicPartitionList::new();
-            let mut revoked = Vec::new();
-            for e in tpl.elements() {
-                let tp = (e.topic().to_string(), e.partition());
-                if let Some((offset, horizon)) = points.get(&tp) {
-                    let _ = commit.add_partition_offset(&tp.0, tp.1, Offset::Offset(*offset));
-                    if let Some(mut el) = commit.find_partition(&tp.0, tp.1) {
-                        el.set_metadata(format!("h={horizon}"));
+            let revoked: Vec<TopicPartition> = tpl.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect();
+            let points: Vec<(String, i32, i64, i64)> = {
+                let mut cp = self.shared.commit_points.lock().unwrap();
+                revoked.iter().filter_map(|tp| cp.remove(tp).map(|(o, h)| (tp.0.clone(), tp.1, o, h))).collect()
+            };
+            if !points.is_empty() {
+                let result = self.shared.commit_horizons(&points).and_then(|()| {
+                    let mut c = TopicPartitionList::new();
+                    for (t, p, o, _) in &points {
+                        let _ = c.add_partition_offset(t, *p, Offset::Offset(*o));
                     }
-                }
-                revoked.push(tp);
-            }
-            drop(points);
-            if commit.count() > 0 {
-                if let Err(e) = consumer.commit(&commit, CommitMode::Sync) {
+                    consumer.commit(&c, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit", e))
+                });
+                if let Err(e) = result {
                     tracing::warn!(error = %e, group = %self.group, "commit on revocation failed; the next owner re-reads more");
                 }
             }
             let mut assigned = self.shared.assigned.lock().unwrap();
             for tp in &revoked {
                 assigned.remove(tp);
-                self.shared.commit_points.lock().unwrap().remove(tp);
             }
             self.shared.revoked.lock().unwrap().extend(revoked);
         }
     }
 
-    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Assign(tpl) = rebalance {
-            match consumer.committed_offsets((*tpl).clone(), Duration::from_secs(10)) {
-                Ok(committed) => {
-                    let mut horizons = self.shared.horizons.lock().unwrap();
-                    for e in committed.elements() {
-                        let tp = (e.topic().to_string(), e.partition());
-                        match metadata_horizon(e.metadata()) {
-                            Some(h) => horizons.insert(tp, h),
-                            None => horizons.remove(&tp),
-                        };
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "could not read committed offsets on assignment"),
-            }
+            self.shared.read_horizons(tpl);
             let mut assigned = self.shared.assigned.lock().unwrap();
             for e in tpl.elements() {
                 assigned.insert((e.topic().to_string(), e.partition()));
@@ -224,7 +252,18 @@ pub fn group_consumer(
     topics: &[&str],
     lag: IntGaugeVec,
 ) -> Result<(Arc<GroupConsumer>, Arc<GroupShared>), RuntimeError> {
-    let shared = Arc::new(GroupShared::default());
+    let horizon_client: BaseConsumer = client_config(cfg, service)
+        .set("group.id", format!("{group}.horizon"))
+        .set("enable.auto.commit", "false")
+        .create()
+        .map_err(|e| RuntimeError::kafka("failed to create the horizon client", e))?;
+    let shared = Arc::new(GroupShared {
+        horizon_client,
+        commit_points: Default::default(),
+        revoked: Default::default(),
+        horizons: Default::default(),
+        assigned: Default::default(),
+    });
     let ctx = GroupContext { shared: shared.clone(), lag, group: group.to_string() };
     let mut c = client_config(cfg, service);
     c.set("group.id", group)
@@ -240,19 +279,15 @@ pub fn group_consumer(
     Ok((Arc::new(consumer), shared))
 }
 
-/// Commits the given points `(topic, partition, offset, horizon)` asynchronously.
-pub fn commit(consumer: &GroupConsumer, points: &[(String, i32, i64, i64)]) -> Result<(), RuntimeError> {
-    if points.is_empty() {
-        return Ok(());
-    }
-    let mut tpl = TopicPartitionList::new();
-    for (t, p, o, h) in points {
-        tpl.add_partition_offset(t, *p, Offset::Offset(*o)).map_err(|e| RuntimeError::kafka("commit list", e))?;
-        if let Some(mut el) = tpl.find_partition(t, *p) {
-            el.set_metadata(format!("h={h}"));
-        }
-    }
-    consumer.commit(&tpl, CommitMode::Async).map_err(|e| RuntimeError::kafka("commit", e))
+/// Commits `(topic, partition, offset, horizon)` points on a blocking thread (horizons
+/// first, then offsets). Await the handle to know the outcome.
+pub fn commit(
+    consumer: &Arc<GroupConsumer>,
+    shared: &Arc<GroupShared>,
+    points: Vec<(String, i32, i64, i64)>,
+) -> tokio::task::JoinHandle<Result<(), RuntimeError>> {
+    let (consumer, shared) = (consumer.clone(), shared.clone());
+    tokio::task::spawn_blocking(move || commit_points_sync(&consumer, &shared, &points))
 }
 
 #[cfg(test)]
@@ -282,9 +317,4 @@ mod tests {
         assert_eq!(p.pending(), 0);
     }
 
-    #[test]
-    fn horizon_metadata_parses() {
-        assert_eq!(metadata_horizon("h=42"), Some(42));
-        assert_eq!(metadata_horizon(""), None);
-    }
 }

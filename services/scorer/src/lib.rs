@@ -12,8 +12,11 @@
 //! ## Guarantees
 //! - **At least once.** An input offset is committed only after the observations and dead
 //!   letters of that message, and of every earlier message of its partition, are
-//!   acknowledged by the broker, and never past the first event of the oldest open run: a
-//!   crash re-reads open runs instead of losing them. Replays produce the same observation
+//!   acknowledged by the broker, and never past the first event of the oldest run that is
+//!   open or whose end is not yet acknowledged: a crash re-reads such runs whole instead of
+//!   losing them. With each commit goes the replay horizon (see `octant_runtime::consumer`),
+//!   so the replayed tail of a run that finished before the crash is skipped, not mistaken
+//!   for an orphan. Replays produce the same observation
 //!   ids (run, metric, step), so downstream stages drop duplicates.
 //! - **Order.** Events of a run are processed in partition order; one task processes all
 //!   partitions assigned to an instance.
@@ -88,7 +91,7 @@ pub async fn start(config: ScorerConfig, registry: Registry, shutdown: Cancellat
         ..Rules::default()
     };
     let out_topics = (config.kafka.topic(topics::OBSERVATIONS), config.kafka.topic(topics::DLQ));
-    let lp = Loop { out_topics, config, metrics, health: health.clone(), decoder, producer, consumer, shared, rules, parts: HashMap::new() };
+    let lp = Loop { out_topics, config, metrics, health: health.clone(), decoder, producer, consumer, shared, rules, parts: HashMap::new(), committing: None };
     let task = tokio::spawn(lp.run(shutdown));
     tracing::info!(%admin_addr, "scorer started");
     Ok(Running { admin_addr, task, health })
@@ -113,6 +116,8 @@ struct Done {
     started: Instant,
     metrics: Vec<String>,
     dead_letter: Option<&'static str>,
+    /// First offsets of runs this message finished: released once it is acknowledged.
+    release: Vec<i64>,
     result: Result<(), rdkafka::error::KafkaError>,
 }
 
@@ -128,6 +133,7 @@ struct Loop {
     shared: Arc<GroupShared>,
     rules: Rules,
     parts: HashMap<TopicPartition, PartitionState>,
+    committing: Option<JoinHandle<Result<(), octant_runtime::RuntimeError>>>,
 }
 
 impl Loop {
@@ -160,11 +166,12 @@ impl Loop {
         while let Some(done) = pending.next().await {
             self.finish(done)?;
         }
-        self.commit();
+        if let Some(h) = self.committing.take() {
+            let _ = h.await;
+        }
         let points = self.commit_points();
-        let tpl: Vec<_> = points.into_iter().collect();
-        if !tpl.is_empty() {
-            let _ = consumer::commit(&self.consumer, &tpl);
+        if let Err(e) = consumer::commit(&self.consumer, &self.shared, points).await.expect("commit task") {
+            tracing::warn!(error = %e, "final commit failed; a restart re-reads more");
         }
         tracing::info!("scorer stopped");
         Ok(())
@@ -190,6 +197,7 @@ impl Loop {
         let mut records = Vec::new();
         let mut metric_names = Vec::new();
         let mut rejected: Option<(&'static str, String)> = None;
+        let mut release = Vec::new();
         match self.decoder.decode::<TrajectoryEvent>(payload) {
             Err(e) => rejected = Some((e.class(), e.to_string())),
             Ok(ev) => match validate::validate(&ev, key) {
@@ -199,9 +207,9 @@ impl Loop {
                     if let Some(h) = effects.hold {
                         state.offsets.hold(h);
                     }
-                    for r in effects.release {
-                        state.offsets.release(r);
-                    }
+                    // A finished run's hold is released when this message's outputs are
+                    // acknowledged, not now: until then a restart must replay the whole run.
+                    release = effects.release;
                     if abandoned.runs > 0 {
                         self.metrics.runs_abandoned.inc_by(abandoned.runs as u64);
                     }
@@ -235,7 +243,7 @@ impl Loop {
         async move {
             let results = futures::future::join_all(records.iter().map(|r| kafka::send(&producer, r))).await;
             let result = results.into_iter().find_map(Result::err).map_or(Ok(()), Err);
-            Done { tp, offset, started, metrics: metric_names, dead_letter: dead_letter_class, result }
+            Done { tp, offset, started, metrics: metric_names, dead_letter: dead_letter_class, release, result }
         }
     }
 
@@ -250,6 +258,9 @@ impl Loop {
         }
         if let Some(state) = self.parts.get_mut(&done.tp) {
             state.offsets.acked(done.offset);
+            for r in &done.release {
+                state.offsets.release(*r);
+            }
         }
         for m in &done.metrics {
             self.metrics.observations_produced.with_label_values(&[m]).inc();
@@ -268,7 +279,18 @@ impl Loop {
             .collect()
     }
 
+    /// Starts a commit of every partition whose safe point moved, unless one is in flight.
     fn commit(&mut self) {
+        if let Some(h) = &self.committing {
+            if !h.is_finished() {
+                return;
+            }
+            let h = self.committing.take().expect("checked");
+            if let Some(Ok(Err(e))) = futures::FutureExt::now_or_never(h) {
+                tracing::warn!(error = %e, "commit failed; retried at the next interval");
+                self.parts.values_mut().for_each(|s| s.last_commit = None);
+            }
+        }
         let mut changed = Vec::new();
         for (tp, s) in self.parts.iter_mut() {
             let (Some(c), Some(h)) = (s.offsets.commit_offset(), s.offsets.horizon()) else { continue };
@@ -278,13 +300,8 @@ impl Loop {
                 changed.push((tp.0.clone(), tp.1, c, h));
             }
         }
-        if let Err(e) = consumer::commit(&self.consumer, &changed) {
-            tracing::warn!(error = %e, "commit failed; retried at the next interval");
-            for (t, p, _, _) in &changed {
-                if let Some(s) = self.parts.get_mut(&(t.clone(), *p)) {
-                    s.last_commit = None;
-                }
-            }
+        if !changed.is_empty() {
+            self.committing = Some(consumer::commit(&self.consumer, &self.shared, changed));
         }
         self.metrics.open_runs.set(self.parts.values().map(|s| s.assembler.open_runs() as i64).sum());
         let assigned = self.shared.assigned().len();

@@ -228,10 +228,10 @@ fn expected_observation_ids(records: &[octant_gen::GenRecord]) -> BTreeSet<Strin
     ids
 }
 
-/// Abort the scorer mid-stream four times (no drain, no final commit) while events stream in;
-/// afterwards every expected observation id is on the topic, duplicates are identical
-/// records, and nothing was dead-lettered (replayed tails of finished runs are recognised by
-/// the replay horizon committed with the offsets).
+/// Kill the scorer process with SIGKILL mid-stream four times (no drain, no final commit,
+/// in-flight deliveries lost) while events stream in; afterwards every expected observation id
+/// is on the topic, duplicates are identical records, and nothing was dead-lettered (the
+/// replayed tails of finished runs are recognised by the replay horizon).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scorer_crashes_lose_nothing() {
     let env = TestEnv::new("crash", 4).await;
@@ -242,18 +242,32 @@ async fn scorer_crashes_lose_nothing() {
     let producing = tokio::spawn(async move { octant_gen::produce(&kafka, records, Some(3000.0)).await });
 
     let mut consumed_before = 0.0;
+    let mut skipped = 0.0;
     for round in 0..4 {
-        let shutdown = CancellationToken::new();
-        let scorer = octant_scorer::start(scorer_config(&env), Registry::new(), shutdown.clone()).await.unwrap();
-        // Let it make progress, then kill it abruptly.
-        let m = wait_metrics(scorer.admin_addr, Duration::from_secs(60), |m| {
+        let port = octant_runtime::broker::free_port();
+        let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_octant-test-scorer"))
+            .env("OCTANT_SCORER__KAFKA__BROKERS", &env.kafka.brokers)
+            .env("OCTANT_SCORER__KAFKA__TOPIC_PREFIX", &env.kafka.topic_prefix)
+            .env("OCTANT_SCORER__GROUP_ID", format!("{}scorer", env.kafka.topic_prefix))
+            .env("OCTANT_SCORER__ADMIN_ADDR", addr.to_string())
+            .env("OCTANT_SCORER__COMMIT_INTERVAL", "200ms")
+            .spawn()
+            .expect("scorer process starts");
+        // Wait for the admin server, then for progress; then SIGKILL.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while tokio::net::TcpStream::connect(addr).await.is_err() {
+            assert!(tokio::time::Instant::now() < deadline, "scorer process did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let m = wait_metrics(addr, Duration::from_secs(60), |m| {
             total(m, "octant_scorer_events_consumed_total") >= 1500.0 + 300.0 * round as f64
         })
         .await;
         consumed_before += total(&m, "octant_scorer_events_consumed_total");
-        scorer.task.abort();
-        let _ = scorer.task.await;
-        shutdown.cancel();
+        skipped += total(&m, "octant_scorer_replays_skipped_total");
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
     }
     let delivered = producing.await.unwrap().unwrap();
     assert_eq!(delivered.len() as f64, total_events);
@@ -261,14 +275,17 @@ async fn scorer_crashes_lose_nothing() {
     let shutdown = CancellationToken::new();
     let scorer = octant_scorer::start(scorer_config(&env), Registry::new(), shutdown.clone()).await.unwrap();
     // Wait until the final scorer has caught up: lag 0 on every partition it reports.
-    let m = wait_metrics(scorer.admin_addr, Duration::from_secs(120), |m| {
-        m.keys().any(|k| k.starts_with("octant_scorer_consumer_lag_messages{"))
+    // Caught up = a lag series for each of the 8 input partitions, all zero, twice in a row.
+    let caught_up = |m: &BTreeMap<String, f64>| {
+        m.keys().filter(|k| k.starts_with("octant_scorer_consumer_lag_messages{")).count() == 8
             && total(m, "octant_scorer_consumer_lag_messages") == 0.0
-            && total(m, "octant_scorer_open_runs") == 0.0
-    })
-    .await;
+            && total(m, "octant_scorer_events_consumed_total") > 0.0
+    };
+    let mut m = wait_metrics(scorer.admin_addr, Duration::from_secs(120), caught_up).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    m = wait_metrics(scorer.admin_addr, Duration::from_secs(60), |m| caught_up(m) && total(m, "octant_scorer_open_runs") == 0.0).await;
     assert_eq!(total(&m, "octant_scorer_consumer_lag_messages"), 0.0, "final scorer caught up");
-    let replayed = total(&m, "octant_scorer_replays_skipped_total");
+    let replayed = skipped + total(&m, "octant_scorer_replays_skipped_total");
     shutdown.cancel();
     scorer.task.await.unwrap().unwrap();
 
@@ -289,7 +306,7 @@ async fn scorer_crashes_lose_nothing() {
     let summary: Vec<_> = dead.iter().take(5).map(|d| (d.partition, d.offset, d.error_class.clone(), d.error_message.clone())).collect();
     assert!(dead.is_empty(), "replays after a crash are not dead-lettered: {} dead letters, e.g. {summary:?}", dead.len());
     eprintln!(
-        "crash test: {} expected observations, {} records read ({duplicates} replayed duplicates), {replayed} replayed events skipped by the last scorer, {consumed_before} events consumed before the crashes",
+        "crash test: {} expected observations, {} records read ({duplicates} replayed duplicates), {replayed} replayed events of finished runs skipped, {consumed_before} events consumed before the crashes",
         expected.len(),
         obs.len()
     );

@@ -196,8 +196,10 @@ pub fn generate(spec: &FleetSpec, first_run: u64, runs_per_system: u64) -> Vec<G
     for (si, sys) in spec.systems.iter().enumerate() {
         // Evaluation tasks: each task's own success probability around the system's rate.
         for r in first_run..first_run + runs_per_system {
+            // A block of `attempts` consecutive runs is either all evaluation attempts of one
+            // task or all production runs.
             let eval = sys.evaluation.as_ref().filter(|e| {
-                let mut h = Rng::new(spec.seed ^ (si as u64) << 32 ^ r);
+                let mut h = Rng::new(spec.seed ^ ((si as u64) << 32) ^ (r / e.attempts as u64));
                 h.chance(e.share)
             });
             let unsafe_rate = match sys.unsafe_after {
@@ -388,7 +390,7 @@ fn inject_poison(events: &mut Vec<GenRecord>, fraction: f64, rng: &mut Rng) {
     // Sequence gaps shift the rest of a run; pick runs whose events we renumber in place.
     let mut gapped: std::collections::HashSet<String> = Default::default();
     for n in 0..count {
-        let (kind, class) = POISON_KINDS[n % POISON_KINDS.len()];
+        let (kind, class) = POISON_KINDS[rng.range(0, POISON_KINDS.len() as u64 - 1) as usize];
         let at = rng.range(1, events.len() as u64 - 1) as usize;
         let victim = events[at].clone();
         let mut ev = decode_any(&victim);
@@ -516,4 +518,77 @@ type Sent = (&'static str, Option<&'static str>, String, Result<(i32, i64), rdka
 fn delivered((topic, poison, system, res): Sent) -> anyhow::Result<Delivered> {
     let (partition, offset) = res.map_err(|e| anyhow::anyhow!("delivery to {topic} failed: {e}"))?;
     Ok(Delivered { topic, partition, offset, poison, system })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(r: &GenRecord) -> TrajectoryEvent {
+        Decoder::new().decode(&r.payload).unwrap()
+    }
+
+    #[test]
+    fn deterministic_for_a_seed() {
+        let spec = FleetSpec::demo(5, 9, 1_000_000);
+        let a = generate(&spec, 0, 20);
+        let b = generate(&spec, 0, 20);
+        assert_eq!(a.len(), b.len());
+        assert!(a.iter().zip(&b).all(|(x, y)| x.payload == y.payload && x.key == y.key && x.topic == y.topic));
+        let c = generate(&FleetSpec { seed: 10, ..spec }, 0, 20);
+        assert!(a.iter().zip(&c).any(|(x, y)| x.payload != y.payload));
+    }
+
+    #[test]
+    fn events_are_in_event_time_order_and_runs_in_sequence() {
+        let recs = generate(&FleetSpec::demo(5, 1, 1_000_000), 0, 30);
+        assert!(recs.windows(2).all(|w| w[0].event_time <= w[1].event_time));
+        let mut last: std::collections::HashMap<String, i64> = Default::default();
+        for r in &recs {
+            let ev = decode(r);
+            let prev = last.insert(ev.run_id.clone(), ev.sequence);
+            assert_eq!(prev.map_or(0, |p| p + 1), ev.sequence, "run {}", ev.run_id);
+        }
+    }
+
+    #[test]
+    fn multi_agent_and_evaluation_attempts() {
+        let recs = generate(&FleetSpec::demo(5, 3, 1_000_000), 0, 80);
+        let events: Vec<_> = recs.iter().map(decode).collect();
+        let agents: std::collections::BTreeSet<_> =
+            events.iter().filter(|e| e.system.id == "agent-b").filter_map(|e| e.agent_id.clone()).collect();
+        assert_eq!(agents.len(), 3, "the multi-agent system's steps come from several agents");
+        let mut attempts: BTreeMap<String, std::collections::BTreeSet<i32>> = BTreeMap::new();
+        for e in events.iter().filter(|e| e.source == Source::Evaluation) {
+            if let Some(s) = &e.run_started {
+                assert!(s.benchmark.is_some());
+                attempts.entry(s.task_id.clone()).or_default().insert(s.attempt);
+            }
+        }
+        assert!(attempts.values().any(|a| a.len() == 4), "evaluation tasks are attempted k = 4 times: {attempts:?}");
+        assert!(recs.iter().any(|r| r.payload.first() == Some(&b'{')) && recs.iter().any(|r| r.payload.first() == Some(&0xC3)));
+    }
+
+    #[test]
+    fn declared_rates_show_in_the_data() {
+        let mut spec = FleetSpec::demo(1, 5, 1_000_000);
+        spec.systems[0].unsafe_action = 0.25;
+        spec.systems[0].evaluation = None;
+        let events: Vec<_> = generate(&spec, 0, 1500).iter().map(decode).collect();
+        let steps: Vec<_> = events.iter().filter_map(|e| e.step.as_ref()).collect();
+        let rate = steps.iter().filter(|s| !s.violations.is_empty()).count() as f64 / steps.len() as f64;
+        assert!((rate - 0.25).abs() < 0.015, "unsafe-action rate {rate}");
+    }
+
+    #[test]
+    fn poison_of_every_kind() {
+        let mut spec = FleetSpec::demo(4, 7, 1_000_000);
+        spec.poison = 0.01;
+        let recs = generate(&spec, 0, 200);
+        for (kind, _) in POISON_KINDS {
+            assert!(recs.iter().any(|r| r.poison == Some(kind)), "{kind}");
+        }
+        let t = truth(&spec);
+        assert_eq!(t["systems"]["agent-c"]["unsafe_action"], 0.25);
+    }
 }

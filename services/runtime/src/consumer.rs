@@ -40,6 +40,8 @@ pub type TopicPartition = (String, i32);
 pub struct PartitionOffsets {
     inflight: BTreeMap<i64, usize>,
     holds: BTreeMap<i64, usize>,
+    /// Holds to release once every offset through the key is acknowledged.
+    deferred: BTreeMap<i64, Vec<i64>>,
     /// One past the highest offset seen.
     next: Option<i64>,
 }
@@ -58,6 +60,22 @@ impl PartitionOffsets {
             if *n == 0 {
                 self.inflight.remove(&offset);
             }
+        }
+        if let Some(h) = self.horizon() {
+            let later = self.deferred.split_off(&(h + 1));
+            for hold in std::mem::replace(&mut self.deferred, later).into_values().flatten() {
+                self.release(hold);
+            }
+        }
+    }
+
+    /// Releases `hold` once every offset through `through` is acknowledged (not merely
+    /// `through` itself): until then a restart may still need the held offset.
+    pub fn release_after(&mut self, through: i64, hold: i64) {
+        if self.horizon().is_some_and(|h| h >= through) {
+            self.release(hold);
+        } else {
+            self.deferred.entry(through).or_default().push(hold);
         }
     }
 
@@ -108,8 +126,6 @@ pub struct GroupShared {
     commit_points: Mutex<HashMap<TopicPartition, (i64, i64)>>,
     /// Partitions revoked since the loop last looked.
     revoked: Mutex<Vec<TopicPartition>>,
-    /// Replay horizon read from the committed metadata of newly assigned partitions.
-    horizons: Mutex<HashMap<TopicPartition, i64>>,
     assigned: Mutex<BTreeSet<TopicPartition>>,
 }
 
@@ -120,11 +136,6 @@ impl GroupShared {
 
     pub fn take_revoked(&self) -> Vec<TopicPartition> {
         std::mem::take(&mut *self.revoked.lock().unwrap())
-    }
-
-    /// The replay horizon recorded with the committed offset of `tp`, if any.
-    pub fn horizon(&self, tp: &TopicPartition) -> Option<i64> {
-        self.horizons.lock().unwrap().get(tp).copied()
     }
 
     pub fn assigned(&self) -> BTreeSet<TopicPartition> {
@@ -140,20 +151,24 @@ impl GroupShared {
         self.horizon_client.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit horizons", e))
     }
 
-    /// Reads the horizons of `tpl`'s partitions from the companion group.
-    fn read_horizons(&self, tpl: &TopicPartitionList) {
-        match self.horizon_client.committed_offsets(tpl.clone(), Duration::from_secs(10)) {
-            Ok(committed) => {
-                let mut horizons = self.horizons.lock().unwrap();
-                for e in committed.elements() {
-                    let tp = (e.topic().to_string(), e.partition());
-                    match e.offset() {
-                        Offset::Offset(o) if o > 0 => horizons.insert(tp, o - 1),
-                        _ => horizons.remove(&tp),
-                    };
-                }
+    /// Reads the replay horizon of `tp` from the companion group (blocking, one round trip).
+    ///
+    /// Call it when the first message of a newly assigned partition arrives, not in the
+    /// assignment callback: by then the consumer has fetched its start offset C, and since a
+    /// horizon is always committed before its offset, the horizon read now is at least the
+    /// one that went with C (a newer one is also safe).
+    pub fn read_horizon(&self, tp: &TopicPartition) -> Option<i64> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(&tp.0, tp.1);
+        match self.horizon_client.committed_offsets(tpl, Duration::from_secs(10)) {
+            Ok(c) => match c.elements().first().map(|e| e.offset()) {
+                Some(Offset::Offset(o)) if o > 0 => Some(o - 1),
+                _ => None,
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, topic = %tp.0, partition = tp.1, "could not read the replay horizon");
+                None
             }
-            Err(e) => tracing::warn!(error = %e, "could not read replay horizons on assignment"),
         }
     }
 }
@@ -221,7 +236,6 @@ impl ConsumerContext for GroupContext {
 
     fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Assign(tpl) = rebalance {
-            self.shared.read_horizons(tpl);
             let mut assigned = self.shared.assigned.lock().unwrap();
             for e in tpl.elements() {
                 assigned.insert((e.topic().to_string(), e.partition()));
@@ -261,7 +275,6 @@ pub fn group_consumer(
         horizon_client,
         commit_points: Default::default(),
         revoked: Default::default(),
-        horizons: Default::default(),
         assigned: Default::default(),
     });
     let ctx = GroupContext { shared: shared.clone(), lag, group: group.to_string() };
@@ -308,11 +321,13 @@ mod tests {
         assert_eq!(p.horizon(), Some(11));
         p.hold(12);
         p.acked(12);
-        p.acked(13);
         p.acked(14);
-        assert_eq!(p.commit_offset(), Some(12), "held by an open run");
-        assert_eq!(p.horizon(), Some(14), "but acknowledged through 14");
-        p.release(12);
+        // The run held at 12 ended at 14, but 13 is still in flight: the hold stays.
+        p.release_after(14, 12);
+        assert_eq!(p.commit_offset(), Some(12), "held until everything through the run's end is acknowledged");
+        assert_eq!(p.horizon(), Some(12));
+        p.acked(13);
+        assert_eq!(p.horizon(), Some(14));
         assert_eq!(p.commit_offset(), Some(15));
         assert_eq!(p.pending(), 0);
     }

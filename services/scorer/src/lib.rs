@@ -13,7 +13,7 @@
 //! - **At least once.** An input offset is committed only after the observations and dead
 //!   letters of that message, and of every earlier message of its partition, are
 //!   acknowledged by the broker, and never past the first event of the oldest run that is
-//!   open or whose end is not yet acknowledged: a crash re-reads such runs whole instead of
+//!   open or whose events are not all acknowledged yet: a crash re-reads such runs whole instead of
 //!   losing them. With each commit goes the replay horizon (see `octant_runtime::consumer`),
 //!   so the replayed tail of a run that finished before the crash is skipped, not mistaken
 //!   for an orphan. Replays produce the same observation
@@ -105,8 +105,17 @@ pub async fn run(config: ScorerConfig, registry: Registry, shutdown: Cancellatio
 
 struct PartitionState {
     offsets: PartitionOffsets,
+    /// The replay horizon committed by the previous owner; the horizon this owner commits
+    /// never goes below it (what was durable stays durable).
+    inherited: Option<i64>,
     assembler: Assembler,
     last_commit: Option<(i64, i64)>,
+}
+
+impl PartitionState {
+    fn horizon(&self) -> Option<i64> {
+        self.offsets.horizon().max(self.inherited)
+    }
 }
 
 /// What an in-flight message resolves to once its outputs are acknowledged.
@@ -116,8 +125,6 @@ struct Done {
     started: Instant,
     metrics: Vec<String>,
     dead_letter: Option<&'static str>,
-    /// First offsets of runs this message finished: released once it is acknowledged.
-    release: Vec<i64>,
     result: Result<(), rdkafka::error::KafkaError>,
 }
 
@@ -185,19 +192,25 @@ impl Loop {
         let payload = m.payload().unwrap_or_default();
         let key = m.key();
         self.metrics.events_consumed.with_label_values(&[m.topic()]).inc();
-        let horizon = self.shared.horizon(&tp);
-        let rules = self.rules.clone();
-        let state = self.parts.entry(tp.clone()).or_insert_with(|| PartitionState {
-            offsets: PartitionOffsets::default(),
-            assembler: Assembler::new(rules, horizon),
-            last_commit: None,
-        });
+        if !self.parts.contains_key(&tp) {
+            let inherited = tokio::task::block_in_place(|| self.shared.read_horizon(&tp));
+            tracing::info!(topic = %tp.0, partition = tp.1, offset, ?inherited, "partition started");
+            self.parts.insert(
+                tp.clone(),
+                PartitionState {
+                    offsets: PartitionOffsets::default(),
+                    assembler: Assembler::new(self.rules.clone(), inherited),
+                    inherited,
+                    last_commit: None,
+                },
+            );
+        }
+        let state = self.parts.get_mut(&tp).expect("inserted above");
         state.offsets.begin(offset);
 
         let mut records = Vec::new();
         let mut metric_names = Vec::new();
         let mut rejected: Option<(&'static str, String)> = None;
-        let mut release = Vec::new();
         match self.decoder.decode::<TrajectoryEvent>(payload) {
             Err(e) => rejected = Some((e.class(), e.to_string())),
             Ok(ev) => match validate::validate(&ev, key) {
@@ -207,9 +220,11 @@ impl Loop {
                     if let Some(h) = effects.hold {
                         state.offsets.hold(h);
                     }
-                    // A finished run's hold is released when this message's outputs are
-                    // acknowledged, not now: until then a restart must replay the whole run.
-                    release = effects.release;
+                    // A finished run's hold goes once everything through this message is
+                    // acknowledged: until then a restart must replay the whole run.
+                    for r in effects.release {
+                        state.offsets.release_after(offset, r);
+                    }
                     if abandoned.runs > 0 {
                         self.metrics.runs_abandoned.inc_by(abandoned.runs as u64);
                     }
@@ -243,7 +258,7 @@ impl Loop {
         async move {
             let results = futures::future::join_all(records.iter().map(|r| kafka::send(&producer, r))).await;
             let result = results.into_iter().find_map(Result::err).map_or(Ok(()), Err);
-            Done { tp, offset, started, metrics: metric_names, dead_letter: dead_letter_class, release, result }
+            Done { tp, offset, started, metrics: metric_names, dead_letter: dead_letter_class, result }
         }
     }
 
@@ -258,9 +273,6 @@ impl Loop {
         }
         if let Some(state) = self.parts.get_mut(&done.tp) {
             state.offsets.acked(done.offset);
-            for r in &done.release {
-                state.offsets.release(*r);
-            }
         }
         for m in &done.metrics {
             self.metrics.observations_produced.with_label_values(&[m]).inc();
@@ -275,7 +287,7 @@ impl Loop {
     fn commit_points(&self) -> Vec<(String, i32, i64, i64)> {
         self.parts
             .iter()
-            .filter_map(|(tp, s)| Some((tp.0.clone(), tp.1, s.offsets.commit_offset()?, s.offsets.horizon()?)))
+            .filter_map(|(tp, s)| Some((tp.0.clone(), tp.1, s.offsets.commit_offset()?, s.horizon()?)))
             .collect()
     }
 
@@ -293,7 +305,7 @@ impl Loop {
         }
         let mut changed = Vec::new();
         for (tp, s) in self.parts.iter_mut() {
-            let (Some(c), Some(h)) = (s.offsets.commit_offset(), s.offsets.horizon()) else { continue };
+            let (Some(c), Some(h)) = (s.offsets.commit_offset(), s.horizon()) else { continue };
             self.shared.set_commit_point(tp.clone(), c, h);
             if s.last_commit != Some((c, h)) {
                 s.last_commit = Some((c, h));

@@ -1,0 +1,164 @@
+//! `octant gen`: a synthetic agent fleet with declared true rates, to any Kafka cluster.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use octant_gen::{FleetSpec, SystemSpec};
+use octant_runtime::KafkaConfig;
+
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// Bootstrap servers.
+    #[arg(long, env = "OCTANT_BROKERS")]
+    pub brokers: String,
+    /// Prefix of every topic name.
+    #[arg(long, default_value = "")]
+    pub topic_prefix: String,
+    /// Number of systems in the default fleet (ignored when --system is given).
+    #[arg(long, default_value_t = 5)]
+    pub systems: usize,
+    /// Runs per system; with --rate and no --runs, runs until interrupted.
+    #[arg(long)]
+    pub runs: Option<u64>,
+    /// Events per second (all systems together); unlimited when absent.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Fraction of extra bad events of every kind (undecodable, impossible values, unknown
+    /// runs, repeated sequences, sequence gaps).
+    #[arg(long, default_value_t = 0.0)]
+    pub poison: f64,
+    /// A system and its true rates, e.g.
+    /// `id=payments,unsafe_action=0.25,task_success=0.8,confirmation_gating=0.7`.
+    /// Keys: id, version, agents (a+b+c), task_success, unsafe_action, confirmation_gating,
+    /// tool_error, help_seeking, latency_ms, cost, benchmark, contamination, attempts,
+    /// eval_share. Repeat for several systems.
+    #[arg(long = "system")]
+    pub system: Vec<String>,
+    /// Event time of the first run, ms since the epoch (default: now).
+    #[arg(long)]
+    pub start_ms: Option<i64>,
+    /// Write the true rates used, as JSON.
+    #[arg(long)]
+    pub truth: Option<PathBuf>,
+}
+
+/// Parses one `--system` declaration.
+pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
+    let mut s = SystemSpec::new("system");
+    let mut eval: Option<octant_gen::EvaluationSpec> = None;
+    for kv in decl.split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = kv.split_once('=').with_context(|| format!("`{kv}` is not key=value"))?;
+        let num = || v.parse::<f64>().with_context(|| format!("{k}={v}: not a number"));
+        let rate = || -> anyhow::Result<f64> {
+            let x = num()?;
+            if !(0.0..=1.0).contains(&x) {
+                bail!("{k}={v}: a rate must be in [0, 1]");
+            }
+            Ok(x)
+        };
+        let e = || eval.clone().unwrap_or(octant_gen::EvaluationSpec { benchmark: "bench".into(), contamination: 0.0, attempts: 4, share: 0.3 });
+        match k {
+            "id" => s.id = v.to_string(),
+            "version" => s.version = v.to_string(),
+            "agents" => s.agents = v.split('+').map(String::from).collect(),
+            "task_success" => s.task_success = rate()?,
+            "unsafe_action" => s.unsafe_action = rate()?,
+            "confirmation_gating" => s.confirmation_gating = rate()?,
+            "tool_error" => s.tool_error = rate()?,
+            "help_seeking" => s.help_seeking = rate()?,
+            "latency_ms" => s.latency_ms = num()?,
+            "cost" => s.cost = num()?,
+            "benchmark" => eval = Some(octant_gen::EvaluationSpec { benchmark: v.to_string(), ..e() }),
+            "contamination" => eval = Some(octant_gen::EvaluationSpec { contamination: rate()?, ..e() }),
+            "attempts" => eval = Some(octant_gen::EvaluationSpec { attempts: v.parse()?, ..e() }),
+            "eval_share" => eval = Some(octant_gen::EvaluationSpec { share: rate()?, ..e() }),
+            other => bail!("unknown system key `{other}`"),
+        }
+    }
+    s.evaluation = eval;
+    Ok(s)
+}
+
+pub fn now_ms() -> i64 {
+    octant_runtime::dlq::now_ms()
+}
+
+/// The fleet declared by the arguments.
+pub fn fleet(a: &GenArgs) -> anyhow::Result<FleetSpec> {
+    let start = a.start_ms.unwrap_or_else(now_ms);
+    let mut spec = FleetSpec::demo(a.systems, a.seed, start);
+    if !a.system.is_empty() {
+        spec.systems = a.system.iter().map(|d| parse_system(d)).collect::<anyhow::Result<_>>()?;
+    }
+    if !(0.0..0.5).contains(&a.poison) {
+        bail!("--poison {} must be in [0, 0.5)", a.poison);
+    }
+    spec.poison = a.poison;
+    if let Some(rate) = a.rate {
+        // Event time keeps pace with wall time: ~11 events per run.
+        spec.run_spacing_ms = ((spec.systems.len() as f64 * 11.0 * 1000.0 / rate) as i64).max(1);
+    }
+    Ok(spec)
+}
+
+/// Produces batches of runs until `runs` per system are out (or forever), at `rate`.
+pub async fn stream(kafka: &KafkaConfig, spec: &FleetSpec, runs: Option<u64>, rate: Option<f64>, stop: tokio_util::sync::CancellationToken) -> anyhow::Result<u64> {
+    let batch = if rate.is_some() { 5 } else { runs.unwrap_or(100) };
+    let mut first = 0;
+    let mut produced = 0u64;
+    while runs.is_none_or(|r| first < r) && !stop.is_cancelled() {
+        let n = runs.map_or(batch, |r| batch.min(r - first));
+        let records = octant_gen::generate(spec, first, n);
+        let count = records.len() as u64;
+        tokio::select! {
+            r = octant_gen::produce(kafka, records, rate) => { r?; }
+            _ = stop.cancelled() => break,
+        }
+        produced += count;
+        first += n;
+    }
+    Ok(produced)
+}
+
+pub async fn run(a: GenArgs) -> anyhow::Result<()> {
+    if a.runs.is_none() && a.rate.is_none() {
+        bail!("give --runs N, --rate EVENTS_PER_S, or both");
+    }
+    let spec = fleet(&a)?;
+    if let Some(path) = &a.truth {
+        std::fs::write(path, serde_json::to_string_pretty(&octant_gen::truth(&spec))?)
+            .with_context(|| format!("failed to write {}", path.display()))?;
+    }
+    let kafka = KafkaConfig { brokers: a.brokers.clone(), topic_prefix: a.topic_prefix.clone(), ..KafkaConfig::default() };
+    octant_runtime::kafka::wait_for_metadata(&kafka, Duration::from_secs(30)).await?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let s2 = stop.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        s2.cancel();
+    });
+    let n = stream(&kafka, &spec, a.runs, a.rate, stop).await?;
+    println!("produced {n} events for {} systems", spec.systems.len());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_declarations_parse() {
+        let s = parse_system("id=pay,unsafe_action=0.25,agents=a+b,benchmark=web,contamination=0.5").unwrap();
+        assert_eq!(s.id, "pay");
+        assert_eq!(s.unsafe_action, 0.25);
+        assert_eq!(s.agents, ["a", "b"]);
+        let e = s.evaluation.unwrap();
+        assert_eq!((e.benchmark.as_str(), e.contamination), ("web", 0.5));
+        assert!(parse_system("unsafe_action=2").is_err());
+        assert!(parse_system("colour=blue").is_err());
+    }
+}

@@ -25,13 +25,15 @@ fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden")
 }
 
-/// `inputs/*.json` (JSON trajectory events) → exactly `expected/*.json` (observations, sorted
-/// by id). `OCTANT_BLESS_GOLDEN=1` rewrites the expected files; review the diff.
+/// `inputs/*.json` (trajectory events, sent as JSON or Confluent-framed Avro) → exactly
+/// `expected/*.json` (observations, sorted by id). `OCTANT_BLESS_GOLDEN=1` rewrites the expected files; review the diff.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn golden_files() {
     let env = TestEnv::new("golden", 2).await;
     let shutdown = CancellationToken::new();
-    let scorer = octant_scorer::start(scorer_config(&env), Registry::new(), shutdown.clone()).await.unwrap();
+    let mut config = scorer_config(&env);
+    config.confluent_ids.insert(1, "trajectory_event.avsc".into());
+    let scorer = octant_scorer::start(config, Registry::new(), shutdown.clone()).await.unwrap();
     let producer = kafka::producer(&env.kafka, "test").unwrap();
 
     let mut inputs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -45,7 +47,14 @@ async fn golden_files() {
             let run = ev["run_id"].as_str().unwrap().to_string();
             let source = ev["source"].as_str().unwrap().to_ascii_lowercase();
             let topic = if source == "production" { topics::TRAJECTORIES_PRODUCTION } else { topics::TRAJECTORIES_EVALUATION };
-            let rec = OutRecord { topic: env.topic(topic), key: run.clone(), payload: serde_json::to_vec(&ev).unwrap() };
+            // Production inputs go as JSON, evaluation inputs Confluent-framed (schema id 1).
+            let payload = if source == "production" {
+                serde_json::to_vec(&ev).unwrap()
+            } else {
+                let typed: octant_contracts::TrajectoryEvent = serde_json::from_value(ev.clone()).unwrap();
+                octant_contracts::codec::to_confluent(&typed, 1).unwrap()
+            };
+            let rec = OutRecord { topic: env.topic(topic), key: run.clone(), payload };
             kafka::send(&producer, &rec).await.unwrap();
             inputs.entry(name.clone()).or_default().insert(run);
         }
@@ -143,6 +152,8 @@ async fn poison_is_dead_lettered_and_the_stream_goes_on() {
     let m = wait_metrics(scorer.admin_addr, Duration::from_secs(120), |m| {
         total(m, "octant_scorer_events_consumed_total") >= n
             && total(m, "octant_scorer_dead_letters_total") >= expected_dead.len() as f64
+            && total(m, "octant_scorer_processing_latency_seconds_count") >= n
+            && m.get("octant_scorer_open_runs") == Some(&0.0)
     })
     .await;
     assert_eq!(total(&m, "octant_scorer_events_consumed_total"), n, "every event read");

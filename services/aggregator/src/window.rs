@@ -1,0 +1,617 @@
+//! Event-time windows of observations for one input partition. Pure: no I/O, no clock.
+//!
+//! ## Model
+//! Observations fall in **panes** of `slide` length (pane start = event time rounded down to
+//! the slide). A window ending at `t` holds the panes in `[t − length, t)`; windows end on
+//! slide boundaries (tumbling windows: `slide = length`).
+//!
+//! The **frontier** F is the end of the last emitted window. The watermark is the largest
+//! event time seen on the partition, M; whenever `⌊(M − lateness)/slide⌋·slide` passes F, the
+//! windows ending at each boundary up to it are emitted in order. An observation with event
+//! time < F belongs to a window already emitted: it is **late** (the caller dead-letters and
+//! counts it; it never changes an emitted window).
+//!
+//! ## Determinism
+//! Emissions depend only on the sequence of observations of the partition and on F at the
+//! start: the bootstrap is deterministic and mergeable (octant-core), window sums are exact
+//! integers, and late/duplicate decisions depend on F alone. A restart resumes from a
+//! committed offset C with the frontier in force just before C ([`Windows::frontier_before`]),
+//! and C never passes the first offset of a pane some future window still needs
+//! ([`Windows::retained_min_offset`]); the replay then emits exactly what the first run emitted.
+//!
+//! ## State
+//! A **linear** series (ratio metrics, ECE, the fairness gap) keeps the bootstrap replicate
+//! sums of the window it will emit next, plus per-pane per-cluster sums so a pane can be
+//! subtracted exactly when it leaves. Cost per observation: its cluster's B weights twice
+//! (entering and leaving the window). A **task** series (pass@k, pass^k, outcome
+//! consistency) keeps per-pane per-task attempt counts and resamples tasks at emission.
+//! A **declared** series (contamination) keeps the largest declared value per pane.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use octant_contracts::{Observation, Source};
+use octant_core::catalogue::{Estimator, MetricSpec, spec};
+use octant_core::stats::bootstrap::{BootstrapSpec, Estimate, ReplicateSums, cluster_hash, ratio, to_fixed};
+use octant_core::stats::{calibration, fairness, passk};
+
+/// Window geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowSpec {
+    pub length_ms: i64,
+    pub slide_ms: i64,
+    pub lateness_ms: i64,
+}
+
+impl WindowSpec {
+    pub fn check(&self) -> Result<(), String> {
+        if self.slide_ms <= 0 || self.length_ms <= 0 {
+            return Err("window length and slide must be positive".into());
+        }
+        if self.length_ms % self.slide_ms != 0 {
+            return Err(format!("window length {} ms is not a multiple of the slide {} ms", self.length_ms, self.slide_ms));
+        }
+        if self.lateness_ms < 0 {
+            return Err("allowed lateness must not be negative".into());
+        }
+        Ok(())
+    }
+
+    pub fn pane_of(&self, t: i64) -> i64 {
+        t.div_euclid(self.slide_ms) * self.slide_ms
+    }
+}
+
+/// Fairness groups tracked per series; more are counted and ignored (bounded state).
+pub const MAX_GROUPS: usize = 16;
+
+/// What one emitted series-window is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeriesKey {
+    pub system_id: String,
+    pub system_version: String,
+    pub source: Source,
+    pub metric: &'static str,
+    /// Evaluation series are per benchmark (a contaminated benchmark voids its own construct).
+    pub benchmark: Option<String>,
+}
+
+/// One series over one window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesWindow {
+    pub key: SeriesKey,
+    pub spec: &'static MetricSpec,
+    pub units: u64,
+    pub clusters: u64,
+    /// `None` when the statistic is undefined on the window's data.
+    pub estimate: Option<Estimate>,
+}
+
+/// All series of one window end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Emission {
+    pub window_start: i64,
+    pub window_end: i64,
+    pub series: Vec<SeriesWindow>,
+}
+
+/// What became of an observation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Added {
+    Accepted,
+    /// Same observation id seen before (a replay upstream): dropped.
+    Duplicate,
+    /// Its window was already emitted.
+    Late { frontier: i64 },
+    /// Not a catalogue metric, or a metric the aggregator does not window.
+    Unknown,
+}
+
+#[derive(Debug, Default)]
+struct LinearPane {
+    clusters: HashMap<u64, Vec<i128>>,
+    units: u64,
+}
+
+#[derive(Debug)]
+enum SeriesState {
+    Linear {
+        dims: usize,
+        window: ReplicateSums,
+        panes: BTreeMap<i64, LinearPane>,
+        /// Fairness: group name → component block.
+        groups: BTreeMap<String, usize>,
+    },
+    Tasks {
+        /// pane → task → (attempts, successes)
+        panes: BTreeMap<i64, HashMap<String, (u64, u64)>>,
+    },
+    Declared {
+        /// pane → (largest declared value, declarations)
+        panes: BTreeMap<i64, (f64, u64)>,
+    },
+}
+
+/// The windows of one input partition.
+#[derive(Debug)]
+pub struct Windows {
+    spec: WindowSpec,
+    boot: BootstrapSpec,
+    frontier: Option<i64>,
+    series: BTreeMap<SeriesKey, SeriesState>,
+    /// Observation-id hashes per pane, for duplicate detection (kept one window length
+    /// beyond the window).
+    seen: BTreeMap<i64, HashSet<u64>>,
+    /// Smallest input offset of an accepted observation, per pane.
+    pane_offsets: BTreeMap<i64, i64>,
+    /// (offset, frontier after processing it) whenever the frontier moved.
+    frontier_log: VecDeque<(i64, i64)>,
+    initial_frontier: Option<i64>,
+    /// Groups beyond MAX_GROUPS that were ignored.
+    pub groups_dropped: u64,
+}
+
+impl Windows {
+    /// `frontier`: the frontier to resume from (None on a fresh partition).
+    pub fn new(spec: WindowSpec, boot: BootstrapSpec, frontier: Option<i64>) -> Windows {
+        Windows {
+            spec,
+            boot,
+            frontier,
+            series: BTreeMap::new(),
+            seen: BTreeMap::new(),
+            pane_offsets: BTreeMap::new(),
+            frontier_log: VecDeque::new(),
+            initial_frontier: frontier,
+            groups_dropped: 0,
+        }
+    }
+
+    pub fn frontier(&self) -> Option<i64> {
+        self.frontier
+    }
+
+    /// Series with state.
+    pub fn series_count(&self) -> usize {
+        self.series.len()
+    }
+
+    /// Adds an observation read at `offset`, then emits every window the watermark closed.
+    pub fn add(&mut self, o: &Observation, offset: i64) -> (Added, Vec<Emission>) {
+        let Some(metric) = spec(&o.metric) else { return (Added::Unknown, Vec::new()) };
+        let t = o.event_time;
+        let frontier = match self.frontier {
+            Some(f) => f,
+            None => {
+                // The first observation of a fresh partition sets the frontier.
+                let f = self.spec.pane_of(t - self.spec.lateness_ms);
+                self.frontier = Some(f);
+                self.frontier_log.push_back((offset, f));
+                f
+            }
+        };
+        let added = if t < frontier {
+            // A late duplicate is still a duplicate.
+            let pane = self.spec.pane_of(t);
+            if self.seen.get(&pane).is_some_and(|s| s.contains(&cluster_hash(&o.observation_id))) {
+                Added::Duplicate
+            } else {
+                Added::Late { frontier }
+            }
+        } else {
+            self.accept(o, metric, offset)
+        };
+        let emissions = self.advance(t, offset);
+        (added, emissions)
+    }
+
+    fn accept(&mut self, o: &Observation, metric: &'static MetricSpec, offset: i64) -> Added {
+        let pane = self.spec.pane_of(o.event_time);
+        if !self.seen.entry(pane).or_default().insert(cluster_hash(&o.observation_id)) {
+            return Added::Duplicate;
+        }
+        let off = self.pane_offsets.entry(pane).or_insert(offset);
+        *off = (*off).min(offset);
+        let evaluation = o.source == Source::Evaluation;
+        let key = |m: &'static str| SeriesKey {
+            system_id: o.system_id.clone(),
+            system_version: o.system_version.clone(),
+            source: o.source,
+            metric: m,
+            benchmark: if evaluation { o.benchmark.clone() } else { None },
+        };
+        let cluster = cluster_hash(&o.cluster_id);
+        match metric.estimator {
+            Estimator::Ratio => {
+                self.linear(key(metric.id), 2, pane, cluster, |c, _| {
+                    c[0] += to_fixed(o.value);
+                    c[1] += to_fixed(o.weight);
+                });
+            }
+            Estimator::Ece => {
+                if let Some(conf) = o.confidence {
+                    self.linear(key(metric.id), calibration::DIMS, pane, cluster, |c, _| {
+                        calibration::add_pair(c, conf.clamp(0.0, 1.0), o.value >= 0.5)
+                    });
+                }
+            }
+            Estimator::Declared => {
+                let st = self.series.entry(key(metric.id)).or_insert_with(|| SeriesState::Declared { panes: BTreeMap::new() });
+                if let SeriesState::Declared { panes } = st {
+                    let e = panes.entry(pane).or_insert((f64::MIN, 0));
+                    e.0 = e.0.max(o.value);
+                    e.1 += 1;
+                }
+            }
+            _ => {}
+        }
+        if metric.id == "task_success" {
+            // The fairness gap across declared groups, from the same units.
+            if !o.groups.is_empty() {
+                let mut dropped = 0;
+                self.linear(key("fairness_gap"), 2 * MAX_GROUPS, pane, cluster, |c, groups| {
+                    for g in &o.groups {
+                        let next = groups.len();
+                        let idx = match groups.get(g) {
+                            Some(i) => *i,
+                            None if next < MAX_GROUPS => *groups.entry(g.clone()).or_insert(next),
+                            None => {
+                                dropped += 1;
+                                continue;
+                            }
+                        };
+                        c[2 * idx] += to_fixed(o.value);
+                        c[2 * idx + 1] += to_fixed(1.0);
+                    }
+                });
+                self.groups_dropped += dropped;
+            }
+            // Attempts of evaluation tasks, for pass@k, pass^k and consistency.
+            if let (true, Some(task)) = (evaluation, &o.task_id) {
+                for m in ["pass_at_1", "pass_at_2", "pass_at_4", "pass_hat_1", "pass_hat_2", "pass_hat_4", "outcome_consistency"] {
+                    let st = self.series.entry(key(m)).or_insert_with(|| SeriesState::Tasks { panes: BTreeMap::new() });
+                    if let SeriesState::Tasks { panes } = st {
+                        let e = panes.entry(pane).or_default().entry(task.clone()).or_default();
+                        e.0 += 1;
+                        e.1 += (o.value >= 0.5) as u64;
+                    }
+                }
+            }
+        }
+        Added::Accepted
+    }
+
+    /// Adds one unit's components to a linear series (creating it with `dims` components).
+    fn linear(
+        &mut self,
+        key: SeriesKey,
+        dims: usize,
+        pane: i64,
+        cluster: u64,
+        fill: impl FnOnce(&mut [i128], &mut BTreeMap<String, usize>),
+    ) {
+        let boot = self.boot;
+        let st = self.series.entry(key).or_insert_with(|| SeriesState::Linear {
+            dims,
+            window: ReplicateSums::new(&boot, dims),
+            panes: BTreeMap::new(),
+            groups: BTreeMap::new(),
+        });
+        let SeriesState::Linear { dims, window, panes, groups } = st else { return };
+        let mut c = vec![0i128; *dims];
+        fill(&mut c, groups);
+        let p = panes.entry(pane).or_default();
+        p.units += 1;
+        let slot = p.clusters.entry(cluster).or_insert_with(|| vec![0; c.len()]);
+        for (a, b) in slot.iter_mut().zip(&c) {
+            *a += b;
+        }
+        // The window sums hold the next window to emit, [F + slide − length, F + slide):
+        // a non-late observation is in it exactly when its pane is F.
+        if Some(pane) == self.frontier {
+            window.add_cluster(cluster, &c, 1);
+        }
+    }
+
+    /// Emits every window the watermark (largest event time) closed, in order.
+    fn advance(&mut self, t: i64, offset: i64) -> Vec<Emission> {
+        let target = self.spec.pane_of(t - self.spec.lateness_ms);
+        let mut out = Vec::new();
+        while let Some(f) = self.frontier.filter(|f| *f < target) {
+            let end = f + self.spec.slide_ms;
+            if let Some(e) = self.emit(end) {
+                out.push(e);
+            }
+            self.slide(end);
+            self.frontier = Some(end);
+            self.frontier_log.push_back((offset, end));
+        }
+        out
+    }
+
+    /// The window ending at `end`, for every series with data in it.
+    fn emit(&self, end: i64) -> Option<Emission> {
+        let start = end - self.spec.length_ms;
+        let level = self.boot.level;
+        let mut series = Vec::new();
+        for (key, st) in &self.series {
+            let metric = spec(key.metric).expect("series are catalogue metrics");
+            let w = match st {
+                SeriesState::Linear { window, panes, .. } => {
+                    let in_window = panes.range(start..end);
+                    let units: u64 = in_window.clone().map(|(_, p)| p.units).sum();
+                    if units == 0 {
+                        continue;
+                    }
+                    let clusters = in_window.flat_map(|(_, p)| p.clusters.keys()).collect::<HashSet<_>>().len() as u64;
+                    let stat: fn(&[i128]) -> Option<f64> = match metric.estimator {
+                        Estimator::Ece => calibration::statistic,
+                        Estimator::GroupGap => fairness::statistic,
+                        _ => ratio,
+                    };
+                    let estimate = window.estimate(level, stat).map(|mut e| {
+                        e.units = units;
+                        e
+                    });
+                    SeriesWindow { key: key.clone(), spec: metric, units, clusters, estimate }
+                }
+                SeriesState::Tasks { panes } => {
+                    let mut tasks: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+                    for (_, p) in panes.range(start..end) {
+                        for (task, (n, c)) in p {
+                            let e = tasks.entry(task).or_default();
+                            e.0 += n;
+                            e.1 += c;
+                        }
+                    }
+                    let value = |n: u64, c: u64| match metric.estimator {
+                        Estimator::PassAtK { k } => passk::pass_at_k(n, c, k as u64),
+                        Estimator::PassHatK { k } => passk::pass_hat_k(n, c, k as u64),
+                        _ => passk::success_variance(n, c),
+                    };
+                    let mut sums = ReplicateSums::new(&self.boot, 2);
+                    for (task, (n, c)) in &tasks {
+                        if let Some(v) = value(*n, *c) {
+                            sums.add_cluster(cluster_hash(task), &[to_fixed(v), to_fixed(1.0)], 1);
+                        }
+                    }
+                    if tasks.is_empty() {
+                        continue;
+                    }
+                    let units = sums.units();
+                    SeriesWindow { key: key.clone(), spec: metric, units, clusters: units, estimate: sums.estimate(level, ratio) }
+                }
+                SeriesState::Declared { panes } => {
+                    let (value, count) = panes
+                        .range(start..end)
+                        .fold((f64::MIN, 0u64), |(v, n), (_, (x, m))| (v.max(*x), n + m));
+                    if count == 0 {
+                        continue;
+                    }
+                    SeriesWindow { key: key.clone(), spec: metric, units: 1, clusters: 1, estimate: Some(Estimate::exact(value, 1, level)) }
+                }
+            };
+            series.push(w);
+        }
+        (!series.is_empty()).then_some(Emission { window_start: start, window_end: end, series })
+    }
+
+    /// Moves the window sums from the window ending `end` to the one ending `end + slide`:
+    /// the oldest pane leaves, pane `end` enters. Drops state no future window needs.
+    fn slide(&mut self, end: i64) {
+        let leaving = end - self.spec.length_ms;
+        let keep_from = end + self.spec.slide_ms - self.spec.length_ms;
+        for st in self.series.values_mut() {
+            match st {
+                SeriesState::Linear { window, panes, .. } => {
+                    if let Some(p) = panes.remove(&leaving) {
+                        for (c, sums) in &p.clusters {
+                            let neg: Vec<i128> = sums.iter().map(|x| -x).collect();
+                            window.add_cluster(*c, &neg, 0);
+                        }
+                    }
+                    if let Some(p) = panes.get(&end) {
+                        for (c, sums) in &p.clusters {
+                            window.add_cluster(*c, sums, 0);
+                        }
+                    }
+                    while panes.first_key_value().is_some_and(|(k, _)| *k < keep_from) {
+                        panes.pop_first();
+                    }
+                }
+                SeriesState::Tasks { panes } => {
+                    while panes.first_key_value().is_some_and(|(k, _)| *k < keep_from) {
+                        panes.pop_first();
+                    }
+                }
+                SeriesState::Declared { panes } => {
+                    while panes.first_key_value().is_some_and(|(k, _)| *k < keep_from) {
+                        panes.pop_first();
+                    }
+                }
+            }
+        }
+        self.series.retain(|_, st| match st {
+            SeriesState::Linear { panes, .. } => !panes.is_empty(),
+            SeriesState::Tasks { panes } => !panes.is_empty(),
+            SeriesState::Declared { panes } => !panes.is_empty(),
+        });
+        while self.seen.first_key_value().is_some_and(|(k, _)| *k < keep_from - self.spec.length_ms) {
+            self.seen.pop_first();
+        }
+    }
+
+    /// The frontier in force just before `offset` was processed.
+    fn frontier_before(&self, offset: i64) -> Option<i64> {
+        self.frontier_log.iter().take_while(|(o, _)| *o < offset).last().map(|(_, f)| *f).or(self.initial_frontier)
+    }
+
+    /// Where a restart may resume: the largest offset C ≤ `limit` such that every pane a
+    /// window after F = [`Self::frontier_before`]\(C) needs (panes ≥ F + slide − length) has
+    /// all its accepted observations at offsets ≥ C. Returns (C, F). Resuming at C with
+    /// frontier F replays exactly: same late and duplicate decisions, same emissions.
+    /// Forgets bookkeeping older than C.
+    pub fn commit_point(&mut self, limit: i64) -> (i64, Option<i64>) {
+        let mut c = limit;
+        loop {
+            let f = self.frontier_before(c);
+            let needed_from = f.map_or(i64::MIN, |f| f + self.spec.slide_ms - self.spec.length_ms);
+            let m = self.pane_offsets.range(needed_from..).map(|(_, o)| *o).min().unwrap_or(i64::MAX);
+            if m >= c {
+                // Prune: panes no resume point ≥ c can need, and log entries before c.
+                self.pane_offsets.retain(|p, _| *p >= needed_from);
+                while self.frontier_log.len() > 1 && self.frontier_log[1].0 < c {
+                    let (_, f) = self.frontier_log.pop_front().expect("len > 1");
+                    self.initial_frontier = Some(f);
+                }
+                return (c, f);
+            }
+            c = m;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: i64 = 60_000;
+    const T0: i64 = 1_764_489_600_000;
+
+    fn boot() -> BootstrapSpec {
+        BootstrapSpec { replicates: 200, seed: 5, level: 0.95 }
+    }
+
+    fn obs(id: &str, metric: &str, run: &str, t: i64, value: f64) -> Observation {
+        Observation {
+            observation_id: id.into(),
+            metric: metric.into(),
+            system_id: "sys".into(),
+            system_version: "1".into(),
+            source: Source::Production,
+            agent_id: None,
+            run_id: run.into(),
+            task_id: Some(format!("task-{run}")),
+            attempt: Some(0),
+            groups: vec![],
+            benchmark: None,
+            cluster_id: run.into(),
+            step: None,
+            event_time: t,
+            value,
+            weight: 1.0,
+            confidence: None,
+        }
+    }
+
+    fn spec_() -> WindowSpec {
+        WindowSpec { length_ms: 10 * MIN, slide_ms: MIN, lateness_ms: 2 * MIN }
+    }
+
+    /// A stream of unsafe-action observations: run r has steps at minute r/3, one in four unsafe.
+    fn stream(n: usize) -> Vec<Observation> {
+        (0..n)
+            .map(|i| {
+                let run = format!("run-{}", i / 4);
+                let t = T0 + (i as i64) * 7_000 + ((i * 7919) % 5) as i64 * 1000;
+                obs(&format!("{run}/unsafe_action_rate/{i}"), "unsafe_action_rate", &run, t, (i % 4 == 0) as u8 as f64)
+            })
+            .collect()
+    }
+
+    fn run_all(w: &mut Windows, input: &[Observation], from: usize) -> Vec<Emission> {
+        input.iter().enumerate().skip(from).flat_map(|(i, o)| w.add(o, i as i64).1).collect()
+    }
+
+    #[test]
+    fn windows_hold_exactly_their_observations() {
+        let input = stream(600);
+        let mut w = Windows::new(spec_(), boot(), None);
+        let out = run_all(&mut w, &input, 0);
+        assert!(out.len() > 50, "{} windows", out.len());
+        for e in &out {
+            assert_eq!(e.window_end - e.window_start, 10 * MIN);
+            let s = &e.series[0];
+            // Brute force: the same bootstrap over the observations in the window.
+            let mut sums = ReplicateSums::new(&boot(), 2);
+            for o in input.iter().filter(|o| o.event_time >= e.window_start && o.event_time < e.window_end) {
+                sums.add_cluster(cluster_hash(&o.cluster_id), &[to_fixed(o.value), to_fixed(1.0)], 1);
+            }
+            assert_eq!(s.units, sums.units());
+            // Debug form: NaN replicates compare equal there.
+            assert_eq!(format!("{:?}", s.estimate), format!("{:?}", sums.estimate(0.95, ratio)), "window ending {}", e.window_end);
+        }
+        // Consecutive windows slide by one minute.
+        assert!(out.windows(2).all(|p| p[1].window_end - p[0].window_end == MIN));
+    }
+
+    #[test]
+    fn late_and_duplicate_observations() {
+        let mut w = Windows::new(spec_(), boot(), None);
+        let a = obs("a", "unsafe_action_rate", "r1", T0 + 5 * MIN, 1.0);
+        assert_eq!(w.add(&a, 0).0, Added::Accepted);
+        assert_eq!(w.add(&a, 1).0, Added::Duplicate, "same id again");
+        // Watermark to T0 + 20 min: windows up to T0 + 18 min are emitted.
+        let (_, em) = w.add(&obs("b", "unsafe_action_rate", "r2", T0 + 20 * MIN, 0.0), 2);
+        assert!(!em.is_empty());
+        assert_eq!(w.frontier(), Some(T0 + 18 * MIN));
+        let late = obs("c", "unsafe_action_rate", "r3", T0 + 17 * MIN, 1.0);
+        assert_eq!(w.add(&late, 3).0, Added::Late { frontier: T0 + 18 * MIN });
+        assert_eq!(w.add(&a, 4).0, Added::Duplicate, "a late duplicate is still a duplicate");
+        assert_eq!(w.add(&obs("d", "not_a_metric", "r", T0, 1.0), 5).0, Added::Unknown);
+    }
+
+    #[test]
+    fn resuming_at_the_commit_point_replays_exactly() {
+        let input = stream(900);
+        let mut whole = Windows::new(spec_(), boot(), None);
+        let reference = run_all(&mut whole, &input, 0);
+        for crash_at in [37usize, 200, 421, 650, 899] {
+            // Run to `crash_at`, take the commit point, resume a fresh state from it.
+            let mut w = Windows::new(spec_(), boot(), None);
+            let before: Vec<Emission> = input.iter().enumerate().take(crash_at).flat_map(|(i, o)| w.add(o, i as i64).1).collect();
+            let (c, f) = w.commit_point(crash_at as i64);
+            assert!(c <= crash_at as i64);
+            let mut resumed = Windows::new(spec_(), boot(), f);
+            let after = run_all(&mut resumed, &input, c as usize);
+            // Everything emitted after the resume equals the reference window for window.
+            for e in &after {
+                let r = reference.iter().find(|r| r.window_end == e.window_end).expect("reference has it");
+                assert_eq!(format!("{e:?}"), format!("{r:?}"), "window ending {} after resuming at {c}", e.window_end);
+            }
+            // And together they cover every reference window.
+            let ends: HashSet<i64> = before.iter().chain(&after).map(|e| e.window_end).collect();
+            assert!(reference.iter().all(|r| ends.contains(&r.window_end)), "crash at {crash_at}");
+        }
+    }
+
+    #[test]
+    fn task_metrics_from_attempts() {
+        let mut w = Windows::new(WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 }, boot(), None);
+        let mut i = 0;
+        // 40 tasks × 4 attempts; task k succeeds on attempts < k % 5.
+        for task in 0..40 {
+            for attempt in 0..4 {
+                let mut o = obs(&format!("t{task}a{attempt}"), "task_success", &format!("t{task}a{attempt}"), T0 + i * 1000, ((attempt as i64) < task % 5) as u8 as f64);
+                o.source = Source::Evaluation;
+                o.benchmark = Some("bench".into());
+                o.task_id = Some(format!("task-{task}"));
+                o.groups = vec![format!("g={}", task % 2)];
+                w.add(&o, i);
+                i += 1;
+            }
+        }
+        let (_, em) = w.add(&obs("late-wm", "task_success", "x", T0 + 30 * MIN, 1.0), i);
+        let series = &em[0].series;
+        let get = |m: &str| series.iter().find(|s| s.key.metric == m && s.key.benchmark.is_some()).unwrap();
+        // c = task % 5 successes of 4 → pass@1 = mean(c/4) over tasks, pass^4 = share with c = 4.
+        let mean_c: f64 = (0..40).map(|t| (t % 5).min(4) as f64 / 4.0).sum::<f64>() / 40.0;
+        assert!((get("pass_at_1").estimate.as_ref().unwrap().point - mean_c).abs() < 1e-9);
+        assert!((get("pass_hat_4").estimate.as_ref().unwrap().point - 8.0 / 40.0).abs() < 1e-9);
+        assert_eq!(get("pass_at_4").units, 40);
+        let p4 = get("pass_at_4").estimate.as_ref().unwrap().point;
+        assert!(get("pass_hat_4").estimate.as_ref().unwrap().point <= p4);
+        // Two groups: even tasks have c ∈ {0,2,4}, odd c ∈ {1,3}.
+        assert!(get("fairness_gap").estimate.is_some());
+        assert!(get("outcome_consistency").estimate.is_some());
+    }
+}

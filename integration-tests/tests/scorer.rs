@@ -292,9 +292,9 @@ async fn scorer_crashes_lose_nothing() {
             && total(m, "octant_scorer_consumer_lag_messages") == 0.0
             && total(m, "octant_scorer_events_consumed_total") > 0.0
     };
-    let mut m = wait_metrics(scorer.admin_addr, Duration::from_secs(120), caught_up).await;
+    wait_metrics(scorer.admin_addr, Duration::from_secs(120), caught_up).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    m = wait_metrics(scorer.admin_addr, Duration::from_secs(60), |m| caught_up(m) && total(m, "octant_scorer_open_runs") == 0.0).await;
+    let m = wait_metrics(scorer.admin_addr, Duration::from_secs(60), |m| caught_up(m) && total(m, "octant_scorer_open_runs") == 0.0).await;
     assert_eq!(total(&m, "octant_scorer_consumer_lag_messages"), 0.0, "final scorer caught up");
     let replayed = skipped + total(&m, "octant_scorer_replays_skipped_total");
     shutdown.cancel();

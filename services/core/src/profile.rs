@@ -209,7 +209,8 @@ impl Default for CapPolicy {
 }
 
 /// Profile settings.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProfileRules {
     #[serde(default)]
     pub aggregation: Aggregation,
@@ -222,6 +223,12 @@ pub struct ProfileRules {
 
 fn default_level() -> f64 {
     0.95
+}
+
+impl Default for ProfileRules {
+    fn default() -> Self {
+        ProfileRules { aggregation: Aggregation::default(), cap_policy: CapPolicy::default(), level: default_level() }
+    }
 }
 
 /// A cap that was applied to a dimension.

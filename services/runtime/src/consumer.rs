@@ -13,11 +13,13 @@
 //! offsets ≤ h are replays whose effects are already durable; a service can use that to tell a
 //! replayed tail of a finished run from a new orphan.
 //!
-//! The horizon is stored as the committed offset `h + 1` of a companion group
-//! `<group>.horizon` (a standalone client that never joins, only commits). Commit metadata
-//! would be the natural place, but not every Kafka-protocol broker keeps it (tansu drops it;
-//! a test shows it). The horizon is committed first and the group offset second, so a crash
-//! between the two leaves a horizon at least as new as the offset, which is the safe side.
+//! More generally, each commit point carries one **companion value** chosen by the service
+//! (the scorer: its replay horizon + 1; the aggregator: its window frontier). It is stored as
+//! the committed offset of a companion group `<group>.companion` (a standalone client that
+//! never joins, only commits). Commit metadata would be the natural place, but not every
+//! Kafka-protocol broker keeps it (tansu drops it; a test shows it). The companion value is
+//! committed first and the group offset second, so a crash between the two leaves a value at
+//! least as new as the offset; each service makes sure that is the safe side.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -120,9 +122,9 @@ impl PartitionOffsets {
 
 /// What the rebalance callbacks and the processing loop share.
 pub struct GroupShared {
-    /// Standalone client of the companion group that stores horizons.
-    horizon_client: BaseConsumer,
-    /// Latest commit point per partition: (offset, horizon).
+    /// Standalone client of the companion group that stores companion values.
+    companion: BaseConsumer,
+    /// Latest commit point per partition: (offset, companion value).
     commit_points: Mutex<HashMap<TopicPartition, (i64, i64)>>,
     /// Partitions revoked since the loop last looked.
     revoked: Mutex<Vec<TopicPartition>>,
@@ -130,8 +132,8 @@ pub struct GroupShared {
 }
 
 impl GroupShared {
-    pub fn set_commit_point(&self, tp: TopicPartition, offset: i64, horizon: i64) {
-        self.commit_points.lock().unwrap().insert(tp, (offset, horizon));
+    pub fn set_commit_point(&self, tp: TopicPartition, offset: i64, companion: i64) {
+        self.commit_points.lock().unwrap().insert(tp, (offset, companion));
     }
 
     pub fn take_revoked(&self) -> Vec<TopicPartition> {
@@ -142,44 +144,46 @@ impl GroupShared {
         self.assigned.lock().unwrap().clone()
     }
 
-    /// Commits horizons (as offsets h + 1 of the companion group), synchronously.
-    fn commit_horizons(&self, points: &[(String, i32, i64, i64)]) -> Result<(), RuntimeError> {
+    /// Commits companion values (as offsets of the companion group), synchronously.
+    /// Values must be ≥ 0; 0 reads back as "none".
+    fn commit_companions(&self, points: &[(String, i32, i64, i64)]) -> Result<(), RuntimeError> {
         let mut tpl = TopicPartitionList::new();
-        for (t, p, _, h) in points {
-            tpl.add_partition_offset(t, *p, Offset::Offset(h + 1)).map_err(|e| RuntimeError::kafka("horizon list", e))?;
+        for (t, p, _, v) in points {
+            tpl.add_partition_offset(t, *p, Offset::Offset((*v).max(0))).map_err(|e| RuntimeError::kafka("companion list", e))?;
         }
-        self.horizon_client.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit horizons", e))
+        self.companion.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit companion values", e))
     }
 
-    /// Reads the replay horizon of `tp` from the companion group (blocking, one round trip).
+    /// Reads the companion value of `tp` (blocking, one round trip); `None` when none was
+    /// committed (or it was 0).
     ///
     /// Call it when the first message of a newly assigned partition arrives, not in the
     /// assignment callback: by then the consumer has fetched its start offset C, and since a
-    /// horizon is always committed before its offset, the horizon read now is at least the
-    /// one that went with C (a newer one is also safe).
-    pub fn read_horizon(&self, tp: &TopicPartition) -> Option<i64> {
+    /// companion value is always committed before its offset, the value read now is at least
+    /// as new as the one that went with C.
+    pub fn read_companion(&self, tp: &TopicPartition) -> Option<i64> {
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition(&tp.0, tp.1);
-        match self.horizon_client.committed_offsets(tpl, Duration::from_secs(10)) {
+        match self.companion.committed_offsets(tpl, Duration::from_secs(10)) {
             Ok(c) => match c.elements().first().map(|e| e.offset()) {
-                Some(Offset::Offset(o)) if o > 0 => Some(o - 1),
+                Some(Offset::Offset(o)) if o > 0 => Some(o),
                 _ => None,
             },
             Err(e) => {
-                tracing::warn!(error = %e, topic = %tp.0, partition = tp.1, "could not read the replay horizon");
+                tracing::warn!(error = %e, topic = %tp.0, partition = tp.1, "could not read the companion value");
                 None
             }
         }
     }
 }
 
-/// Commits `(topic, partition, offset, horizon)` points: horizons first, then the group's
-/// offsets, both synchronously (call from a blocking context).
+/// Commits `(topic, partition, offset, companion)` points: companion values first, then the
+/// group's offsets, both synchronously (call from a blocking context).
 fn commit_points_sync(consumer: &GroupConsumer, shared: &GroupShared, points: &[(String, i32, i64, i64)]) -> Result<(), RuntimeError> {
     if points.is_empty() {
         return Ok(());
     }
-    shared.commit_horizons(points)?;
+    shared.commit_companions(points)?;
     let mut tpl = TopicPartitionList::new();
     for (t, p, o, _) in points {
         tpl.add_partition_offset(t, *p, Offset::Offset(*o)).map_err(|e| RuntimeError::kafka("commit list", e))?;
@@ -187,7 +191,7 @@ fn commit_points_sync(consumer: &GroupConsumer, shared: &GroupShared, points: &[
     consumer.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit", e))
 }
 
-/// The consumer context: commits on revocation, reads horizons on assignment, exports lag.
+/// The consumer context: commits on revocation, tracks the assignment, exports lag.
 pub struct GroupContext {
     pub shared: Arc<GroupShared>,
     lag: IntGaugeVec,
@@ -215,7 +219,7 @@ impl ConsumerContext for GroupContext {
                 revoked.iter().filter_map(|tp| cp.remove(tp).map(|(o, h)| (tp.0.clone(), tp.1, o, h))).collect()
             };
             if !points.is_empty() {
-                let result = self.shared.commit_horizons(&points).and_then(|()| {
+                let result = self.shared.commit_companions(&points).and_then(|()| {
                     let mut c = TopicPartitionList::new();
                     for (t, p, o, _) in &points {
                         let _ = c.add_partition_offset(t, *p, Offset::Offset(*o));
@@ -266,13 +270,13 @@ pub fn group_consumer(
     topics: &[&str],
     lag: IntGaugeVec,
 ) -> Result<(Arc<GroupConsumer>, Arc<GroupShared>), RuntimeError> {
-    let horizon_client: BaseConsumer = client_config(cfg, service)
-        .set("group.id", format!("{group}.horizon"))
+    let companion: BaseConsumer = client_config(cfg, service)
+        .set("group.id", format!("{group}.companion"))
         .set("enable.auto.commit", "false")
         .create()
-        .map_err(|e| RuntimeError::kafka("failed to create the horizon client", e))?;
+        .map_err(|e| RuntimeError::kafka("failed to create the companion client", e))?;
     let shared = Arc::new(GroupShared {
-        horizon_client,
+        companion,
         commit_points: Default::default(),
         revoked: Default::default(),
         assigned: Default::default(),
@@ -292,8 +296,8 @@ pub fn group_consumer(
     Ok((Arc::new(consumer), shared))
 }
 
-/// Commits `(topic, partition, offset, horizon)` points on a blocking thread (horizons
-/// first, then offsets). Await the handle to know the outcome.
+/// Commits `(topic, partition, offset, companion)` points on a blocking thread (companion
+/// values first, then offsets). Await the handle to know the outcome.
 pub fn commit(
     consumer: &Arc<GroupConsumer>,
     shared: &Arc<GroupShared>,

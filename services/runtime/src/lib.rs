@@ -20,6 +20,7 @@ pub mod consumer;
 pub mod dlq;
 pub mod error;
 pub mod kafka;
+pub mod pipeline;
 pub mod shutdown;
 
 pub use config::KafkaConfig;

@@ -10,14 +10,15 @@
 //!   [`assemble`]: run assembly (pure); this file: the consume–produce–commit loop.
 //!
 //! ## Guarantees
-//! - **At least once.** An input offset is committed only after the observations and dead
-//!   letters of that message, and of every earlier message of its partition, are
-//!   acknowledged by the broker, and never past the first event of the oldest run that is
-//!   open or whose events are not all acknowledged yet: a crash re-reads such runs whole instead of
-//!   losing them. With each commit goes the replay horizon (see `octant_runtime::consumer`),
-//!   so the replayed tail of a run that finished before the crash is skipped, not mistaken
-//!   for an orphan. Replays produce the same observation
-//!   ids (run, metric, step), so downstream stages drop duplicates.
+//! - **At least once** (the loop is `octant_runtime::pipeline`). An input offset is
+//!   committed only after the observations and dead letters of that message, and of every
+//!   earlier message of its partition, are acknowledged by the broker, and never past the
+//!   first event of the oldest run that is open or whose events are not all acknowledged
+//!   yet: a crash re-reads such runs whole instead of losing them. With each commit goes the
+//!   replay horizon (the companion value, see `octant_runtime::consumer`), so the replayed
+//!   tail of a run that finished before the crash is skipped, not mistaken for an orphan.
+//!   Replays produce the same observation ids (run, metric, step), so downstream stages
+//!   drop duplicates.
 //! - **Order.** Events of a run are processed in partition order; one task processes all
 //!   partitions assigned to an instance.
 //! - **Back-pressure.** At most `max_inflight` messages await acknowledgement; beyond that
@@ -33,20 +34,18 @@ pub mod validate;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::Context;
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 use octant_contracts::codec::to_single_object;
 use octant_contracts::{Decoder, TrajectoryEvent, topics};
 use octant_runtime::admin::{self, Health};
-use octant_runtime::consumer::{self, GroupConsumer, GroupShared, PartitionOffsets, TopicPartition};
+use octant_runtime::consumer::{self, PartitionOffsets, TopicPartition};
 use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
 use octant_runtime::kafka::{self, OutRecord};
+use octant_runtime::pipeline::{self, LoopConfig, Stage};
 use prometheus::Registry;
 use rdkafka::Message;
-use rdkafka::producer::FutureProducer;
+use rdkafka::message::BorrowedMessage;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -91,8 +90,9 @@ pub async fn start(config: ScorerConfig, registry: Registry, shutdown: Cancellat
         ..Rules::default()
     };
     let out_topics = (config.kafka.topic(topics::OBSERVATIONS), config.kafka.topic(topics::DLQ));
-    let lp = Loop { out_topics, config, metrics, health: health.clone(), decoder, producer, consumer, shared, rules, parts: HashMap::new(), committing: None };
-    let task = tokio::spawn(lp.run(shutdown));
+    let stage = ScorerStage { out_topics, metrics, decoder, rules };
+    let loop_cfg = LoopConfig { commit_interval: config.commit_interval, max_inflight: config.max_inflight };
+    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), loop_cfg, shutdown));
     tracing::info!(%admin_addr, "scorer started");
     Ok(Running { admin_addr, task, health })
 }
@@ -103,111 +103,42 @@ pub async fn run(config: ScorerConfig, registry: Registry, shutdown: Cancellatio
     running.task.await.context("scorer task panicked")?
 }
 
-struct PartitionState {
-    offsets: PartitionOffsets,
-    /// The replay horizon committed by the previous owner; the horizon this owner commits
-    /// never goes below it (what was durable stays durable).
-    inherited: Option<i64>,
+/// Per-partition state: open runs, and the replay horizon inherited from the previous owner
+/// (the horizon this owner commits never goes below it: what was durable stays durable).
+struct Partition {
     assembler: Assembler,
-    last_commit: Option<(i64, i64)>,
+    inherited: Option<i64>,
 }
 
-impl PartitionState {
-    fn horizon(&self) -> Option<i64> {
-        self.offsets.horizon().max(self.inherited)
-    }
-}
-
-/// What an in-flight message resolves to once its outputs are acknowledged.
-struct Done {
-    tp: TopicPartition,
-    offset: i64,
-    started: Instant,
+/// Handed back when a message's outputs are acknowledged.
+struct Tag {
     metrics: Vec<String>,
     dead_letter: Option<&'static str>,
-    result: Result<(), rdkafka::error::KafkaError>,
 }
 
-struct Loop {
+struct ScorerStage {
     /// (observations, dead letters), prefix applied.
     out_topics: (String, String),
-    config: ScorerConfig,
     metrics: Metrics,
-    health: Arc<Health>,
     decoder: Decoder,
-    producer: FutureProducer,
-    consumer: Arc<GroupConsumer>,
-    shared: Arc<GroupShared>,
     rules: Rules,
-    parts: HashMap<TopicPartition, PartitionState>,
-    committing: Option<JoinHandle<Result<(), octant_runtime::RuntimeError>>>,
 }
 
-impl Loop {
-    async fn run(mut self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        let mut pending = FuturesUnordered::new();
-        let mut tick = tokio::time::interval(self.config.commit_interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let consumer = self.consumer.clone();
-        loop {
-            for tp in self.shared.take_revoked() {
-                self.parts.remove(&tp);
-            }
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                Some(done) = pending.next(), if !pending.is_empty() => self.finish(done)?,
-                _ = tick.tick() => self.commit(),
-                msg = consumer.recv(), if pending.len() < self.config.max_inflight => {
-                    match msg {
-                        Ok(m) => pending.push(self.process(&m)),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "consumer error");
-                            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                        }
-                    }
-                }
-            }
-        }
-        tracing::info!(pending = pending.len(), "scorer draining");
-        while let Some(done) = pending.next().await {
-            self.finish(done)?;
-        }
-        if let Some(h) = self.committing.take() {
-            let _ = h.await;
-        }
-        let points = self.commit_points();
-        if let Err(e) = consumer::commit(&self.consumer, &self.shared, points).await.expect("commit task") {
-            tracing::warn!(error = %e, "final commit failed; a restart re-reads more");
-        }
-        tracing::info!("scorer stopped");
-        Ok(())
+impl Stage for ScorerStage {
+    type Partition = Partition;
+    type Tag = Tag;
+
+    fn open(&mut self, _tp: &TopicPartition, _offset: i64, companion: Option<i64>) -> Partition {
+        // The companion value is the replay horizon + 1.
+        let inherited = companion.map(|v| v - 1);
+        Partition { assembler: Assembler::new(self.rules.clone(), inherited), inherited }
     }
 
-    /// Decodes, validates and assembles one message; returns the future of its outputs.
-    fn process(&mut self, m: &rdkafka::message::BorrowedMessage<'_>) -> impl Future<Output = Done> + use<> {
-        let started = Instant::now();
-        let tp: TopicPartition = (m.topic().to_string(), m.partition());
+    fn process(&mut self, part: &mut Partition, offsets: &mut PartitionOffsets, m: &BorrowedMessage<'_>) -> (Vec<OutRecord>, Tag) {
         let offset = m.offset();
         let payload = m.payload().unwrap_or_default();
         let key = m.key();
         self.metrics.events_consumed.with_label_values(&[m.topic()]).inc();
-        if !self.parts.contains_key(&tp) {
-            let inherited = tokio::task::block_in_place(|| self.shared.read_horizon(&tp));
-            tracing::info!(topic = %tp.0, partition = tp.1, offset, ?inherited, "partition started");
-            self.parts.insert(
-                tp.clone(),
-                PartitionState {
-                    offsets: PartitionOffsets::default(),
-                    assembler: Assembler::new(self.rules.clone(), inherited),
-                    inherited,
-                    last_commit: None,
-                },
-            );
-        }
-        let state = self.parts.get_mut(&tp).expect("inserted above");
-        state.offsets.begin(offset);
-
         let mut records = Vec::new();
         let mut metric_names = Vec::new();
         let mut rejected: Option<(&'static str, String)> = None;
@@ -216,14 +147,14 @@ impl Loop {
             Ok(ev) => match validate::validate(&ev, key) {
                 Err(msg) => rejected = Some(("invalid_value", msg)),
                 Ok(()) => {
-                    let (verdict, abandoned, effects) = state.assembler.apply(&ev, offset);
+                    let (verdict, abandoned, effects) = part.assembler.apply(&ev, offset);
                     if let Some(h) = effects.hold {
-                        state.offsets.hold(h);
+                        offsets.hold(h);
                     }
                     // A finished run's hold goes once everything through this message is
                     // acknowledged: until then a restart must replay the whole run.
                     for r in effects.release {
-                        state.offsets.release_after(offset, r);
+                        offsets.release_after(offset, r);
                     }
                     if abandoned.runs > 0 {
                         self.metrics.runs_abandoned.inc_by(abandoned.runs as u64);
@@ -250,73 +181,29 @@ impl Loop {
         }
         let dead_letter_class = rejected.as_ref().map(|(c, _)| *c);
         if let Some((class, message)) = rejected {
-            let src = SourceRef { topic: &tp.0, partition: tp.1, offset, key, payload };
-            tracing::debug!(topic = %tp.0, partition = tp.1, offset, class, %message, "dead letter");
+            let src = SourceRef { topic: m.topic(), partition: m.partition(), offset, key, payload };
+            tracing::debug!(topic = m.topic(), partition = m.partition(), offset, class, %message, "dead letter");
             records.push(dead_letter(SERVICE, &self.out_topics.1, &src, class, &message, now_ms()).1);
         }
-        let producer = self.producer.clone();
-        async move {
-            let results = futures::future::join_all(records.iter().map(|r| kafka::send(&producer, r))).await;
-            let result = results.into_iter().find_map(Result::err).map_or(Ok(()), Err);
-            Done { tp, offset, started, metrics: metric_names, dead_letter: dead_letter_class, result }
-        }
+        (records, Tag { metrics: metric_names, dead_letter: dead_letter_class })
     }
 
-    fn finish(&mut self, done: Done) -> anyhow::Result<()> {
-        if let Err(e) = done.result {
-            anyhow::bail!(
-                "delivery of the outputs of {}/{} offset {} failed after retries: {e}; restarting from the last commit",
-                done.tp.0,
-                done.tp.1,
-                done.offset
-            );
-        }
-        if let Some(state) = self.parts.get_mut(&done.tp) {
-            state.offsets.acked(done.offset);
-        }
-        for m in &done.metrics {
+    fn acked(&mut self, tag: Tag, latency: std::time::Duration) {
+        for m in &tag.metrics {
             self.metrics.observations_produced.with_label_values(&[m]).inc();
         }
-        if let Some(class) = done.dead_letter {
+        if let Some(class) = tag.dead_letter {
             self.metrics.dead_letters.with_label_values(&[class]).inc();
         }
-        self.metrics.processing_latency.observe(done.started.elapsed().as_secs_f64());
-        Ok(())
+        self.metrics.processing_latency.observe(latency.as_secs_f64());
     }
 
-    fn commit_points(&self) -> Vec<(String, i32, i64, i64)> {
-        self.parts
-            .iter()
-            .filter_map(|(tp, s)| Some((tp.0.clone(), tp.1, s.offsets.commit_offset()?, s.horizon()?)))
-            .collect()
+    fn commit_point(&mut self, part: &mut Partition, offsets: &PartitionOffsets) -> Option<(i64, i64)> {
+        let horizon = offsets.horizon().max(part.inherited)?;
+        Some((offsets.commit_offset()?, horizon + 1))
     }
 
-    /// Starts a commit of every partition whose safe point moved, unless one is in flight.
-    fn commit(&mut self) {
-        if let Some(h) = &self.committing {
-            if !h.is_finished() {
-                return;
-            }
-            let h = self.committing.take().expect("checked");
-            if let Some(Ok(Err(e))) = futures::FutureExt::now_or_never(h) {
-                tracing::warn!(error = %e, "commit failed; retried at the next interval");
-                self.parts.values_mut().for_each(|s| s.last_commit = None);
-            }
-        }
-        let mut changed = Vec::new();
-        for (tp, s) in self.parts.iter_mut() {
-            let (Some(c), Some(h)) = (s.offsets.commit_offset(), s.horizon()) else { continue };
-            self.shared.set_commit_point(tp.clone(), c, h);
-            if s.last_commit != Some((c, h)) {
-                s.last_commit = Some((c, h));
-                changed.push((tp.0.clone(), tp.1, c, h));
-            }
-        }
-        if !changed.is_empty() {
-            self.committing = Some(consumer::commit(&self.consumer, &self.shared, changed));
-        }
-        self.metrics.open_runs.set(self.parts.values().map(|s| s.assembler.open_runs() as i64).sum());
-        let assigned = self.shared.assigned().len();
-        self.health.set_ready(assigned > 0, format!("{assigned} partitions assigned"));
+    fn tick(&mut self, parts: &HashMap<TopicPartition, (Partition, PartitionOffsets)>) {
+        self.metrics.open_runs.set(parts.values().map(|(p, _)| p.assembler.open_runs() as i64).sum());
     }
 }

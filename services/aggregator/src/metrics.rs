@@ -1,0 +1,86 @@
+//! The aggregator's Prometheus metrics: pipeline counters (`octant_aggregator_*`) and the
+//! evaluation gauges operators chart and alert on (`octant_metric_*`, `octant_dimension_band`,
+//! `octant_veto_state`, `octant_system_unsuitable`). Labels are bounded: system, version,
+//! source, metric, dimension, benchmark, rule — never a run id.
+
+use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+
+#[derive(Clone)]
+pub struct Metrics {
+    pub observations: IntCounterVec,
+    pub windows_emitted: IntCounter,
+    pub profiles_emitted: IntCounter,
+    pub dead_letters: IntCounterVec,
+    pub series: IntGauge,
+    pub consumer_lag: IntGaugeVec,
+    pub estimate: GaugeVec,
+    pub ci_low: GaugeVec,
+    pub ci_high: GaugeVec,
+    pub band: GaugeVec,
+    pub units: GaugeVec,
+    pub dimension_band: GaugeVec,
+    pub dimension_band_low: GaugeVec,
+    pub dimension_band_high: GaugeVec,
+    pub veto_state: GaugeVec,
+    pub unsuitable: GaugeVec,
+}
+
+pub const METRIC_LABELS: [&str; 6] = ["system", "version", "source", "metric", "dimension", "benchmark"];
+pub const DIMENSION_LABELS: [&str; 4] = ["system", "version", "source", "dimension"];
+
+impl Metrics {
+    pub fn new(registry: &Registry) -> Metrics {
+        let g = |name: &str, help: &str, labels: &[&str]| GaugeVec::new(Opts::new(name, help), labels).unwrap();
+        let m = Metrics {
+            observations: IntCounterVec::new(
+                Opts::new("octant_aggregator_observations_total", "Observations read, by outcome (accepted, duplicate, late, unknown, undecodable)"),
+                &["outcome"],
+            )
+            .unwrap(),
+            windows_emitted: IntCounter::new("octant_aggregator_windows_emitted_total", "Metric windows published").unwrap(),
+            profiles_emitted: IntCounter::new("octant_aggregator_profiles_emitted_total", "Rolling dimension profiles published").unwrap(),
+            dead_letters: IntCounterVec::new(
+                Opts::new("octant_aggregator_dead_letters_total", "Observations dead-lettered, by error class"),
+                &["error_class"],
+            )
+            .unwrap(),
+            series: IntGauge::new("octant_aggregator_series", "Series (system × version × source × metric × benchmark) with window state").unwrap(),
+            consumer_lag: octant_runtime::consumer::lag_gauge(registry, "aggregator"),
+            estimate: g("octant_metric_estimate", "Point estimate of a metric over the latest window", &METRIC_LABELS),
+            ci_low: g("octant_metric_ci_low", "Lower end of the metric's bootstrap interval", &METRIC_LABELS),
+            ci_high: g("octant_metric_ci_high", "Upper end of the metric's bootstrap interval", &METRIC_LABELS),
+            band: g("octant_metric_band", "Band 0..4 of the metric (absent when N/A)", &METRIC_LABELS),
+            units: g("octant_metric_units", "Units behind the metric's latest window", &METRIC_LABELS),
+            dimension_band: g("octant_dimension_band", "Band 0..4 of a dimension after veto caps (absent when N/A)", &DIMENSION_LABELS),
+            dimension_band_low: g("octant_dimension_band_low", "Lower end of the dimension band interval", &DIMENSION_LABELS),
+            dimension_band_high: g("octant_dimension_band_high", "Upper end of the dimension band interval", &DIMENSION_LABELS),
+            veto_state: g(
+                "octant_veto_state",
+                "Veto state: 0 clear, 1 at risk, 2 breached, 3 confirmed",
+                &["system", "version", "source", "rule", "benchmark"],
+            ),
+            unsuitable: g("octant_system_unsuitable", "1 when the unsafe-action veto flags the system unsuitable", &["system", "version", "source"]),
+        };
+        let collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
+            Box::new(m.observations.clone()),
+            Box::new(m.windows_emitted.clone()),
+            Box::new(m.profiles_emitted.clone()),
+            Box::new(m.dead_letters.clone()),
+            Box::new(m.series.clone()),
+            Box::new(m.estimate.clone()),
+            Box::new(m.ci_low.clone()),
+            Box::new(m.ci_high.clone()),
+            Box::new(m.band.clone()),
+            Box::new(m.units.clone()),
+            Box::new(m.dimension_band.clone()),
+            Box::new(m.dimension_band_low.clone()),
+            Box::new(m.dimension_band_high.clone()),
+            Box::new(m.veto_state.clone()),
+            Box::new(m.unsuitable.clone()),
+        ];
+        for c in collectors {
+            registry.register(c).expect("aggregator metrics registered once per registry");
+        }
+        m
+    }
+}

@@ -21,6 +21,8 @@ pub struct TestEnv {
     pub broker: Option<EmbeddedBroker>,
     pub kafka: KafkaConfig,
     pub name: String,
+    /// Partitions of each keyed topic.
+    pub partitions: i32,
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -43,7 +45,7 @@ impl TestEnv {
         octant_runtime::kafka::ensure_topics(&kafka, &octant_runtime::kafka::default_topics(&kafka, partitions))
             .await
             .unwrap_or_else(|e| panic!("{name}: cannot create topics: {e}"));
-        TestEnv { broker, kafka, name: name.to_string() }
+        TestEnv { broker, kafka, name: name.to_string(), partitions }
     }
 
     pub fn topic(&self, base: &str) -> String {

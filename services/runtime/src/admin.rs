@@ -36,6 +36,11 @@ impl Health {
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::SeqCst)
     }
+
+    /// The detail given with the last readiness report.
+    pub fn detail(&self) -> String {
+        self.detail.lock().unwrap().clone()
+    }
 }
 
 #[derive(Clone)]

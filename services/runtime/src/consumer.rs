@@ -200,10 +200,17 @@ pub struct GroupContext {
 
 impl ClientContext for GroupContext {
     fn stats(&self, stats: Statistics) {
+        // Lag = messages not yet read (high watermark − next offset to read). librdkafka's own
+        // `consumer_lag` counts from the committed offset, which services that hold commits
+        // back on purpose (the aggregator, for its window span) keep far behind.
         for (topic, t) in &stats.topics {
             for (p, part) in &t.partitions {
-                if *p >= 0 && part.consumer_lag >= 0 {
-                    self.lag.with_label_values(&[&self.group, topic, &p.to_string()]).set(part.consumer_lag);
+                if *p < 0 || part.hi_offset < 0 {
+                    continue;
+                }
+                let lag = if part.app_offset >= 0 { (part.hi_offset - part.app_offset).max(0) } else { part.consumer_lag };
+                if lag >= 0 {
+                    self.lag.with_label_values(&[&self.group, topic, &p.to_string()]).set(lag);
                 }
             }
         }
@@ -289,7 +296,12 @@ pub fn group_consumer(
         .set("auto.offset.reset", "earliest")
         .set("statistics.interval.ms", "1000")
         .set("session.timeout.ms", "10000")
-        .set("heartbeat.interval.ms", "1000");
+        .set("heartbeat.interval.ms", "1000")
+        // Small per-partition fetches and prefetch queues: when a backlog builds, partitions
+        // are read interleaved rather than one large batch after another, which keeps the
+        // event-time skew between partitions (and so late data downstream) small.
+        .set("max.partition.fetch.bytes", "65536")
+        .set("queued.min.messages", "2000");
     let consumer: GroupConsumer =
         c.create_with_context(ctx).map_err(|e| RuntimeError::kafka("failed to create consumer", e))?;
     consumer.subscribe(topics).map_err(|e| RuntimeError::kafka(format!("failed to subscribe to {topics:?}"), e))?;

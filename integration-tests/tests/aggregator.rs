@@ -1,0 +1,237 @@
+//! The aggregator against a real broker: ground truth through the whole path (generator →
+//! scorer → aggregator), and determinism across partitionings.
+//!
+//! NOT YET IN THE SUITE (not referenced from integration.rs): both tests pass alone but fail
+//! under the full suite's load, because the aggregator's per-partition watermark is sensitive
+//! to event-time skew between the scorer's input partitions. See ARCHITECTURE.md,
+//! "Aggregator: open problem". Re-enable with `mod aggregator;` once the watermark is fixed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use octant_aggregator::AggregatorConfig;
+use octant_contracts::{Decoder, DimensionProfile, MetricWindow, Source, topics};
+use octant_gen::{EvaluationSpec, FleetSpec, SystemSpec};
+use octant_integration_tests::*;
+use octant_scorer::ScorerConfig;
+use prometheus::Registry;
+use tokio_util::sync::CancellationToken;
+
+const T0: i64 = 1_764_489_600_000;
+
+pub fn aggregator_config(env: &TestEnv) -> AggregatorConfig {
+    let mut c = AggregatorConfig {
+        kafka: env.kafka.clone(),
+        group_id: format!("{}aggregator", env.kafka.topic_prefix),
+        admin_addr: "127.0.0.1:0".parse().unwrap(),
+        commit_interval: Duration::from_millis(200),
+        ..AggregatorConfig::default()
+    };
+    c.window.length = Duration::from_secs(600);
+    c.window.slide = Duration::from_secs(60);
+    // Generous: the test compresses event time ~140× (2,500 events/s), so a scorer partition
+    // that starts a second late is minutes behind in event time.
+    c.window.allowed_lateness = Duration::from_secs(600);
+    c
+}
+
+fn scorer_config(env: &TestEnv) -> ScorerConfig {
+    ScorerConfig {
+        kafka: env.kafka.clone(),
+        group_id: format!("{}scorer", env.kafka.topic_prefix),
+        admin_addr: "127.0.0.1:0".parse().unwrap(),
+        commit_interval: Duration::from_millis(200),
+        ..ScorerConfig::default()
+    }
+}
+
+/// System A unsafe at 0.25, B at 0.05, C gated at 0.70, D evaluated on a benchmark with
+/// contamination 0.5.
+fn truth_fleet() -> FleetSpec {
+    let mut a = SystemSpec::new("sys-a");
+    a.unsafe_action = 0.25;
+    let mut b = SystemSpec::new("sys-b");
+    b.unsafe_action = 0.05;
+    let mut c = SystemSpec::new("sys-c");
+    c.confirmation_gating = 0.70;
+    let mut d = SystemSpec::new("sys-d");
+    d.evaluation = Some(EvaluationSpec { benchmark: "leaky".into(), contamination: 0.5, attempts: 4, share: 1.0 });
+    FleetSpec { systems: vec![a, b, c, d], seed: 17, start_ms: T0, run_spacing_ms: 2_000, poison: 0.0, json_share: 0.2 }
+}
+
+/// Every record on the windows topic, split by type, deduplicated by id (replays publish
+/// identical duplicates).
+async fn read_windows(env: &TestEnv, timeout: Duration) -> (BTreeMap<String, MetricWindow>, BTreeMap<String, DimensionProfile>) {
+    let raw = collect_raw(&env.kafka, &env.topic(topics::WINDOWS), usize::MAX, timeout).await;
+    let d = Decoder::new();
+    let (mut windows, mut profiles) = (BTreeMap::new(), BTreeMap::new());
+    for (_, _, _, v) in raw {
+        let (_, known, _) = d.writer_of(&v).unwrap();
+        match known.unwrap().full_name.as_str() {
+            "ai.octant.v1.MetricWindow" => {
+                let w: MetricWindow = d.decode(&v).unwrap();
+                if let Some(prev) = windows.insert(w.window_id.clone(), w.clone()) {
+                    assert_eq!(prev, w, "a re-published window is identical");
+                }
+            }
+            "ai.octant.v1.DimensionProfile" => {
+                let p: DimensionProfile = d.decode(&v).unwrap();
+                profiles.insert(p.profile_id.clone(), p);
+            }
+            other => panic!("unexpected record {other} on the windows topic"),
+        }
+    }
+    (windows, profiles)
+}
+
+/// Runs generator → scorer → aggregator until the aggregator has published windows up to the
+/// end of the generated event time; returns what is on the windows topic and a metrics scrape.
+async fn pipeline(env: &TestEnv, fleet: &FleetSpec, runs: u64) -> (BTreeMap<String, MetricWindow>, BTreeMap<String, DimensionProfile>, BTreeMap<String, f64>) {
+    // Live traffic, as agents produce it (a backlog read all at once would skew event time
+    // across the scorer's partitions by minutes; see ARCHITECTURE.md, "Lateness").
+    let records = octant_gen::generate(fleet, 0, runs);
+    let shutdown = CancellationToken::new();
+    let scorer = octant_scorer::start(scorer_config(env), Registry::new(), shutdown.clone()).await.unwrap();
+    let agg = octant_aggregator::start(aggregator_config(env), Registry::new(), shutdown.clone()).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let assigned = |h: &octant_runtime::admin::Health, n: usize| h.detail().starts_with(&format!("{n} partitions"));
+    let p = env.partitions as usize;
+    while !(assigned(&scorer.health, 2 * p) && assigned(&agg.health, p)) {
+        assert!(tokio::time::Instant::now() < deadline, "scorer and aggregator did not join their groups");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    octant_gen::produce(&env.kafka, records, Some(2500.0)).await.unwrap();
+    // The last window the data can close ends about (runs × spacing − lateness) after T0.
+    let last_end = T0 + runs as i64 * fleet.run_spacing_ms - 600_000;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
+    let m = loop {
+        let m = scrape(agg.admin_addr).await;
+        let emitted = total(&m, "octant_aggregator_windows_emitted_total");
+        let scorer_m = scrape(scorer.admin_addr).await;
+        let caught_up = scorer_m.keys().filter(|k| k.starts_with("octant_scorer_consumer_lag_messages{")).count() > 0
+            && total(&scorer_m, "octant_scorer_consumer_lag_messages") == 0.0
+            && m.keys().filter(|k| k.starts_with("octant_aggregator_consumer_lag_messages{")).count() > 0
+            && total(&m, "octant_aggregator_consumer_lag_messages") == 0.0;
+        if emitted > 0.0 && caught_up {
+            break m;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "pipeline did not catch up: {m:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    shutdown.cancel();
+    scorer.task.await.unwrap().unwrap();
+    agg.task.await.unwrap().unwrap();
+    let (w, p) = read_windows(env, Duration::from_secs(10)).await;
+    assert!(w.values().any(|w| w.window_end >= last_end - 120_000), "windows reach the end of the data");
+    (w, p, m)
+}
+
+fn dim<'a>(p: &'a DimensionProfile, d: &str) -> &'a octant_contracts::DimensionBand {
+    p.dimensions.iter().find(|x| x.dimension == d).unwrap()
+}
+
+/// Ground truth through the pipeline: A's unsafe-action veto is confirmed, Safety 0 and
+/// unsuitable; B's never goes past at risk; C's Oversight is capped at 1; D's contaminated
+/// benchmark voids its construct.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ground_truth_through_the_pipeline() {
+    let env = TestEnv::new("truth", 4).await;
+    let fleet = truth_fleet();
+    let (windows, profiles, m) = pipeline(&env, &fleet, 900).await;
+    let of = |sys: &str, src: Source| -> Vec<&DimensionProfile> {
+        let mut v: Vec<_> = profiles.values().filter(|p| p.system_id == sys && p.source == src).collect();
+        v.sort_by_key(|p| p.window_end);
+        v
+    };
+
+    // A: confirmed, Safety 0, unsuitable. After how many runs?
+    let a = of("sys-a", Source::Production);
+    let first = a
+        .iter()
+        .find(|p| p.vetoes.iter().any(|v| v.rule == "unsafe_action_veto" && v.state == "confirmed"))
+        .expect("A's unsafe-action veto is confirmed");
+    assert_eq!(dim(first, "safety").band, Some(0));
+    assert!(first.unsuitable);
+    let runs_at_confirmation = (first.window_end - T0) / fleet.run_spacing_ms;
+    let w = &windows[&octant_aggregator::output::window_id("sys-a", "1.0.0", Source::Production, "unsafe_action_rate", None, first.window_end)];
+    eprintln!(
+        "system A confirmed unsafe in the window ending {} min after the start: ~{runs_at_confirmation} runs generated, {} runs ({} steps) in the window, estimate {:.3} [{:.3}, {:.3}]",
+        (first.window_end - T0) / 60_000,
+        w.clusters,
+        w.units,
+        w.estimate.unwrap(),
+        w.ci_low.unwrap(),
+        w.ci_high.unwrap()
+    );
+    let late = a.iter().filter(|p| dim(p, "safety").band.is_some()).last().unwrap();
+    assert!(late.unsuitable && dim(late, "safety").band == Some(0));
+
+    // B: never breached or confirmed.
+    for p in of("sys-b", Source::Production) {
+        for v in p.vetoes.iter().filter(|v| v.rule == "unsafe_action_veto") {
+            assert!(v.state == "clear" || v.state == "at_risk", "B at {}: {v:?}", p.window_end);
+        }
+        assert!(!p.unsuitable);
+    }
+
+    // C: Oversight capped at 1 once the gating evidence suffices.
+    let c = of("sys-c", Source::Production);
+    let capped = c.iter().filter(|p| dim(p, "oversight").capped_by.iter().any(|r| r == "confirmation_gating_veto")).count();
+    assert!(capped > 0, "C's oversight is capped");
+    for p in c.iter().filter(|p| !dim(p, "oversight").capped_by.is_empty()) {
+        assert!(dim(p, "oversight").band.unwrap() <= 1);
+    }
+
+    // D: the contaminated benchmark's construct is void.
+    let d = of("sys-d", Source::Evaluation);
+    let last = d.last().expect("D has evaluation profiles");
+    assert!(last.vetoes.iter().any(|v| v.rule == "contamination_veto" && v.state == "confirmed" && v.benchmark.as_deref() == Some("leaky")));
+    let cap = dim(last, "capability");
+    assert_eq!(cap.band, None, "capability measured only on the void benchmark is N/A: {cap:?}");
+    assert!(cap.na_reason.as_deref().unwrap_or("").contains("void"), "{cap:?}");
+    // Evaluation windows carry pass@k and pass^k, with pass^k ≤ pass@k.
+    let pk = |m: &str| windows.values().filter(|w| w.system_id == "sys-d" && w.metric == m).max_by_key(|w| w.window_end).and_then(|w| w.estimate);
+    assert!(pk("pass_hat_4").unwrap() <= pk("pass_at_4").unwrap());
+
+    // Gauges.
+    assert!(m.keys().any(|k| k.starts_with("octant_metric_estimate{") && k.contains("sys-a") && k.contains("unsafe_action_rate")));
+    assert!(m.keys().any(|k| k.starts_with("octant_dimension_band{") && k.contains("sys-a") && k.contains("safety")));
+    assert_eq!(
+        m.iter().find(|(k, _)| k.starts_with("octant_system_unsuitable{") && k.contains("sys-a")).map(|(_, v)| *v),
+        Some(1.0)
+    );
+    assert!(total(&m, "octant_aggregator_observations_total") > 0.0);
+    let late = m.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0);
+    if late > 0.0 {
+        let dead: Vec<octant_contracts::DeadLetter> = collect(&env.kafka, &env.topic(topics::DLQ), 5, Duration::from_secs(5)).await;
+        let d = Decoder::new();
+        for x in &dead {
+            let o: octant_contracts::Observation = d.decode(&x.payload).unwrap();
+            eprintln!("LATE {} {} t={} p={} o={} : {}", o.observation_id, o.system_id, o.event_time, x.partition, x.offset, x.error_message);
+        }
+    }
+    assert_eq!(late, 0.0, "nothing late");
+}
+
+/// The same generated input through 1 partition and through 4 yields identical windows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn windows_do_not_depend_on_partitioning() {
+    let mut fleet = truth_fleet();
+    fleet.systems.truncate(2);
+    let one = TestEnv::new("part1", 1).await;
+    let (w1, _, _) = pipeline(&one, &fleet, 700).await;
+    drop(one);
+    let four = TestEnv::new("part4", 4).await;
+    let (w4, _, _) = pipeline(&four, &fleet, 700).await;
+    assert!(w1.len() > 100, "{} windows", w1.len());
+    // Compare the windows both runs closed (the last few depend on where each run stopped).
+    let common: Vec<&String> = w1.keys().filter(|k| w4.contains_key(*k)).collect();
+    assert!(common.len() as f64 > 0.9 * w1.len() as f64, "{} of {} windows in common", common.len(), w1.len());
+    let differing: Vec<_> = common.iter().filter(|k| w1[**k] != w4[**k]).collect();
+    for k in differing.iter().take(3) {
+        let (a, b) = (&w1[**k], &w4[**k]);
+        eprintln!("DIFF {k}: units {} vs {}, clusters {} vs {}, est {:?} vs {:?}", a.units, b.units, a.clusters, b.clusters, a.estimate, b.estimate);
+    }
+    assert!(differing.is_empty(), "{} of {} windows differ between 1 and 4 partitions", differing.len(), common.len());
+}

@@ -213,6 +213,17 @@ async fn poison_is_dead_lettered_and_the_stream_goes_on() {
     assert!(lag_series > 0, "consumer lag exported per partition");
     let m2 = wait_metrics(scorer.admin_addr, Duration::from_secs(10), |m| total(m, "octant_scorer_consumer_lag_messages") == 0.0).await;
     assert_eq!(total(&m2, "octant_scorer_consumer_lag_messages"), 0.0, "caught up");
+    let by_class: BTreeMap<&str, usize> = expected_dead.iter().fold(BTreeMap::new(), |mut m, (_, _, _, c)| {
+        *m.entry(*c).or_default() += 1;
+        m
+    });
+    eprintln!(
+        "poison test: {} events, {} dead letters {by_class:?}, {gaps} sequence gaps accepted, {} observations, p50-ish latency bucket counts {:?}",
+        delivered.len(),
+        dead.len(),
+        obs.len(),
+        m.iter().filter(|(k, _)| k.starts_with("octant_scorer_processing_latency_seconds_bucket")).map(|(k, v)| (k.rsplit('"').nth(1).unwrap_or("").to_string(), *v)).collect::<Vec<_>>()
+    );
     assert_eq!(get(scorer.admin_addr, "/healthz").await.0, 200);
     assert_eq!(get(scorer.admin_addr, "/readyz").await.0, 200);
     shutdown.cancel();

@@ -51,6 +51,17 @@ impl TestEnv {
     pub fn topic(&self, base: &str) -> String {
         self.kafka.topic(base)
     }
+
+    /// A scorer for this test: its topics and group, admin on a free port, fast commits.
+    pub fn scorer_config(&self) -> octant_scorer::ScorerConfig {
+        octant_scorer::ScorerConfig {
+            kafka: self.kafka.clone(),
+            group_id: format!("{}scorer", self.kafka.topic_prefix),
+            admin_addr: "127.0.0.1:0".parse().unwrap(),
+            commit_interval: Duration::from_millis(200),
+            ..Default::default()
+        }
+    }
 }
 
 /// Reads every partition of `topic` from the beginning (assigned directly, no group) until

@@ -13,7 +13,6 @@ use octant_aggregator::AggregatorConfig;
 use octant_contracts::{Decoder, DimensionProfile, MetricWindow, Source, topics};
 use octant_gen::{EvaluationSpec, FleetSpec, SystemSpec};
 use octant_integration_tests::*;
-use octant_scorer::ScorerConfig;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
@@ -33,16 +32,6 @@ pub fn aggregator_config(env: &TestEnv) -> AggregatorConfig {
     // that starts a second late is minutes behind in event time.
     c.window.allowed_lateness = Duration::from_secs(600);
     c
-}
-
-fn scorer_config(env: &TestEnv) -> ScorerConfig {
-    ScorerConfig {
-        kafka: env.kafka.clone(),
-        group_id: format!("{}scorer", env.kafka.topic_prefix),
-        admin_addr: "127.0.0.1:0".parse().unwrap(),
-        commit_interval: Duration::from_millis(200),
-        ..ScorerConfig::default()
-    }
 }
 
 /// System A unsafe at 0.25, B at 0.05, C gated at 0.70, D evaluated on a benchmark with
@@ -91,7 +80,7 @@ async fn pipeline(env: &TestEnv, fleet: &FleetSpec, runs: u64) -> (BTreeMap<Stri
     // across the scorer's partitions by minutes; see ARCHITECTURE.md, "Lateness").
     let records = octant_gen::generate(fleet, 0, runs);
     let shutdown = CancellationToken::new();
-    let scorer = octant_scorer::start(scorer_config(env), Registry::new(), shutdown.clone()).await.unwrap();
+    let scorer = octant_scorer::start(env.scorer_config(), Registry::new(), shutdown.clone()).await.unwrap();
     let agg = octant_aggregator::start(aggregator_config(env), Registry::new(), shutdown.clone()).await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let assigned = |h: &octant_runtime::admin::Health, n: usize| h.detail().starts_with(&format!("{n} partitions"));

@@ -7,19 +7,8 @@ use std::time::Duration;
 use octant_contracts::{DeadLetter, Observation, topics};
 use octant_integration_tests::*;
 use octant_runtime::kafka::{self, OutRecord};
-use octant_scorer::ScorerConfig;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
-
-fn scorer_config(env: &TestEnv) -> ScorerConfig {
-    ScorerConfig {
-        kafka: env.kafka.clone(),
-        group_id: format!("{}scorer", env.kafka.topic_prefix),
-        admin_addr: "127.0.0.1:0".parse().unwrap(),
-        commit_interval: Duration::from_millis(200),
-        ..ScorerConfig::default()
-    }
-}
 
 fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden")
@@ -31,7 +20,7 @@ fn golden_dir() -> PathBuf {
 async fn golden_files() {
     let env = TestEnv::new("golden", 2).await;
     let shutdown = CancellationToken::new();
-    let mut config = scorer_config(&env);
+    let mut config = env.scorer_config();
     config.confluent_ids.insert(1, "trajectory_event.avsc".into());
     let scorer = octant_scorer::start(config, Registry::new(), shutdown.clone()).await.unwrap();
     let producer = kafka::producer(&env.kafka, "test").unwrap();
@@ -131,7 +120,7 @@ async fn poison_is_dead_lettered_and_the_stream_goes_on() {
     assert!((18_000..=26_000).contains(&records.len()), "{} events", records.len());
     let delivered = octant_gen::produce(&env.kafka, records.clone(), None).await.unwrap();
     let shutdown = CancellationToken::new();
-    let scorer = octant_scorer::start(scorer_config(&env), Registry::new(), shutdown.clone()).await.unwrap();
+    let scorer = octant_scorer::start(env.scorer_config(), Registry::new(), shutdown.clone()).await.unwrap();
 
     let poison: Vec<_> = delivered.iter().filter(|d| d.poison.is_some()).collect();
     let expected_dead: BTreeSet<(String, i32, i64, &str)> = poison
@@ -295,7 +284,7 @@ async fn scorer_crashes_lose_nothing() {
     assert_eq!(delivered.len() as f64, total_events);
 
     let shutdown = CancellationToken::new();
-    let scorer = octant_scorer::start(scorer_config(&env), Registry::new(), shutdown.clone()).await.unwrap();
+    let scorer = octant_scorer::start(env.scorer_config(), Registry::new(), shutdown.clone()).await.unwrap();
     // Wait until the final scorer has caught up: lag 0 on every partition it reports.
     // Caught up = a lag series for each of the 8 input partitions, all zero, twice in a row.
     let caught_up = |m: &BTreeMap<String, f64>| {

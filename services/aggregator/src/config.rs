@@ -33,9 +33,9 @@ pub struct AggregatorConfig {
     /// Dimension aggregation and when veto caps apply.
     #[serde(default)]
     pub profile: ProfileRules,
-    #[serde(default = "default_commit", with = "humantime_serde")]
+    #[serde(default = "octant_runtime::pipeline::default_commit_interval", with = "humantime_serde")]
     pub commit_interval: Duration,
-    #[serde(default = "default_inflight")]
+    #[serde(default = "octant_runtime::pipeline::default_max_inflight")]
     pub max_inflight: usize,
 }
 
@@ -90,12 +90,6 @@ fn default_seed() -> u64 {
 }
 fn default_level() -> f64 {
     0.95
-}
-fn default_commit() -> Duration {
-    Duration::from_secs(1)
-}
-fn default_inflight() -> usize {
-    20_000
 }
 
 /// Deployment-wide default budgets; declare your own per system.

@@ -18,10 +18,6 @@ pub struct Outputs {
     pub profiles: Vec<(DimensionProfile, Profile)>,
 }
 
-pub fn source_str(s: Source) -> &'static str {
-    s.as_str()
-}
-
 /// Deterministic id of a metric window.
 pub fn window_id(system: &str, version: &str, source: Source, metric: &str, benchmark: Option<&str>, end: i64) -> String {
     format!("{system}/{version}/{}/{metric}/{}/{end}", source.as_str(), benchmark.unwrap_or("-"))

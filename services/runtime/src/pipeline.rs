@@ -59,6 +59,16 @@ pub trait Stage: Send + 'static {
     fn tick(&mut self, _parts: &HashMap<TopicPartition, (Self::Partition, PartitionOffsets)>) {}
 }
 
+/// Default commit interval of every service (serde default for service configs).
+pub fn default_commit_interval() -> Duration {
+    Duration::from_secs(1)
+}
+
+/// Default bound on messages awaiting acknowledgement (serde default for service configs).
+pub fn default_max_inflight() -> usize {
+    20_000
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct LoopConfig {
     pub commit_interval: Duration,

@@ -24,10 +24,10 @@ pub struct ScorerConfig {
     #[serde(default = "default_low_confidence")]
     pub low_confidence: f64,
     /// How often safe offsets are committed.
-    #[serde(default = "default_commit", with = "humantime_serde")]
+    #[serde(default = "octant_runtime::pipeline::default_commit_interval", with = "humantime_serde")]
     pub commit_interval: Duration,
     /// Messages read but not yet acknowledged before reading pauses (back-pressure).
-    #[serde(default = "default_inflight")]
+    #[serde(default = "octant_runtime::pipeline::default_max_inflight")]
     pub max_inflight: usize,
     /// Confluent schema ids accepted on input, mapped to files under `schemas/`.
     #[serde(default)]
@@ -45,12 +45,6 @@ fn default_idle() -> Duration {
 }
 fn default_low_confidence() -> f64 {
     0.5
-}
-fn default_commit() -> Duration {
-    Duration::from_secs(1)
-}
-fn default_inflight() -> usize {
-    20_000
 }
 
 impl Default for ScorerConfig {

@@ -65,8 +65,12 @@ impl TestEnv {
 }
 
 /// Reads every partition of `topic` from the beginning (assigned directly, no group) until
-/// `want` records have been read or `timeout` has passed; returns what it has.
+/// `want` records have been read or `timeout` has passed; returns what it has. Watermark
+/// records (the scorer's event-time progress on `octant.observations`) are skipped.
 pub async fn collect_raw(kafka: &KafkaConfig, topic: &str, want: usize, timeout: Duration) -> Vec<(i32, i64, Vec<u8>, Vec<u8>)> {
+    let d = Decoder::new();
+    let is_watermark =
+        |v: &[u8]| d.writer_of(v).is_ok_and(|(_, k, _)| k.is_some_and(|k| k.full_name == octant_contracts::Watermark::FULL_NAME));
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
     let consumer: StreamConsumer = ClientConfig::new()
         .set("bootstrap.servers", &kafka.brokers)
@@ -87,6 +91,7 @@ pub async fn collect_raw(kafka: &KafkaConfig, topic: &str, want: usize, timeout:
     let mut out = Vec::new();
     while out.len() < want {
         match tokio::time::timeout_at(deadline, consumer.recv()).await {
+            Ok(Ok(m)) if is_watermark(m.payload().unwrap_or_default()) => {}
             Ok(Ok(m)) => out.push((
                 m.partition(),
                 m.offset(),

@@ -43,7 +43,7 @@ async fn golden_files() {
                 let typed: octant_contracts::TrajectoryEvent = serde_json::from_value(ev.clone()).unwrap();
                 octant_contracts::codec::to_confluent(&typed, 1).unwrap()
             };
-            let rec = OutRecord { topic: env.topic(topic), key: run.clone(), payload };
+            let rec = OutRecord { partition: None, topic: env.topic(topic), key: run.clone(), payload };
             kafka::send(&producer, &rec).await.unwrap();
             inputs.entry(name.clone()).or_default().insert(run);
         }

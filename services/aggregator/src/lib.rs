@@ -12,6 +12,7 @@
 //!
 //! ## Layout
 //! - [`window`]: window state and emission (pure; the determinism argument lives there).
+//! - [`upstream`]: the watermark, the minimum over the scorer's input partitions (pure).
 //! - [`output`]: emissions → records (pure). [`config`], [`metrics`]; this file: the stage.
 //!
 //! ## Guarantees
@@ -27,6 +28,7 @@
 pub mod config;
 pub mod metrics;
 pub mod output;
+pub mod upstream;
 pub mod window;
 
 use std::collections::HashMap;
@@ -35,10 +37,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use octant_contracts::codec::to_single_object;
-use octant_contracts::{Decoder, Observation, topics};
+use octant_contracts::{Contract, Decoder, Observation, Watermark, topics};
 use octant_core::profile::Profile;
 use octant_runtime::admin::{self, Health};
-use octant_runtime::consumer::{self, PartitionOffsets, TopicPartition};
+use octant_runtime::consumer::{self, GroupShared, PartitionOffsets, TopicPartition};
 use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
 use octant_runtime::kafka::{self, OutRecord};
 use octant_runtime::pipeline::{self, LoopConfig, Stage};
@@ -52,7 +54,14 @@ use tokio_util::sync::CancellationToken;
 pub use config::AggregatorConfig;
 
 use metrics::Metrics;
+use upstream::Upstream;
 use window::{Added, Windows};
+
+/// State of one input partition.
+pub struct PartitionState {
+    windows: Windows,
+    upstream: Upstream,
+}
 
 const SERVICE: &str = "aggregator";
 
@@ -121,6 +130,26 @@ struct Tag {
 }
 
 impl AggregatorStage {
+    /// Records (and gauges, and in-process profile updates) for closed windows.
+    fn publish(&self, emissions: &[window::Emission], records: &mut Vec<OutRecord>, tag: &mut Tag) {
+        let boot = self.config.bootstrap_spec();
+        for e in emissions {
+            let out = output::build(e, &self.config, &boot, &self.config.profile);
+            self.publish_gauges(&out);
+            for w in &out.windows {
+                let payload = to_single_object(w).expect("windows always encode");
+                records.push(OutRecord { partition: None, topic: self.out_topics.0.clone(), key: w.system_id.clone(), payload });
+            }
+            tag.windows += out.windows.len() as u64;
+            for (record, profile) in out.profiles {
+                let payload = to_single_object(&record).expect("profiles always encode");
+                records.push(OutRecord { partition: None, topic: self.out_topics.0.clone(), key: record.system_id.clone(), payload });
+                let _ = self.profiles.send(ProfileUpdate { record, profile: Arc::new(profile) });
+                tag.profiles += 1;
+            }
+        }
+    }
+
     fn publish_gauges(&self, out: &output::Outputs) {
         let m = &self.metrics;
         for w in &out.windows {
@@ -181,15 +210,16 @@ impl AggregatorStage {
 }
 
 impl Stage for AggregatorStage {
-    type Partition = Windows;
+    type Partition = PartitionState;
     type Tag = Tag;
 
-    fn open(&mut self, _tp: &TopicPartition, _offset: i64, companion: Option<i64>) -> Windows {
-        // The companion value is the window frontier in force at the commit point.
-        Windows::new(self.config.window_spec(), self.config.bootstrap_spec(), companion)
+    fn open(&mut self, _tp: &TopicPartition, _offset: i64, companion: Option<i64>) -> PartitionState {
+        // The companion value is the window frontier in force at the commit point (0: none).
+        let frontier = companion.filter(|f| *f > 0);
+        PartitionState { windows: Windows::new(self.config.window_spec(), self.config.bootstrap_spec(), frontier), upstream: Upstream::default() }
     }
 
-    fn process(&mut self, windows: &mut Windows, _offsets: &mut PartitionOffsets, m: &BorrowedMessage<'_>) -> (Vec<OutRecord>, Tag) {
+    fn process(&mut self, part: &mut PartitionState, _offsets: &mut PartitionOffsets, m: &BorrowedMessage<'_>) -> (Vec<OutRecord>, Tag) {
         let payload = m.payload().unwrap_or_default();
         let mut records = Vec::new();
         let mut tag = Tag { windows: 0, profiles: 0, dead_letter: None };
@@ -198,6 +228,24 @@ impl Stage for AggregatorStage {
             records.push(dead_letter(SERVICE, &self.out_topics.1, &src, class, &message, now_ms()).1);
             tag.dead_letter = Some(class);
         };
+        let is_watermark = self.decoder.writer_of(payload).is_ok_and(|(_, k, _)| k.is_some_and(|k| k.full_name == Watermark::FULL_NAME));
+        if is_watermark {
+            let emissions = match self.decoder.decode::<Watermark>(payload) {
+                Ok(w) => match part.upstream.observe(&w) {
+                    Some(wm) => {
+                        self.metrics.watermark.with_label_values(&[&m.partition().to_string()]).set(wm as f64 / 1000.0);
+                        part.windows.advance_to(wm, m.offset())
+                    }
+                    None => Vec::new(),
+                },
+                Err(e) => {
+                    reject(e.class(), e.to_string(), &mut records, &mut tag);
+                    return (records, tag);
+                }
+            };
+            self.publish(&emissions, &mut records, &mut tag);
+            return (records, tag);
+        }
         let obs = match self.decoder.decode::<Observation>(payload) {
             Ok(o) => o,
             Err(e) => {
@@ -206,7 +254,7 @@ impl Stage for AggregatorStage {
                 return (records, tag);
             }
         };
-        let (added, emissions) = windows.add(&obs, m.offset());
+        let added = part.windows.add(&obs, m.offset());
         let outcome = match &added {
             Added::Accepted => "accepted",
             Added::Duplicate => "duplicate",
@@ -224,22 +272,6 @@ impl Stage for AggregatorStage {
             Added::Unknown => reject("unknown_metric", format!("metric {:?} is not in the catalogue", obs.metric), &mut records, &mut tag),
             _ => {}
         }
-        let boot = self.config.bootstrap_spec();
-        for e in &emissions {
-            let out = output::build(e, &self.config, &boot, &self.config.profile);
-            self.publish_gauges(&out);
-            for w in &out.windows {
-                let payload = to_single_object(w).expect("windows always encode");
-                records.push(OutRecord { topic: self.out_topics.0.clone(), key: w.system_id.clone(), payload });
-            }
-            tag.windows += out.windows.len() as u64;
-            for (record, profile) in out.profiles {
-                let payload = to_single_object(&record).expect("profiles always encode");
-                records.push(OutRecord { topic: self.out_topics.0.clone(), key: record.system_id.clone(), payload });
-                let _ = self.profiles.send(ProfileUpdate { record, profile: Arc::new(profile) });
-                tag.profiles += 1;
-            }
-        }
         (records, tag)
     }
 
@@ -251,13 +283,16 @@ impl Stage for AggregatorStage {
         }
     }
 
-    fn commit_point(&mut self, windows: &mut Windows, offsets: &PartitionOffsets) -> Option<(i64, i64)> {
+    fn commit_point(&mut self, part: &mut PartitionState, offsets: &PartitionOffsets) -> Option<(i64, i64)> {
         let limit = offsets.commit_offset()?;
-        let (c, frontier) = windows.commit_point(limit);
+        let (c, frontier) = part.windows.commit_point(limit);
         Some((c, frontier.unwrap_or(0)))
     }
 
-    fn tick(&mut self, parts: &HashMap<TopicPartition, (Windows, PartitionOffsets)>) {
-        self.metrics.series.set(parts.values().map(|(w, _)| w.series_count() as i64).sum());
+    fn tick(&mut self, parts: &HashMap<TopicPartition, (PartitionState, PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
+        self.metrics.series.set(parts.values().map(|(p, _)| p.windows.series_count() as i64).sum());
+        self.metrics.upstream_waiting.set(parts.values().map(|(p, _)| p.upstream.waiting() as i64).sum());
+        self.metrics.upstream_idle.set(parts.values().map(|(p, _)| p.upstream.idle() as i64).sum());
+        Vec::new()
     }
 }

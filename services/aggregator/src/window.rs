@@ -5,15 +5,17 @@
 //! the slide). A window ending at `t` holds the panes in `[t − length, t)`; windows end on
 //! slide boundaries (tumbling windows: `slide = length`).
 //!
-//! The **frontier** F is the end of the last emitted window. The watermark is the largest
-//! event time seen on the partition, M; whenever `⌊(M − lateness)/slide⌋·slide` passes F, the
-//! windows ending at each boundary up to it are emitted in order. An observation with event
-//! time < F belongs to a window already emitted: it is **late** (the caller dead-letters and
-//! counts it; it never changes an emitted window).
+//! The **frontier** F is the end of the last emitted window. The caller supplies the
+//! watermark M (the minimum over upstream partitions, see [`crate::upstream`]); whenever
+//! `⌊(M − lateness)/slide⌋·slide` passes F, the windows ending at each boundary up to it are
+//! emitted in order. An observation with event time < F belongs to a window already emitted:
+//! it is **late** (the caller dead-letters and counts it; it never changes an emitted window).
+//! Before the first watermark there is no frontier and every observation is kept; the first
+//! watermark sets F to the earlier of its own boundary and the oldest pane with data.
 //!
 //! ## Determinism
-//! Emissions depend only on the sequence of observations of the partition and on F at the
-//! start: the bootstrap is deterministic and mergeable (octant-core), window sums are exact
+//! Emissions depend only on the sequence of observations and watermarks of the partition and
+//! on F at the start: the bootstrap is deterministic and mergeable (octant-core), window sums are exact
 //! integers, and late/duplicate decisions depend on F alone. A restart resumes from a
 //! committed offset C with the frontier in force just before C ([`Windows::frontier_before`]),
 //! and C never passes the first offset of a pane some future window still needs
@@ -175,21 +177,12 @@ impl Windows {
         self.series.len()
     }
 
-    /// Adds an observation read at `offset`, then emits every window the watermark closed.
-    pub fn add(&mut self, o: &Observation, offset: i64) -> (Added, Vec<Emission>) {
-        let Some(metric) = spec(&o.metric) else { return (Added::Unknown, Vec::new()) };
+    /// Adds an observation read at `offset` (windows close only on [`Self::advance_to`]).
+    pub fn add(&mut self, o: &Observation, offset: i64) -> Added {
+        let Some(metric) = spec(&o.metric) else { return Added::Unknown };
         let t = o.event_time;
-        let frontier = match self.frontier {
-            Some(f) => f,
-            None => {
-                // The first observation of a fresh partition sets the frontier.
-                let f = self.spec.pane_of(t - self.spec.lateness_ms);
-                self.frontier = Some(f);
-                self.frontier_log.push_back((offset, f));
-                f
-            }
-        };
-        let added = if t < frontier {
+        let frontier = self.frontier.unwrap_or(i64::MIN);
+        if t < frontier {
             // A late duplicate is still a duplicate.
             let pane = self.spec.pane_of(t);
             if self.seen.get(&pane).is_some_and(|s| s.contains(&cluster_hash(&o.observation_id))) {
@@ -199,9 +192,7 @@ impl Windows {
             }
         } else {
             self.accept(o, metric, offset)
-        };
-        let emissions = self.advance(t, offset);
-        (added, emissions)
+        }
     }
 
     fn accept(&mut self, o: &Observation, metric: &'static MetricSpec, offset: i64) -> Added {
@@ -312,9 +303,27 @@ impl Windows {
         }
     }
 
-    /// Emits every window the watermark (largest event time) closed, in order.
-    fn advance(&mut self, t: i64, offset: i64) -> Vec<Emission> {
-        let target = self.spec.pane_of(t - self.spec.lateness_ms);
+    /// The watermark is now `watermark` (read at `offset`): emits every window it closed, in
+    /// order. A watermark behind the frontier changes nothing.
+    pub fn advance_to(&mut self, watermark: i64, offset: i64) -> Vec<Emission> {
+        let target = self.spec.pane_of(watermark.saturating_sub(self.spec.lateness_ms));
+        if self.frontier.is_none() {
+            // The first watermark: start at its boundary, or earlier if data is older.
+            let oldest = self.pane_offsets.keys().next().copied().unwrap_or(target);
+            let f = target.min(oldest);
+            self.frontier = Some(f);
+            self.frontier_log.push_back((offset, f));
+            // The window sums hold the window ending F + slide; only pane F can have data.
+            for st in self.series.values_mut() {
+                if let SeriesState::Linear { window, panes, .. } = st {
+                    if let Some(p) = panes.get(&f) {
+                        for (c, sums) in &p.clusters {
+                            window.add_cluster(*c, sums, 0);
+                        }
+                    }
+                }
+            }
+        }
         let mut out = Vec::new();
         while let Some(f) = self.frontier.filter(|f| *f < target) {
             let end = f + self.spec.slide_ms;
@@ -518,8 +527,14 @@ mod tests {
             .collect()
     }
 
+    /// One upstream partition: the watermark follows the observations' event times.
+    fn feed(w: &mut Windows, o: &Observation, offset: i64) -> (Added, Vec<Emission>) {
+        let added = w.add(o, offset);
+        (added, w.advance_to(o.event_time, offset))
+    }
+
     fn run_all(w: &mut Windows, input: &[Observation], from: usize) -> Vec<Emission> {
-        input.iter().enumerate().skip(from).flat_map(|(i, o)| w.add(o, i as i64).1).collect()
+        input.iter().enumerate().skip(from).flat_map(|(i, o)| feed(w, o, i as i64).1).collect()
     }
 
     #[test]
@@ -548,16 +563,16 @@ mod tests {
     fn late_and_duplicate_observations() {
         let mut w = Windows::new(spec_(), boot(), None);
         let a = obs("a", "unsafe_action_rate", "r1", T0 + 5 * MIN, 1.0);
-        assert_eq!(w.add(&a, 0).0, Added::Accepted);
-        assert_eq!(w.add(&a, 1).0, Added::Duplicate, "same id again");
+        assert_eq!(feed(&mut w, &a, 0).0, Added::Accepted);
+        assert_eq!(feed(&mut w, &a, 1).0, Added::Duplicate, "same id again");
         // Watermark to T0 + 20 min: windows up to T0 + 18 min are emitted.
-        let (_, em) = w.add(&obs("b", "unsafe_action_rate", "r2", T0 + 20 * MIN, 0.0), 2);
+        let (_, em) = feed(&mut w, &obs("b", "unsafe_action_rate", "r2", T0 + 20 * MIN, 0.0), 2);
         assert!(!em.is_empty());
         assert_eq!(w.frontier(), Some(T0 + 18 * MIN));
         let late = obs("c", "unsafe_action_rate", "r3", T0 + 17 * MIN, 1.0);
-        assert_eq!(w.add(&late, 3).0, Added::Late { frontier: T0 + 18 * MIN });
-        assert_eq!(w.add(&a, 4).0, Added::Duplicate, "a late duplicate is still a duplicate");
-        assert_eq!(w.add(&obs("d", "not_a_metric", "r", T0, 1.0), 5).0, Added::Unknown);
+        assert_eq!(w.add(&late, 3), Added::Late { frontier: T0 + 18 * MIN });
+        assert_eq!(w.add(&a, 4), Added::Duplicate, "a late duplicate is still a duplicate");
+        assert_eq!(w.add(&obs("d", "not_a_metric", "r", T0, 1.0), 5), Added::Unknown);
     }
 
     #[test]
@@ -568,7 +583,7 @@ mod tests {
         for crash_at in [37usize, 200, 421, 650, 899] {
             // Run to `crash_at`, take the commit point, resume a fresh state from it.
             let mut w = Windows::new(spec_(), boot(), None);
-            let before: Vec<Emission> = input.iter().enumerate().take(crash_at).flat_map(|(i, o)| w.add(o, i as i64).1).collect();
+            let before: Vec<Emission> = input.iter().enumerate().take(crash_at).flat_map(|(i, o)| feed(&mut w, o, i as i64).1).collect();
             let (c, f) = w.commit_point(crash_at as i64);
             assert!(c <= crash_at as i64);
             let mut resumed = Windows::new(spec_(), boot(), f);
@@ -596,11 +611,11 @@ mod tests {
                 o.benchmark = Some("bench".into());
                 o.task_id = Some(format!("task-{task}"));
                 o.groups = vec![format!("g={}", task % 2)];
-                w.add(&o, i);
+                feed(&mut w, &o, i);
                 i += 1;
             }
         }
-        let (_, em) = w.add(&obs("late-wm", "task_success", "x", T0 + 30 * MIN, 1.0), i);
+        let (_, em) = feed(&mut w, &obs("late-wm", "task_success", "x", T0 + 30 * MIN, 1.0), i);
         let series = &em[0].series;
         let get = |m: &str| series.iter().find(|s| s.key.metric == m && s.key.benchmark.is_some()).unwrap();
         // c = task % 5 successes of 4 → pass@1 = mean(c/4) over tasks, pass^4 = share with c = 4.

@@ -111,6 +111,7 @@ contract!(DimensionProfile, "DimensionProfile", "dimension_profile.avsc");
 contract!(Alert, "Alert", "alert.avsc");
 contract!(Profile, "Profile", "profile.avsc");
 contract!(DeadLetter, "DeadLetter", "dead_letter.avsc");
+contract!(Watermark, "Watermark", "watermark.avsc");
 
 /// An encoding failure: the value does not fit its schema (a bug, not bad input).
 #[derive(Debug, thiserror::Error)]

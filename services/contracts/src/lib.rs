@@ -10,7 +10,7 @@
 //! | topic | record | key |
 //! |---|---|---|
 //! | `octant.trajectories.production`, `octant.trajectories.evaluation` | [`TrajectoryEvent`] | run id |
-//! | `octant.observations` | [`Observation`] | system id |
+//! | `octant.observations` | [`Observation`], and [`Watermark`] to every partition | system id (watermarks: upstream topic/partition) |
 //! | `octant.windows` | [`MetricWindow`] and [`DimensionProfile`] | system id |
 //! | `octant.alerts` | [`Alert`] | fingerprint |
 //! | `octant.profiles` | [`Profile`] | system id |

@@ -478,6 +478,21 @@ pub struct Profile {
     pub evidence_uri: Option<String>,
 }
 
+/// Event-time progress of one upstream partition (schema `Watermark`), sent by the scorer to
+/// every partition of `octant.observations`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Watermark {
+    pub service: String,
+    pub source_topic: String,
+    pub source_partition: i32,
+    pub source_partitions: i32,
+    #[serde(default)]
+    pub watermark: Option<i64>,
+    #[serde(default)]
+    pub idle: bool,
+    pub produced_at: i64,
+}
+
 /// A record a service could not process (schema `DeadLetter`).
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeadLetter {

@@ -257,6 +257,18 @@ fn profile() -> Profile {
     }
 }
 
+fn watermark() -> Watermark {
+    Watermark {
+        service: "scorer".into(),
+        source_topic: "octant.trajectories.production".into(),
+        source_partition: 3,
+        source_partitions: 4,
+        watermark: Some(1_764_489_600_000),
+        idle: false,
+        produced_at: 1_764_489_601_000,
+    }
+}
+
 fn dead_letter() -> DeadLetter {
     DeadLetter {
         dead_letter_id: "scorer/octant.trajectories.production/2/1041".into(),
@@ -302,7 +314,7 @@ fn walk_docs(v: &Value, path: &str, missing: &mut Vec<String>) {
 #[test]
 fn every_schema_parses_is_namespaced_and_documented() {
     let current: Vec<_> = KNOWN.iter().filter(|k| k.version == "current").collect();
-    assert_eq!(current.len(), 7, "{current:?}");
+    assert_eq!(current.len(), 8, "{current:?}");
     for k in KNOWN.iter() {
         assert!(k.full_name.starts_with("ai.octant.v1."), "{}: {}", k.path, k.full_name);
         let json: Value = serde_json::from_str(&std::fs::read_to_string(schemas_dir().join(k.path)).unwrap()).unwrap();
@@ -368,6 +380,7 @@ fn rust_types_have_exactly_the_schema_fields() {
     fields_agree(&[alert()]);
     fields_agree(&[profile()]);
     fields_agree(&[dead_letter()]);
+    fields_agree(&[watermark(), Watermark { watermark: None, idle: true, ..watermark() }]);
 }
 
 // ---------------------------------------------------------------- round trips
@@ -463,6 +476,7 @@ fn sample_datum(file: &str) -> Vec<u8> {
         "alert.avsc" => to_avro(&alert()).unwrap(),
         "profile.avsc" => to_avro(&profile()).unwrap(),
         "dead_letter.avsc" => to_avro(&dead_letter()).unwrap(),
+        "watermark.avsc" => to_avro(&watermark()).unwrap(),
         other => panic!("no sample for {other}"),
     }
 }
@@ -485,7 +499,7 @@ fn read_released<T: Contract>(datum: &[u8], writer: &apache_avro::Schema) -> Vec
 #[test]
 fn released_versions_stay_readable() {
     let released: Vec<_> = KNOWN.iter().filter(|k| k.version != "current").collect();
-    assert!(released.len() >= 7, "every contract has at least one released version");
+    assert!(released.len() >= 8, "every contract has at least one released version");
     for k in released {
         let file = k.path.rsplit('/').next().unwrap();
         let current = KNOWN.iter().find(|c| c.path == file).unwrap_or_else(|| panic!("{} has no current schema", k.path));
@@ -505,6 +519,7 @@ fn released_versions_stay_readable() {
             "alert.avsc" => read_released::<Alert>(&datum, &k.schema).len(),
             "profile.avsc" => read_released::<Profile>(&datum, &k.schema).len(),
             "dead_letter.avsc" => read_released::<DeadLetter>(&datum, &k.schema).len(),
+            "watermark.avsc" => read_released::<Watermark>(&datum, &k.schema).len(),
             other => panic!("unknown contract {other}"),
         };
         assert!(n >= 1, "{}: empty sample", k.path);

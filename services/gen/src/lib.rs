@@ -495,7 +495,7 @@ pub async fn produce(cfg: &KafkaConfig, records: Vec<GenRecord>, rate: Option<f6
         let p = producer.clone();
         let prefix = prefix.clone();
         futures.push_back(async move {
-            let rec = OutRecord { topic: prefix_topic(&prefix, r.topic), key: r.key, payload: r.payload };
+            let rec = OutRecord { partition: None, topic: prefix_topic(&prefix, r.topic), key: r.key, payload: r.payload };
             let res = kafka::send(&p, &rec).await;
             (r.topic, r.poison, r.system, res)
         });

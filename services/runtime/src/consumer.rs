@@ -128,6 +128,8 @@ pub struct GroupShared {
     commit_points: Mutex<HashMap<TopicPartition, (i64, i64)>>,
     /// Partitions revoked since the loop last looked.
     revoked: Mutex<Vec<TopicPartition>>,
+    /// Messages not yet read, per partition, from the latest statistics.
+    lags: Mutex<HashMap<TopicPartition, i64>>,
     assigned: Mutex<BTreeSet<TopicPartition>>,
 }
 
@@ -142,6 +144,11 @@ impl GroupShared {
 
     pub fn assigned(&self) -> BTreeSet<TopicPartition> {
         self.assigned.lock().unwrap().clone()
+    }
+
+    /// Messages of `tp` not yet read (from statistics, refreshed every second).
+    pub fn lag(&self, tp: &TopicPartition) -> Option<i64> {
+        self.lags.lock().unwrap().get(tp).copied()
     }
 
     /// Commits companion values (as offsets of the companion group), synchronously.
@@ -210,6 +217,7 @@ impl ClientContext for GroupContext {
                 }
                 let lag = if part.app_offset >= 0 { (part.hi_offset - part.app_offset).max(0) } else { part.consumer_lag };
                 if lag >= 0 {
+                    self.shared.lags.lock().unwrap().insert((topic.clone(), *p), lag);
                     self.lag.with_label_values(&[&self.group, topic, &p.to_string()]).set(lag);
                 }
             }
@@ -286,6 +294,7 @@ pub fn group_consumer(
         companion,
         commit_points: Default::default(),
         revoked: Default::default(),
+        lags: Default::default(),
         assigned: Default::default(),
     });
     let ctx = GroupContext { shared: shared.clone(), lag, group: group.to_string() };

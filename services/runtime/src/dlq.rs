@@ -34,7 +34,7 @@ pub fn dead_letter(service: &str, dlq_topic: &str, src: &SourceRef<'_>, class: &
         failed_at: now_ms,
     };
     let payload = to_single_object(&dl).expect("dead letters always encode");
-    (dl, OutRecord { topic: dlq_topic.to_string(), key: id, payload })
+    (dl, OutRecord { partition: None, topic: dlq_topic.to_string(), key: id, payload })
 }
 
 /// Milliseconds since the epoch (wall clock), for `failed_at` stamps.

@@ -1,5 +1,6 @@
 //! Kafka clients: configuration, producing with awaited delivery, topic administration.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use rdkafka::ClientConfig;
@@ -37,6 +38,9 @@ pub fn producer(cfg: &KafkaConfig, service: &str) -> Result<FutureProducer, Runt
 /// An Avro single-object record ready to send.
 pub struct OutRecord {
     pub topic: String,
+    /// `None`: the partitioner picks by key (the usual case); `Some` for records sent to
+    /// every partition (watermarks).
+    pub partition: Option<i32>,
     pub key: String,
     pub payload: Vec<u8>,
 }
@@ -44,7 +48,10 @@ pub struct OutRecord {
 /// Sends a record; the future resolves when the broker acknowledged it (or delivery failed
 /// after librdkafka's own retries, bounded by `message.timeout.ms`).
 pub async fn send(producer: &FutureProducer, rec: &OutRecord) -> Result<(i32, i64), KafkaError> {
-    let fr = FutureRecord::to(&rec.topic).key(rec.key.as_bytes()).payload(&rec.payload);
+    let mut fr = FutureRecord::to(&rec.topic).key(rec.key.as_bytes()).payload(&rec.payload);
+    if let Some(p) = rec.partition {
+        fr = fr.partition(p);
+    }
     match producer.send(fr, Timeout::Never).await {
         Ok(d) => Ok((d.partition, d.offset)),
         Err((e, _)) => Err(e),
@@ -85,6 +92,30 @@ pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[(String, i32)]) -> Resul
         }
     }
     Ok(())
+}
+
+/// The partition count of each of `topics` (blocking metadata requests on a blocking thread).
+pub async fn partition_counts(cfg: &KafkaConfig, topics: &[String]) -> Result<HashMap<String, i32>, RuntimeError> {
+    let producer: FutureProducer =
+        client_config(cfg, "metadata").create().map_err(|e| RuntimeError::kafka("failed to create metadata client", e))?;
+    let topics = topics.to_vec();
+    tokio::task::spawn_blocking(move || {
+        let mut out = HashMap::new();
+        for t in &topics {
+            let md = producer
+                .client()
+                .fetch_metadata(Some(t), Duration::from_secs(10))
+                .map_err(|e| RuntimeError::kafka(format!("metadata of {t}"), e))?;
+            let n = md.topics().first().map_or(0, |m| m.partitions().len() as i32);
+            if n == 0 {
+                return Err(RuntimeError::Broker(format!("topic {t} has no partitions (does it exist?)")));
+            }
+            out.insert(t.clone(), n);
+        }
+        Ok(out)
+    })
+    .await
+    .expect("metadata task does not panic")
 }
 
 /// Waits until the brokers answer a metadata request, or `timeout` passes.

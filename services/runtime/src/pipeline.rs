@@ -55,8 +55,13 @@ pub trait Stage: Send + 'static {
     /// The commit point of a partition: (offset to resume at, companion value).
     fn commit_point(&mut self, part: &mut Self::Partition, offsets: &PartitionOffsets) -> Option<(i64, i64)>;
 
-    /// Called once per commit interval, after the commit was started.
-    fn tick(&mut self, _parts: &HashMap<TopicPartition, (Self::Partition, PartitionOffsets)>) {}
+    /// Called once per commit interval, after the commit was started. Returns records that
+    /// belong to no input message (watermarks): they are produced in order after the outputs
+    /// of every message processed so far (per output partition), and a failed delivery is
+    /// logged, not fatal (the next tick sends newer ones).
+    fn tick(&mut self, _parts: &HashMap<TopicPartition, (Self::Partition, PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
+        Vec::new()
+    }
 }
 
 /// Default commit interval of every service (serde default for service configs).
@@ -74,6 +79,9 @@ pub struct LoopConfig {
     pub commit_interval: Duration,
     pub max_inflight: usize,
 }
+
+/// Outputs awaiting acknowledgement: a message's (`Some`) or a tick's (`None`).
+type PendingFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Done<T>>> + Send>>;
 
 struct Done<T> {
     tp: TopicPartition,
@@ -96,7 +104,7 @@ pub async fn run<S: Stage>(
     let mut parts: HashMap<TopicPartition, (S::Partition, PartitionOffsets)> = HashMap::new();
     let mut last_commit: HashMap<TopicPartition, (i64, i64)> = HashMap::new();
     let mut committing: Option<JoinHandle<Result<(), RuntimeError>>> = None;
-    let mut pending = FuturesUnordered::new();
+    let mut pending: FuturesUnordered<PendingFuture<S::Tag>> = FuturesUnordered::new();
     let mut tick = tokio::time::interval(cfg.commit_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
@@ -108,10 +116,26 @@ pub async fn run<S: Stage>(
         tokio::select! {
             biased;
             _ = shutdown.cancelled() => break,
-            Some(done) = pending.next(), if !pending.is_empty() => finish(&mut stage, &mut parts, done)?,
+            Some(done) = pending.next(), if !pending.is_empty() => {
+                if let Some(done) = done {
+                    finish(&mut stage, &mut parts, done)?;
+                }
+            }
             _ = tick.tick() => {
                 commit(&mut stage, &mut parts, &mut last_commit, &mut committing, &consumer, &shared);
-                stage.tick(&parts);
+                let records = stage.tick(&parts, &shared);
+                if !records.is_empty() {
+                    // Through the same FIFO as message outputs: first polled (so enqueued in
+                    // the producer) after everything pushed before.
+                    let producer = producer.clone();
+                    pending.push(Box::pin(async move {
+                        let results = futures::future::join_all(records.iter().map(|r| kafka::send(&producer, r))).await;
+                        if let Some(e) = results.into_iter().find_map(Result::err) {
+                            tracing::warn!(error = %e, "delivery of tick records failed");
+                        }
+                        None
+                    }) as PendingFuture<S::Tag>);
+                }
                 let assigned = shared.assigned().len();
                 health.set_ready(assigned > 0, format!("{assigned} partitions assigned"));
             }
@@ -131,11 +155,11 @@ pub async fn run<S: Stage>(
                         offsets.begin(offset);
                         let (records, tag) = stage.process(state, offsets, &m);
                         let producer = producer.clone();
-                        pending.push(async move {
+                        pending.push(Box::pin(async move {
                             let results = futures::future::join_all(records.iter().map(|r| kafka::send(&producer, r))).await;
                             let result = results.into_iter().find_map(Result::err).map_or(Ok(()), Err);
-                            Done { tp, offset, started, tag, result }
-                        });
+                            Some(Done { tp, offset, started, tag, result })
+                        }));
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "consumer error");
@@ -147,7 +171,9 @@ pub async fn run<S: Stage>(
     }
     tracing::info!(pending = pending.len(), "draining");
     while let Some(done) = pending.next().await {
-        finish(&mut stage, &mut parts, done)?;
+        if let Some(done) = done {
+            finish(&mut stage, &mut parts, done)?;
+        }
     }
     if let Some(h) = committing.take() {
         let _ = h.await;

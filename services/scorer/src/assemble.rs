@@ -30,8 +30,10 @@
 //! A run whose last event is older than `idle_timeout` in *event time* — measured against the
 //! newest event time seen on the partition — is ended as abandoned at the first event that
 //! shows it: its run-level observations are emitted with outcome abandoned (task failed) at
-//! the time of its last event. Event time, not wall-clock time, so replays abandon the same
-//! runs at the same place.
+//! the moment it became abandoned, last event time + `idle_timeout` (so they are no older
+//! than the partition's watermark: dated at the last event they would be `idle_timeout`
+//! behind it, and late downstream). Event time, not wall-clock time, so replays abandon the
+//! same runs at the same place with the same times.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
@@ -121,7 +123,12 @@ pub struct Abandoned {
 
 impl Assembler {
     pub fn new(rules: Rules, horizon: Option<i64>) -> Self {
-        Assembler { rules, horizon, ..Default::default() }
+        Assembler { rules, horizon, max_event_time: i64::MIN, ..Default::default() }
+    }
+
+    /// Largest event time applied so far (the partition's event-time watermark).
+    pub fn watermark(&self) -> Option<i64> {
+        (self.max_event_time != i64::MIN).then_some(self.max_event_time)
     }
 
     pub fn open_runs(&self) -> usize {
@@ -139,7 +146,7 @@ impl Assembler {
 
     fn expire(&mut self, now: i64, effects: &mut OffsetEffects) -> Abandoned {
         self.max_event_time = self.max_event_time.max(now);
-        let cutoff = self.max_event_time - self.rules.idle_timeout_ms;
+        let cutoff = self.max_event_time.saturating_sub(self.rules.idle_timeout_ms);
         let mut out = Abandoned::default();
         while let Some((t, _)) = self.idle_index.first() {
             if *t >= cutoff {
@@ -147,7 +154,7 @@ impl Assembler {
             }
             let (_, run_id) = self.idle_index.pop_first().expect("non-empty");
             let run = self.runs.remove(&run_id).expect("indexed runs are open");
-            out.observations.extend(run_end_observations(&run_id, &run, None, run.last_event_time));
+            out.observations.extend(run_end_observations(&run_id, &run, None, run.last_event_time + self.rules.idle_timeout_ms));
             out.runs += 1;
             effects.release.push(run.first_offset);
             self.remember_closed(run_id);

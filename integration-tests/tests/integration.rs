@@ -2,5 +2,6 @@
 //! over TCP (tansu started per test, or the cluster named by `OCTANT_BROKERS`).
 
 mod aggregator;
+mod alerter;
 mod probe;
 mod scorer;

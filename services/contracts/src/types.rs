@@ -365,7 +365,7 @@ pub enum AlertKind {
 }
 
 /// A veto alert or an incident (schema `Alert`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct Alert {
     pub alert_id: String,
     pub fingerprint: String,
@@ -413,6 +413,43 @@ pub struct Alert {
     pub summary: String,
     #[serde(default)]
     pub runbook_url: String,
+}
+
+impl std::fmt::Debug for Alert {
+    /// Tool arguments may hold anything an agent sent (secrets included): Debug shows their size.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Alert")
+            .field("alert_id", &self.alert_id)
+            .field("fingerprint", &self.fingerprint)
+            .field("status", &self.status)
+            .field("severity", &self.severity)
+            .field("kind", &self.kind)
+            .field("alertname", &self.alertname)
+            .field("rule", &self.rule)
+            .field("system_id", &self.system_id)
+            .field("system_version", &self.system_version)
+            .field("source", &self.source)
+            .field("dimension", &self.dimension)
+            .field("metric", &self.metric)
+            .field("veto_state", &self.veto_state)
+            .field("estimate", &self.estimate)
+            .field("ci_low", &self.ci_low)
+            .field("ci_high", &self.ci_high)
+            .field("threshold", &self.threshold)
+            .field("window_start", &self.window_start)
+            .field("window_end", &self.window_end)
+            .field("run_id", &self.run_id)
+            .field("step", &self.step)
+            .field("agent_id", &self.agent_id)
+            .field("tool_name", &self.tool_name)
+            .field("tool_arguments_len", &self.tool_arguments.as_ref().map(String::len))
+            .field("violations", &self.violations)
+            .field("starts_at", &self.starts_at)
+            .field("ends_at", &self.ends_at)
+            .field("summary", &self.summary)
+            .field("runbook_url", &self.runbook_url)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -449,6 +449,15 @@ fn dead_letter_debug_hides_the_payload() {
     assert!(shown.contains("payload_len: 22"));
 }
 
+#[test]
+fn alert_debug_hides_tool_arguments() {
+    let mut a = alert();
+    a.tool_arguments = Some("token=sk-live-SECRET".into());
+    let shown = format!("{a:?}");
+    assert!(!shown.contains("SECRET"), "{shown}");
+    assert!(shown.contains("tool_arguments_len: Some(20)") && shown.contains("fingerprint"), "{shown}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]

@@ -1,0 +1,231 @@
+//! Delivery to Alertmanager's API v2 (`POST /api/v2/alerts`), off the stream's path.
+//!
+//! The stage hands alerts to a [`Notifier`] (an unbounded channel; never blocks). One task
+//! keeps, per Alertmanager alert (fingerprint + severity), the latest thing to say, and posts
+//! what is pending in batches. When Alertmanager is down or answers an error, it retries with
+//! exponential back-off (200 ms doubling to 30 s) and keeps only the latest state per alert, so
+//! the backlog is bounded by the number of distinct alerts (incidents beyond `max_pending` are
+//! dropped oldest first, counted). Like Prometheus, it re-sends every firing alert each
+//! `resend_interval` with `endsAt` = now + `resolve_grace`, so Alertmanager resolves them by
+//! itself if the alerter disappears; a resolved alert is sent once with `endsAt` = now.
+//!
+//! Alertmanager's `startsAt`/`endsAt` are wall-clock times (when the alerter decided), because
+//! event times may lie in the past (replays, backfills) and Alertmanager would resolve such an
+//! alert at once; the event-time window is in the annotations.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use octant_contracts::{Alert, AlertKind, AlertStatus, Severity};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+
+#[derive(Debug, Clone)]
+pub struct AmConfig {
+    /// Base URL, e.g. `http://127.0.0.1:9093`.
+    pub url: String,
+    pub resend_interval: Duration,
+    pub resolve_grace: Duration,
+    pub incident_ttl: Duration,
+    pub max_pending: usize,
+    pub request_timeout: Duration,
+}
+
+/// Hands alerts to the delivery task.
+#[derive(Clone)]
+pub struct Notifier {
+    tx: mpsc::UnboundedSender<Alert>,
+}
+
+impl Notifier {
+    pub fn notify(&self, a: &Alert) {
+        let _ = self.tx.send(a.clone());
+    }
+}
+
+struct Entry {
+    alert: Alert,
+    /// When to stop re-sending (incidents); `None` for veto alerts (until resolved).
+    expires: Option<SystemTime>,
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+fn severity(s: Severity) -> &'static str {
+    match s {
+        Severity::Critical => "critical",
+        Severity::Warning => "warning",
+        Severity::Info => "info",
+    }
+}
+
+fn ms(t: i64) -> String {
+    rfc3339(UNIX_EPOCH + Duration::from_millis(t.max(0) as u64))
+}
+
+/// The Alertmanager key of an alert: fingerprint and severity (severity is a label, so an
+/// escalated alert is a new Alertmanager alert; the warning one is resolved).
+pub fn key(a: &Alert) -> String {
+    format!("{}/{}", a.fingerprint, severity(a.severity))
+}
+
+/// The API v2 body of one alert.
+pub fn to_postable(a: &Alert, starts: SystemTime, ends: SystemTime) -> Value {
+    let mut labels = Map::new();
+    let mut l = |k: &str, v: &str| {
+        labels.insert(k.into(), Value::String(v.into()));
+    };
+    l("alertname", &a.alertname);
+    l("system", &a.system_id);
+    l("version", &a.system_version);
+    l("source", a.source.as_str());
+    l("severity", severity(a.severity));
+    l("rule", &a.rule);
+    l("dimension", a.dimension.as_deref().unwrap_or(""));
+    if a.kind == AlertKind::Incident {
+        l("run_id", a.run_id.as_deref().unwrap_or(""));
+        l("step", &a.step.map_or(String::new(), |s| s.to_string()));
+    }
+    // Contamination is per benchmark: the fingerprint's last part.
+    if a.rule == "contamination_veto" {
+        if let Some(b) = a.fingerprint.splitn(5, '/').nth(4) {
+            l("benchmark", b);
+        }
+    }
+    let mut ann = Map::new();
+    let mut n = |k: &str, v: String| {
+        if !v.is_empty() {
+            ann.insert(k.into(), Value::String(v));
+        }
+    };
+    n("summary", a.summary.clone());
+    n("runbook_url", a.runbook_url.clone());
+    n("estimate", a.estimate.map_or(String::new(), |e| format!("{e:.4}")));
+    n("interval", match (a.ci_low, a.ci_high) {
+        (Some(lo), Some(hi)) => format!("[{lo:.4}, {hi:.4}]"),
+        _ => String::new(),
+    });
+    n("threshold", a.threshold.map_or(String::new(), |t| t.to_string()));
+    n("veto_state", a.veto_state.clone().unwrap_or_default());
+    n("window", match (a.window_start, a.window_end) {
+        (Some(s), Some(e)) => format!("{} – {}", ms(s), ms(e)),
+        _ => String::new(),
+    });
+    n("metric", a.metric.clone().unwrap_or_default());
+    n("agent_id", a.agent_id.clone().unwrap_or_default());
+    n("tool_name", a.tool_name.clone().unwrap_or_default());
+    n("tool_arguments", a.tool_arguments.clone().unwrap_or_default());
+    n("violations", a.violations.join(", "));
+    n("event_time", ms(a.starts_at));
+    json!({
+        "labels": labels,
+        "annotations": ann,
+        "startsAt": rfc3339(starts),
+        "endsAt": rfc3339(ends),
+        "generatorURL": "",
+    })
+}
+
+/// Starts the delivery task.
+pub fn spawn(cfg: AmConfig, metrics: Metrics, shutdown: CancellationToken) -> (Notifier, JoinHandle<()>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(deliver(cfg, rx, metrics, shutdown));
+    (Notifier { tx }, task)
+}
+
+async fn deliver(cfg: AmConfig, mut rx: mpsc::UnboundedReceiver<Alert>, metrics: Metrics, shutdown: CancellationToken) {
+    let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let url = format!("{}/api/v2/alerts", cfg.url.trim_end_matches('/'));
+    // Firing alerts to keep re-sending, with when they started (wall clock).
+    let mut active: BTreeMap<String, (Entry, SystemTime)> = BTreeMap::new();
+    // What to post next: key → body.
+    let mut pending: BTreeMap<String, Value> = BTreeMap::new();
+    let mut backoff = Duration::from_millis(200);
+    let mut next_try = tokio::time::Instant::now();
+    let mut resend = tokio::time::interval(cfg.resend_interval);
+    resend.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            a = rx.recv() => {
+                let Some(a) = a else { break };
+                let now = SystemTime::now();
+                let k = key(&a);
+                match a.status {
+                    AlertStatus::Firing => {
+                        let (expires, ends) = match a.kind {
+                            AlertKind::Incident => (Some(now + cfg.incident_ttl), now + cfg.incident_ttl),
+                            _ => (None, now + cfg.resolve_grace),
+                        };
+                        pending.insert(k.clone(), to_postable(&a, now, ends));
+                        active.insert(k, (Entry { alert: a, expires }, now));
+                    }
+                    AlertStatus::Resolved => {
+                        let starts = active.remove(&k).map_or(now, |(_, s)| s);
+                        pending.insert(k, to_postable(&a, starts, now));
+                    }
+                }
+                // Bound the backlog: drop the oldest incidents first.
+                while pending.len() > cfg.max_pending {
+                    let Some(k) = pending.keys().find(|k| k.contains(crate::rules::INCIDENT_RULE)).cloned() else { break };
+                    pending.remove(&k);
+                    metrics.alertmanager_dropped.inc();
+                }
+            }
+            _ = resend.tick() => {
+                let now = SystemTime::now();
+                active.retain(|_, (e, _)| e.expires.is_none_or(|x| x > now));
+                for (k, (e, starts)) in &active {
+                    let ends = e.expires.unwrap_or(now + cfg.resolve_grace);
+                    pending.entry(k.clone()).or_insert_with(|| to_postable(&e.alert, *starts, ends));
+                }
+            }
+            _ = tokio::time::sleep_until(next_try), if !pending.is_empty() => {
+                let batch: Vec<(String, Value)> = pending.iter().take(500).map(|(k, v)| (k.clone(), v.clone())).collect();
+                let body = Value::Array(batch.iter().map(|(_, v)| v.clone()).collect()).to_string();
+                let req = hyper::Request::post(&url)
+                    .header("content-type", "application/json")
+                    .body(Full::new(Bytes::from(body)))
+                    .expect("valid request");
+                let result = match tokio::time::timeout(cfg.request_timeout, client.request(req)).await {
+                    Ok(Ok(resp)) if resp.status().is_success() => Ok(()),
+                    Ok(Ok(resp)) => Err(format!("HTTP {}", resp.status())),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err("timeout".into()),
+                };
+                metrics.alertmanager_pending.set(pending.len() as i64);
+                match result {
+                    Ok(()) => {
+                        for (k, v) in batch {
+                            // Keep a newer state that arrived meanwhile.
+                            if pending.get(&k) == Some(&v) {
+                                pending.remove(&k);
+                            }
+                        }
+                        metrics.alertmanager_posts.with_label_values(&["ok"]).inc();
+                        metrics.alertmanager_pending.set(pending.len() as i64);
+                        backoff = Duration::from_millis(200);
+                        next_try = tokio::time::Instant::now();
+                    }
+                    Err(e) => {
+                        metrics.alertmanager_posts.with_label_values(&["error"]).inc();
+                        tracing::warn!(error = %e, url = %url, pending = pending.len(), retry_in = ?backoff, "Alertmanager delivery failed");
+                        next_try = tokio::time::Instant::now() + backoff;
+                        backoff = (backoff * 2).min(Duration::from_secs(30));
+                    }
+                }
+            }
+        }
+    }
+}

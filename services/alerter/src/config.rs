@@ -1,0 +1,131 @@
+//! Alerter configuration (TOML; environment prefix `OCTANT_ALERTER`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use octant_runtime::KafkaConfig;
+use serde::{Deserialize, Serialize};
+
+use crate::alertmanager::AmConfig;
+use crate::rules::RuleConfig;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlerterConfig {
+    #[serde(default)]
+    pub kafka: KafkaConfig,
+    #[serde(default = "default_group")]
+    pub group_id: String,
+    #[serde(default = "default_admin")]
+    pub admin_addr: SocketAddr,
+    /// Alertmanager base URL (e.g. `http://alertmanager:9093`); unset: alerts go to Kafka only.
+    #[serde(default)]
+    pub alertmanager_url: Option<String>,
+    /// Consecutive clear windows before a firing veto alert resolves (hysteresis).
+    #[serde(default = "default_resolve_after")]
+    pub resolve_after: u32,
+    /// Replace tool arguments in incidents by `[redacted]` (on by default: arguments may carry
+    /// personal data or secrets).
+    #[serde(default = "default_true")]
+    pub redact_tool_arguments: bool,
+    /// Base of the runbook links in alerts; `#<rule>` is appended. The default is the
+    /// repository path of the runbooks: point it at where your deployment serves them.
+    #[serde(default = "default_runbook")]
+    pub runbook_base_url: String,
+    /// Firing alerts are re-sent to Alertmanager this often.
+    #[serde(default = "default_resend", with = "humantime_serde")]
+    pub resend_interval: Duration,
+    /// `endsAt` of a firing veto alert is now + this (Alertmanager resolves it if re-sends stop).
+    #[serde(default = "default_grace", with = "humantime_serde")]
+    pub resolve_grace: Duration,
+    /// How long an incident stays firing in Alertmanager.
+    #[serde(default = "default_incident_ttl", with = "humantime_serde")]
+    pub incident_ttl: Duration,
+    /// Timeout of one POST to Alertmanager.
+    #[serde(default = "default_am_timeout", with = "humantime_serde")]
+    pub alertmanager_timeout: Duration,
+    /// Bound on alert states waiting for Alertmanager.
+    #[serde(default = "default_max_pending")]
+    pub alertmanager_max_pending: usize,
+    #[serde(default = "octant_runtime::pipeline::default_commit_interval", with = "humantime_serde")]
+    pub commit_interval: Duration,
+    #[serde(default = "octant_runtime::pipeline::default_max_inflight")]
+    pub max_inflight: usize,
+}
+
+fn default_group() -> String {
+    "octant-alerter".into()
+}
+fn default_admin() -> SocketAddr {
+    "127.0.0.1:9103".parse().unwrap()
+}
+fn default_resolve_after() -> u32 {
+    3
+}
+fn default_true() -> bool {
+    true
+}
+fn default_runbook() -> String {
+    "deploy/runbooks.md".into()
+}
+fn default_resend() -> Duration {
+    Duration::from_secs(60)
+}
+fn default_grace() -> Duration {
+    Duration::from_secs(300)
+}
+fn default_incident_ttl() -> Duration {
+    Duration::from_secs(3600)
+}
+fn default_am_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_max_pending() -> usize {
+    10_000
+}
+
+impl Default for AlerterConfig {
+    fn default() -> Self {
+        toml::from_str("").expect("defaults")
+    }
+}
+
+impl AlerterConfig {
+    pub fn check(&self) -> Result<(), String> {
+        if self.kafka.brokers.is_empty() {
+            return Err("kafka.brokers is empty (set OCTANT_ALERTER__KAFKA__BROKERS)".into());
+        }
+        if self.resolve_after == 0 {
+            return Err("resolve_after must be at least 1".into());
+        }
+        if let Some(u) = &self.alertmanager_url {
+            if !u.starts_with("http://") {
+                return Err(format!("alertmanager_url {u:?} must be an http:// URL"));
+            }
+        }
+        if self.resolve_grace < self.resend_interval * 2 {
+            return Err("resolve_grace must be at least twice resend_interval (or Alertmanager resolves between re-sends)".into());
+        }
+        Ok(())
+    }
+
+    pub fn rules(&self) -> RuleConfig {
+        RuleConfig {
+            resolve_after: self.resolve_after,
+            redact_tool_arguments: self.redact_tool_arguments,
+            runbook_base_url: self.runbook_base_url.clone(),
+            ..RuleConfig::default()
+        }
+    }
+
+    pub fn alertmanager(&self) -> Option<AmConfig> {
+        self.alertmanager_url.as_ref().map(|url| AmConfig {
+            url: url.clone(),
+            resend_interval: self.resend_interval,
+            resolve_grace: self.resolve_grace,
+            incident_ttl: self.incident_ttl,
+            max_pending: self.alertmanager_max_pending,
+            request_timeout: self.alertmanager_timeout,
+        })
+    }
+}

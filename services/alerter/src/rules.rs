@@ -1,0 +1,495 @@
+//! Veto states with hysteresis, and single-action incidents. Pure: no I/O, no clock.
+//!
+//! ## Veto alerts
+//! Every `MetricWindow` of a metric that carries a veto (design §1.3) is read into one of the
+//! four states from its estimate and interval ([`VetoRule::state`]), per fingerprint
+//! (system, version, source, rule, and the benchmark for contamination):
+//!
+//! | state of the window | not firing | firing (warning) | firing (critical) |
+//! |---|---|---|---|
+//! | confirmed | fire **critical** | resolve warning, fire critical (escalation) | hold |
+//! | breached | fire **warning** | hold | hold |
+//! | at risk | — | hold, clear count reset | hold, clear count reset |
+//! | clear | — | clear count + 1; resolve at `resolve_after` | same |
+//! | no estimate (N/A) | — | hold (no evidence either way) | hold |
+//!
+//! So an alert resolves only after `resolve_after` consecutive clear windows (hysteresis: a
+//! rate hovering at the threshold does not flap), and severity never steps down while firing.
+//! A window at or before the last one seen for its fingerprint is a replay and is ignored, so
+//! at-least-once input raises each alert once.
+//!
+//! ## Incidents
+//! A single step that is high impact or irreversible, not confirmed, and violates a declared
+//! constraint raises a critical incident at once, carrying the run, step, agent, tool and
+//! the violated constraints (tool arguments replaced by a marker when redaction is on).
+//! Deduplicated by fingerprint (system, version, source, rule, run, step).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use octant_contracts::{Alert, AlertKind, AlertStatus, Impact, MetricWindow, Severity, TrajectoryEvent};
+use octant_core::catalogue::spec;
+use octant_core::veto::{VetoRule, VetoState};
+
+/// The marker that replaces redacted tool arguments.
+pub const REDACTED: &str = "[redacted]";
+/// Rule name of single-action incidents.
+pub const INCIDENT_RULE: &str = "critical_unsafe_action";
+
+#[derive(Debug, Clone)]
+pub struct RuleConfig {
+    /// Consecutive clear windows before a firing veto alert resolves.
+    pub resolve_after: u32,
+    /// Replace tool arguments in incidents by [`REDACTED`].
+    pub redact_tool_arguments: bool,
+    /// Base of runbook links; the rule name is appended as `#<rule>`.
+    pub runbook_base_url: String,
+    /// Incident fingerprints remembered for deduplication.
+    pub incident_memory: usize,
+}
+
+impl Default for RuleConfig {
+    fn default() -> Self {
+        RuleConfig { resolve_after: 3, redact_tool_arguments: true, runbook_base_url: String::new(), incident_memory: 100_000 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Track {
+    firing: Option<Severity>,
+    /// Event time the current alert started.
+    starts_at: i64,
+    clear_run: u32,
+    last_window_end: i64,
+}
+
+/// The alerter's state: one track per veto fingerprint, recent incident fingerprints.
+#[derive(Debug, Default)]
+pub struct Rules {
+    pub config: RuleConfig,
+    tracks: HashMap<String, Track>,
+    incidents: HashSet<String>,
+    incident_order: VecDeque<String>,
+}
+
+/// Alert name of a veto rule as Alertmanager shows it.
+pub fn alertname(rule: &str) -> String {
+    match rule {
+        "unsafe_action_veto" => "OctantUnsafeActionVeto".into(),
+        "confirmation_gating_veto" => "OctantConfirmationGatingVeto".into(),
+        "contamination_veto" => "OctantContaminationVeto".into(),
+        INCIDENT_RULE => "OctantCriticalUnsafeAction".into(),
+        other => format!("Octant_{other}"),
+    }
+}
+
+pub fn veto_fingerprint(w: &MetricWindow, rule: &str) -> String {
+    let mut f = format!("{}/{}/{}/{rule}", w.system_id, w.system_version, w.source.as_str());
+    if let Some(b) = &w.benchmark {
+        f.push('/');
+        f.push_str(b);
+    }
+    f
+}
+
+impl Rules {
+    pub fn new(config: RuleConfig) -> Rules {
+        Rules { config, ..Default::default() }
+    }
+
+    fn runbook(&self, rule: &str) -> String {
+        if self.config.runbook_base_url.is_empty() {
+            String::new()
+        } else {
+            format!("{}#{rule}", self.config.runbook_base_url)
+        }
+    }
+
+    /// Veto fingerprints currently firing, with their severity.
+    pub fn firing(&self) -> Vec<(String, Severity)> {
+        let mut v: Vec<_> = self.tracks.iter().filter_map(|(f, t)| t.firing.map(|s| (f.clone(), s))).collect();
+        v.sort();
+        v
+    }
+
+    /// Restores state from an alert published before (reading `octant.alerts` at start).
+    pub fn restore(&mut self, a: &Alert) {
+        match a.kind {
+            AlertKind::Incident => {
+                self.remember_incident(a.fingerprint.clone());
+            }
+            AlertKind::Veto => {
+                let t = self.tracks.entry(a.fingerprint.clone()).or_default();
+                let end = a.window_end.unwrap_or(i64::MIN);
+                if end < t.last_window_end {
+                    return;
+                }
+                t.last_window_end = end;
+                t.clear_run = 0;
+                match a.status {
+                    AlertStatus::Firing => {
+                        t.firing = Some(a.severity);
+                        t.starts_at = a.starts_at;
+                    }
+                    AlertStatus::Resolved => {
+                        // An escalation resolves the warning and fires critical at the same
+                        // window: keep the critical.
+                        if t.firing.is_none_or(|s| s <= a.severity) {
+                            t.firing = None;
+                        }
+                    }
+                }
+            }
+            AlertKind::Pipeline => {}
+        }
+    }
+
+    /// A metric window: the alerts it raises or resolves (none for metrics without a veto).
+    pub fn on_window(&mut self, w: &MetricWindow) -> Vec<Alert> {
+        let Some(rule) = spec(&w.metric).and_then(|s| s.veto) else { return Vec::new() };
+        let fingerprint = veto_fingerprint(w, rule.name);
+        let runbook = self.runbook(rule.name);
+        let t = self.tracks.entry(fingerprint.clone()).or_default();
+        if w.window_end <= t.last_window_end {
+            return Vec::new();
+        }
+        t.last_window_end = w.window_end;
+        let state = match (w.estimate, w.ci_low, w.ci_high) {
+            (Some(e), Some(lo), Some(hi)) => Some(rule.state(e, lo, hi)),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        let emit = |t: &Track, status: AlertStatus, severity: Severity, out: &mut Vec<Alert>| {
+            out.push(veto_alert(w, &rule, &fingerprint, status, severity, state, t.starts_at, &runbook));
+        };
+        match state {
+            None => {}
+            Some(VetoState::Clear) => {
+                t.clear_run += 1;
+                if let Some(sev) = t.firing {
+                    if t.clear_run >= self.config.resolve_after {
+                        emit(t, AlertStatus::Resolved, sev, &mut out);
+                        t.firing = None;
+                    }
+                }
+            }
+            Some(VetoState::AtRisk) => t.clear_run = 0,
+            Some(s @ (VetoState::Breached | VetoState::Confirmed)) => {
+                t.clear_run = 0;
+                let wanted = if s == VetoState::Confirmed { Severity::Critical } else { Severity::Warning };
+                match t.firing {
+                    None => {
+                        t.starts_at = w.window_end;
+                        t.firing = Some(wanted);
+                        emit(t, AlertStatus::Firing, wanted, &mut out);
+                    }
+                    Some(Severity::Warning) if wanted == Severity::Critical => {
+                        emit(t, AlertStatus::Resolved, Severity::Warning, &mut out);
+                        t.firing = Some(Severity::Critical);
+                        emit(t, AlertStatus::Firing, Severity::Critical, &mut out);
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        out
+    }
+
+    fn remember_incident(&mut self, fingerprint: String) -> bool {
+        if !self.incidents.insert(fingerprint.clone()) {
+            return false;
+        }
+        self.incident_order.push_back(fingerprint);
+        while self.incident_order.len() > self.config.incident_memory {
+            if let Some(old) = self.incident_order.pop_front() {
+                self.incidents.remove(&old);
+            }
+        }
+        true
+    }
+
+    /// A trajectory event: an incident when it is a critical unsafe action not seen before.
+    pub fn on_event(&mut self, ev: &TrajectoryEvent) -> Option<Alert> {
+        let step = ev.step.as_ref()?;
+        let critical = matches!(step.impact, Impact::High | Impact::Irreversible) && !step.confirmed && !step.violations.is_empty();
+        if !critical {
+            return None;
+        }
+        let fingerprint =
+            format!("{}/{}/{}/{INCIDENT_RULE}/{}/{}", ev.system.id, ev.system.version, ev.source.as_str(), ev.run_id, ev.sequence);
+        if !self.remember_incident(fingerprint.clone()) {
+            return None;
+        }
+        let impact = match step.impact {
+            Impact::Irreversible => "irreversible",
+            _ => "high-impact",
+        };
+        let tool = step.tool_name.clone();
+        let summary = format!(
+            "{} {} ran {impact} tool {} without confirmation, violating {} (run {}, step {})",
+            ev.system.id,
+            ev.agent_id.as_deref().map_or(String::new(), |a| format!("agent {a}")),
+            tool.as_deref().unwrap_or("?"),
+            step.violations.join(", "),
+            ev.run_id,
+            ev.sequence
+        )
+        .replace("  ", " ");
+        Some(Alert {
+            alert_id: format!("{fingerprint}/firing"),
+            fingerprint,
+            status: AlertStatus::Firing,
+            severity: Severity::Critical,
+            kind: AlertKind::Incident,
+            alertname: alertname(INCIDENT_RULE),
+            rule: INCIDENT_RULE.into(),
+            system_id: ev.system.id.clone(),
+            system_version: ev.system.version.clone(),
+            source: ev.source,
+            dimension: Some("safety".into()),
+            metric: Some("unsafe_action_rate".into()),
+            veto_state: None,
+            estimate: None,
+            ci_low: None,
+            ci_high: None,
+            threshold: None,
+            window_start: None,
+            window_end: None,
+            run_id: Some(ev.run_id.clone()),
+            step: Some(ev.sequence),
+            agent_id: ev.agent_id.clone(),
+            tool_name: tool,
+            tool_arguments: step.arguments.as_ref().map(|a| if self.config.redact_tool_arguments { REDACTED.into() } else { a.clone() }),
+            violations: step.violations.clone(),
+            starts_at: ev.event_time,
+            ends_at: None,
+            summary,
+            runbook_url: self.runbook(INCIDENT_RULE),
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn veto_alert(
+    w: &MetricWindow,
+    rule: &VetoRule,
+    fingerprint: &str,
+    status: AlertStatus,
+    severity: Severity,
+    state: Option<VetoState>,
+    starts_at: i64,
+    runbook: &str,
+) -> Alert {
+    let status_word = match status {
+        AlertStatus::Firing => "firing",
+        AlertStatus::Resolved => "resolved",
+    };
+    let sev_word = match severity {
+        Severity::Critical => "critical",
+        Severity::Warning => "warning",
+        Severity::Info => "info",
+    };
+    let summary = format!(
+        "{} {} {}: {} {} (threshold {}) in the window ending {}; state {}",
+        w.system_id,
+        w.system_version,
+        rule.name,
+        w.metric,
+        match (w.estimate, w.ci_low, w.ci_high) {
+            (Some(e), Some(lo), Some(hi)) => format!("{e:.3} [{lo:.3}, {hi:.3}]"),
+            _ => "n/a".into(),
+        },
+        rule.condition(),
+        humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(w.window_end.max(0) as u64)),
+        state.map_or("n/a", |s| s.as_str()),
+    );
+    Alert {
+        alert_id: format!("{fingerprint}/{sev_word}/{status_word}/{}", w.window_end),
+        fingerprint: fingerprint.to_string(),
+        status,
+        severity,
+        kind: AlertKind::Veto,
+        alertname: alertname(rule.name),
+        rule: rule.name.into(),
+        system_id: w.system_id.clone(),
+        system_version: w.system_version.clone(),
+        source: w.source,
+        dimension: Some(w.dimension.clone()),
+        metric: Some(w.metric.clone()),
+        veto_state: state.map(|s| s.as_str().to_string()),
+        estimate: w.estimate,
+        ci_low: w.ci_low,
+        ci_high: w.ci_high,
+        threshold: Some(rule.threshold),
+        window_start: Some(w.window_start),
+        window_end: Some(w.window_end),
+        run_id: None,
+        step: None,
+        agent_id: None,
+        tool_name: None,
+        tool_arguments: None,
+        violations: Vec::new(),
+        starts_at,
+        ends_at: (status == AlertStatus::Resolved).then_some(w.window_end),
+        summary,
+        runbook_url: runbook.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use octant_contracts::{EventKind, Source, Step, SystemRef};
+
+    const MIN: i64 = 60_000;
+
+    fn window(end_min: i64, est: Option<(f64, f64, f64)>) -> MetricWindow {
+        MetricWindow {
+            window_id: String::new(),
+            system_id: "sys-a".into(),
+            system_version: "1".into(),
+            source: Source::Production,
+            metric: "unsafe_action_rate".into(),
+            dimension: "safety".into(),
+            benchmark: None,
+            window_start: (end_min - 60) * MIN,
+            window_end: end_min * MIN,
+            units: 500,
+            clusters: 60,
+            estimate: est.map(|e| e.0),
+            ci_low: est.map(|e| e.1),
+            ci_high: est.map(|e| e.2),
+            level: 0.95,
+            replicates: 1000,
+            seed: 1,
+            method: "m".into(),
+            band: None,
+            band_low: None,
+            band_high: None,
+            na_reason: None,
+            veto_state: None,
+            catalogue_version: "c".into(),
+            watermark: 0,
+        }
+    }
+
+    const CLEAR: Option<(f64, f64, f64)> = Some((0.05, 0.03, 0.08));
+    const AT_RISK: Option<(f64, f64, f64)> = Some((0.17, 0.13, 0.21));
+    const BREACHED: Option<(f64, f64, f64)> = Some((0.21, 0.17, 0.25));
+    const CONFIRMED: Option<(f64, f64, f64)> = Some((0.26, 0.22, 0.30));
+
+    fn feed(r: &mut Rules, seq: &[Option<(f64, f64, f64)>]) -> Vec<(AlertStatus, Severity, i64)> {
+        seq.iter()
+            .enumerate()
+            .flat_map(|(i, e)| r.on_window(&window(i as i64 + 1, *e)))
+            .map(|a| (a.status, a.severity, a.window_end.unwrap() / MIN))
+            .collect()
+    }
+
+    #[test]
+    fn fires_escalates_and_resolves_with_hysteresis() {
+        let mut r = Rules::new(RuleConfig::default());
+        let got = feed(&mut r, &[CLEAR, AT_RISK, BREACHED, BREACHED, CONFIRMED, BREACHED, CLEAR, CLEAR, AT_RISK, CLEAR, CLEAR, None, CLEAR]);
+        use AlertStatus::*;
+        use Severity::*;
+        assert_eq!(
+            got,
+            vec![
+                (Firing, Warning, 3),   // entering breached
+                (Resolved, Warning, 5), // escalation: the warning resolves …
+                (Firing, Critical, 5),  // … and the critical fires
+                (Resolved, Critical, 13), // three consecutive clear windows (at risk resets, N/A holds)
+            ]
+        );
+        assert!(r.firing().is_empty());
+    }
+
+    #[test]
+    fn a_rate_at_the_threshold_does_not_flap_and_replays_change_nothing() {
+        let mut r = Rules::new(RuleConfig::default());
+        // Alternating breached / clear: one alert, never resolved (never 3 clear in a row).
+        let seq: Vec<_> = (0..20).map(|i| if i % 2 == 0 { BREACHED } else { CLEAR }).collect();
+        let got = feed(&mut r, &seq);
+        assert_eq!(got.len(), 1);
+        // The same windows again (a replay upstream): nothing.
+        assert!(feed(&mut r, &seq).is_empty());
+        // Confirmed at a window already seen: ignored too.
+        assert!(r.on_window(&window(5, CONFIRMED)).is_empty());
+    }
+
+    #[test]
+    fn gating_fires_below_the_threshold() {
+        let mut r = Rules::new(RuleConfig::default());
+        let mut w = window(1, Some((0.70, 0.64, 0.76)));
+        w.metric = "confirmation_gating".into();
+        w.dimension = "oversight".into();
+        let a = r.on_window(&w);
+        assert_eq!(a.len(), 1);
+        assert_eq!((a[0].severity, a[0].rule.as_str(), a[0].veto_state.as_deref()), (Severity::Critical, "confirmation_gating_veto", Some("confirmed")));
+        assert_eq!(a[0].threshold, Some(0.8));
+        // A metric without a veto raises nothing.
+        w.metric = "task_success".into();
+        w.window_end += MIN;
+        assert!(r.on_window(&w).is_empty());
+    }
+
+    #[test]
+    fn restart_restores_firing_state() {
+        let mut r = Rules::new(RuleConfig::default());
+        let history: Vec<Alert> = (1..=6)
+            .flat_map(|i| r.on_window(&window(i, [CLEAR, BREACHED, CONFIRMED, CONFIRMED, CONFIRMED, CONFIRMED][i as usize - 1])))
+            .collect();
+        let mut restored = Rules::new(RuleConfig::default());
+        for a in &history {
+            restored.restore(a);
+        }
+        assert_eq!(restored.firing(), r.firing());
+        assert_eq!(restored.firing()[0].1, Severity::Critical);
+        // The replayed windows raise nothing again; later clear windows resolve.
+        assert!(restored.on_window(&window(3, CONFIRMED)).is_empty());
+        let resolved: Vec<_> = (7..=9).flat_map(|i| restored.on_window(&window(i, CLEAR))).collect();
+        assert_eq!(resolved.len(), 1);
+        assert_eq!(resolved[0].status, AlertStatus::Resolved);
+    }
+
+    fn step_event(seq: i64, impact: Impact, confirmed: bool, violations: &[&str]) -> TrajectoryEvent {
+        TrajectoryEvent {
+            event_id: format!("e{seq}"),
+            run_id: "run-7".into(),
+            system: SystemRef { id: "sys-a".into(), version: "1".into(), config_hash: String::new() },
+            source: Source::Production,
+            agent_id: Some("agent-2".into()),
+            event_time: 1_000 + seq,
+            sequence: seq,
+            kind: EventKind::Step,
+            run_started: None,
+            step: Some(Step {
+                tool_name: Some("bank.transfer".into()),
+                arguments: Some(r#"{"iban":"DE00 1234","amount":5000}"#.into()),
+                impact,
+                confirmed,
+                violations: violations.iter().map(|v| v.to_string()).collect(),
+                ..Step::default()
+            }),
+            intervention: None,
+            run_ended: None,
+        }
+    }
+
+    #[test]
+    fn incidents_for_critical_unsafe_actions_only_once_and_redacted() {
+        let mut r = Rules::new(RuleConfig::default());
+        assert!(r.on_event(&step_event(1, Impact::Low, false, &["no_pii"])).is_none(), "low impact");
+        assert!(r.on_event(&step_event(2, Impact::High, true, &["no_pii"])).is_none(), "confirmed");
+        assert!(r.on_event(&step_event(3, Impact::Irreversible, false, &[])).is_none(), "no violation");
+        let a = r.on_event(&step_event(4, Impact::Irreversible, false, &["max_amount"])).expect("incident");
+        assert_eq!((a.kind, a.severity, a.status), (AlertKind::Incident, Severity::Critical, AlertStatus::Firing));
+        assert_eq!((a.run_id.as_deref(), a.step, a.agent_id.as_deref(), a.tool_name.as_deref()), (Some("run-7"), Some(4), Some("agent-2"), Some("bank.transfer")));
+        assert_eq!(a.violations, vec!["max_amount".to_string()]);
+        assert_eq!(a.tool_arguments.as_deref(), Some(REDACTED));
+        assert!(!a.summary.contains("DE00"), "{}", a.summary);
+        assert!(r.on_event(&step_event(4, Impact::Irreversible, false, &["max_amount"])).is_none(), "deduplicated");
+        let mut open = Rules::new(RuleConfig { redact_tool_arguments: false, ..RuleConfig::default() });
+        let a = open.on_event(&step_event(5, Impact::High, false, &["x"])).unwrap();
+        assert!(a.tool_arguments.unwrap().contains("DE00"));
+    }
+}

@@ -69,27 +69,78 @@ async fn read_windows(env: &TestEnv, timeout: Duration) -> (BTreeMap<String, Met
     (windows, profiles)
 }
 
-/// Runs generator → scorer → aggregator until the aggregator has published windows up to the
-/// end of the generated event time; returns what is on the windows topic and a metrics scrape.
-async fn pipeline(env: &TestEnv, fleet: &FleetSpec, runs: u64) -> (BTreeMap<String, MetricWindow>, BTreeMap<String, DimensionProfile>, BTreeMap<String, f64>) {
-    // Live traffic, as agents produce it (a backlog read all at once would skew event time
-    // across the scorer's partitions by minutes; see ARCHITECTURE.md, "Lateness").
+/// The aggregator of [`aggregator_config`] as a child process (killed with SIGKILL by the test).
+fn aggregator_process(env: &TestEnv, admin: std::net::SocketAddr) -> std::process::Child {
+    let c = aggregator_config(env);
+    std::process::Command::new(env!("CARGO_BIN_EXE_octant-test-aggregator"))
+        .env("OCTANT_AGGREGATOR__KAFKA__BROKERS", &env.kafka.brokers)
+        .env("OCTANT_AGGREGATOR__KAFKA__TOPIC_PREFIX", &env.kafka.topic_prefix)
+        .env("OCTANT_AGGREGATOR__GROUP_ID", &c.group_id)
+        .env("OCTANT_AGGREGATOR__ADMIN_ADDR", admin.to_string())
+        .env("OCTANT_AGGREGATOR__COMMIT_INTERVAL", "200ms")
+        .env("OCTANT_AGGREGATOR__WINDOW__LENGTH", "10m")
+        .env("OCTANT_AGGREGATOR__WINDOW__SLIDE", "1m")
+        .spawn()
+        .expect("aggregator process starts")
+}
+
+/// What a pipeline run leaves: windows and profiles (deduplicated by id), alerts, and the
+/// final aggregator's metrics.
+pub struct PipelineOutput {
+    pub windows: BTreeMap<String, MetricWindow>,
+    pub profiles: BTreeMap<String, DimensionProfile>,
+    pub alerts: Vec<octant_contracts::Alert>,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// Runs generator → scorer → aggregator → alerter until the aggregator has published windows
+/// up to the end of the generated event time. With `kills > 0`, the aggregator first runs as
+/// a child process SIGKILLed that many times mid-stream, then in-process to the end.
+async fn pipeline(env: &TestEnv, fleet: &FleetSpec, runs: u64, kills: u32) -> PipelineOutput {
+    // Live traffic, as agents produce it.
     let records = octant_gen::generate(fleet, 0, runs);
     let shutdown = CancellationToken::new();
     let scorer = octant_scorer::start(env.scorer_config(), Registry::new(), shutdown.clone()).await.unwrap();
-    let agg = octant_aggregator::start(aggregator_config(env), Registry::new(), shutdown.clone()).await.unwrap();
+    let alerter = octant_alerter::start(crate::alerter::alerter_config(env, None), Registry::new(), shutdown.clone()).await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let assigned = |h: &octant_runtime::admin::Health, n: usize| h.detail().starts_with(&format!("{n} partitions"));
     let p = env.partitions as usize;
-    while !(assigned(&scorer.health, 2 * p) && assigned(&agg.health, p)) {
-        assert!(tokio::time::Instant::now() < deadline, "scorer and aggregator did not join their groups");
+    while !assigned(&scorer.health, 2 * p) {
+        assert!(tokio::time::Instant::now() < deadline, "scorer did not join its group");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    octant_gen::produce(&env.kafka, records, Some(2500.0)).await.unwrap();
+    let kafka = env.kafka.clone();
+    let producing = tokio::spawn(async move { octant_gen::produce(&kafka, records, Some(2500.0)).await });
+    let mut emitted_before_kills = 0.0;
+    for round in 0..kills {
+        let admin: std::net::SocketAddr = format!("127.0.0.1:{}", octant_runtime::broker::free_port()).parse().unwrap();
+        let mut child = aggregator_process(env, admin);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            assert!(tokio::time::Instant::now() < deadline, "aggregator process made no progress in round {round}");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if tokio::net::TcpStream::connect(admin).await.is_err() {
+                continue;
+            }
+            let m = scrape(admin).await;
+            // Kill once it has published something of its own: windows are mid-flight.
+            if total(&m, "octant_aggregator_windows_emitted_total") >= 40.0 {
+                emitted_before_kills += total(&m, "octant_aggregator_windows_emitted_total");
+                break;
+            }
+        }
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+    }
+    if kills > 0 {
+        eprintln!("aggregator SIGKILLed {kills} times after publishing {emitted_before_kills} windows in all");
+    }
+    let agg = octant_aggregator::start(aggregator_config(env), Registry::new(), shutdown.clone()).await.unwrap();
+    producing.await.unwrap().unwrap();
     // The last window the data can close ends about (runs × spacing − lateness) after T0.
     let last_end = T0 + runs as i64 * fleet.run_spacing_ms - 120_000;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
-    let m = loop {
+    let metrics = loop {
         let m = scrape(agg.admin_addr).await;
         let emitted = total(&m, "octant_aggregator_windows_emitted_total");
         let scorer_m = scrape(scorer.admin_addr).await;
@@ -107,9 +158,11 @@ async fn pipeline(env: &TestEnv, fleet: &FleetSpec, runs: u64) -> (BTreeMap<Stri
     shutdown.cancel();
     scorer.task.await.unwrap().unwrap();
     agg.task.await.unwrap().unwrap();
-    let (w, p) = read_windows(env, Duration::from_secs(10)).await;
-    assert!(w.values().any(|w| w.window_end >= last_end - 120_000), "windows reach the end of the data");
-    (w, p, m)
+    alerter.task.await.unwrap().unwrap();
+    let (windows, profiles) = read_windows(env, Duration::from_secs(10)).await;
+    assert!(windows.values().any(|w| w.window_end >= last_end - 120_000), "windows reach the end of the data");
+    let alerts = collect(&env.kafka, &env.topic(topics::ALERTS), usize::MAX, Duration::from_secs(3)).await;
+    PipelineOutput { windows, profiles, alerts, metrics }
 }
 
 fn dim<'a>(p: &'a DimensionProfile, d: &str) -> &'a octant_contracts::DimensionBand {
@@ -123,7 +176,7 @@ fn dim<'a>(p: &'a DimensionProfile, d: &str) -> &'a octant_contracts::DimensionB
 async fn ground_truth_through_the_pipeline() {
     let env = TestEnv::new("truth", 4).await;
     let fleet = truth_fleet();
-    let (windows, profiles, m) = pipeline(&env, &fleet, 900).await;
+    let PipelineOutput { windows, profiles, alerts, metrics: m } = pipeline(&env, &fleet, 900, 0).await;
     let of = |sys: &str, src: Source| -> Vec<&DimensionProfile> {
         let mut v: Vec<_> = profiles.values().filter(|p| p.system_id == sys && p.source == src).collect();
         v.sort_by_key(|p| p.window_end);
@@ -197,26 +250,55 @@ async fn ground_truth_through_the_pipeline() {
         }
     }
     assert_eq!(late, 0.0, "nothing late");
+
+    // Alerts: A is paged (critical), B never; C's gating veto fires too.
+    let veto = |sys: &str, rule: &str| -> Vec<&octant_contracts::Alert> {
+        alerts.iter().filter(|a| a.system_id == sys && a.rule == rule && a.kind == octant_contracts::AlertKind::Veto).collect()
+    };
+    let a_alerts = veto("sys-a", "unsafe_action_veto");
+    let paged = a_alerts
+        .iter()
+        .find(|a| a.severity == octant_contracts::Severity::Critical && a.status == octant_contracts::AlertStatus::Firing)
+        .expect("A is paged");
+    eprintln!("system A paged: {} (window ending {} min after the start)", paged.summary, (paged.window_end.unwrap() - T0) / 60_000);
+    assert!(paged.window_end.unwrap() <= first.window_end, "paged no later than the profile shows confirmed");
+    assert!(veto("sys-b", "unsafe_action_veto").is_empty(), "B is never paged: {:?}", veto("sys-b", "unsafe_action_veto"));
+    assert!(!veto("sys-c", "confirmation_gating_veto").is_empty(), "C's gating veto alerts");
+    // The generator's critical unsafe actions raise incidents with the run and step.
+    let incidents: Vec<_> = alerts.iter().filter(|a| a.kind == octant_contracts::AlertKind::Incident).collect();
+    assert!(!incidents.is_empty());
+    assert!(incidents.iter().all(|i| i.run_id.is_some() && i.step.is_some() && !i.violations.is_empty()));
+    eprintln!("{} incidents, {} veto alerts", incidents.len(), alerts.len() - incidents.len());
 }
 
-/// The same generated input through 1 partition and through 4 yields identical windows.
+/// The same generated input through 1 partition, through 4, and through 4 with the aggregator
+/// SIGKILLed three times mid-stream yields identical windows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn windows_do_not_depend_on_partitioning() {
+async fn windows_do_not_depend_on_partitioning_or_crashes() {
     let mut fleet = truth_fleet();
     fleet.systems.truncate(2);
     let one = TestEnv::new("part1", 1).await;
-    let (w1, _, _) = pipeline(&one, &fleet, 700).await;
+    let w1 = pipeline(&one, &fleet, 700, 0).await.windows;
     drop(one);
     let four = TestEnv::new("part4", 4).await;
-    let (w4, _, _) = pipeline(&four, &fleet, 700).await;
+    let w4 = pipeline(&four, &fleet, 700, 0).await.windows;
+    drop(four);
+    let killed = TestEnv::new("killed", 4).await;
+    let out = pipeline(&killed, &fleet, 700, 3).await;
+    assert_eq!(out.metrics.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0), 0.0);
+    let wk = out.windows;
     assert!(w1.len() > 100, "{} windows", w1.len());
-    // Compare the windows both runs closed (the last few depend on where each run stopped).
-    let common: Vec<&String> = w1.keys().filter(|k| w4.contains_key(*k)).collect();
-    assert!(common.len() as f64 > 0.9 * w1.len() as f64, "{} of {} windows in common", common.len(), w1.len());
-    let differing: Vec<_> = common.iter().filter(|k| w1[**k] != w4[**k]).collect();
-    for k in differing.iter().take(3) {
-        let (a, b) = (&w1[**k], &w4[**k]);
-        eprintln!("DIFF {k}: units {} vs {}, clusters {} vs {}, est {:?} vs {:?}", a.units, b.units, a.clusters, b.clusters, a.estimate, b.estimate);
+    for (name, other) in [("4 partitions", &w4), ("4 partitions with 3 crashes", &wk)] {
+        // Compare the windows both runs closed (the first and last few depend on where each
+        // run started and stopped).
+        let common: Vec<&String> = w1.keys().filter(|k| other.contains_key(*k)).collect();
+        assert!(common.len() as f64 > 0.9 * w1.len() as f64, "{name}: {} of {} windows in common", common.len(), w1.len());
+        let differing: Vec<_> = common.iter().filter(|k| w1[**k] != other[**k]).collect();
+        for k in differing.iter().take(3) {
+            let (a, b) = (&w1[**k], &other[**k]);
+            eprintln!("DIFF {k}: units {} vs {}, clusters {} vs {}, est {:?} vs {:?}", a.units, b.units, a.clusters, b.clusters, a.estimate, b.estimate);
+        }
+        assert!(differing.is_empty(), "{} of {} windows differ between 1 partition and {name}", differing.len(), common.len());
+        eprintln!("{} windows identical between 1 partition and {name}", common.len());
     }
-    assert!(differing.is_empty(), "{} of {} windows differ between 1 and 4 partitions", differing.len(), common.len());
 }

@@ -184,6 +184,9 @@ impl Rules {
                     }
                     Some(Severity::Warning) if wanted == Severity::Critical => {
                         emit(t, AlertStatus::Resolved, Severity::Warning, &mut out);
+                        if let Some(a) = out.last_mut() {
+                            a.summary = format!("escalated to critical: {}", a.summary);
+                        }
                         t.firing = Some(Severity::Critical);
                         emit(t, AlertStatus::Firing, Severity::Critical, &mut out);
                     }
@@ -225,15 +228,14 @@ impl Rules {
         };
         let tool = step.tool_name.clone();
         let summary = format!(
-            "{} {} ran {impact} tool {} without confirmation, violating {} (run {}, step {})",
+            "{}{} ran {impact} tool {} without confirmation, violating {} (run {}, step {})",
             ev.system.id,
-            ev.agent_id.as_deref().map_or(String::new(), |a| format!("agent {a}")),
+            ev.agent_id.as_deref().map_or(String::new(), |a| format!(" (agent {a})")),
             tool.as_deref().unwrap_or("?"),
             step.violations.join(", "),
             ev.run_id,
             ev.sequence
-        )
-        .replace("  ", " ");
+        );
         Some(Alert {
             alert_id: format!("{fingerprint}/firing"),
             fingerprint,

@@ -1,6 +1,8 @@
-//! `octant demo`: an embedded broker (unless brokers are given), the scorer, and a synthetic
-//! fleet, in one process, with a live view of what flows through. Later stages (aggregator,
-//! alerter, lake writer, profiler) join here as they are built.
+//! `octant demo`: an embedded broker (unless brokers are given), the scorer, the aggregator,
+//! the alerter and a synthetic fleet, in one process, with a live view: raw rates against the
+//! declared truth, the rolling eight-dimension profile per system (bands with intervals, veto
+//! states) and the alerts as they fire. Later stages (lake writer, profiler) join here as they
+//! are built.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -8,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use octant_contracts::{DeadLetter, Decoder, Observation, topics};
+use octant_contracts::{Alert, AlertKind, AlertStatus, DeadLetter, Decoder, DimensionProfile, Observation, Source, topics};
+use octant_core::catalogue::Dimension;
 use octant_runtime::KafkaConfig;
 use octant_runtime::broker::EmbeddedBroker;
 use rdkafka::ClientConfig;
@@ -42,6 +45,22 @@ pub struct DemoArgs {
     /// Port of the scorer's admin server (/metrics); 0 picks a free one.
     #[arg(long, default_value_t = 0)]
     pub scorer_port: u16,
+    /// Port of the aggregator's admin server; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    pub aggregator_port: u16,
+    /// Port of the alerter's admin server; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    pub alerter_port: u16,
+    /// Window length of the demo (event time runs at wall-clock pace here, so the service
+    /// default of 1 h would show nothing for an hour).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub window: Duration,
+    /// Window slide.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub slide: Duration,
+    /// Also send alerts to this Alertmanager (e.g. http://127.0.0.1:9093).
+    #[arg(long)]
+    pub alertmanager: Option<String>,
 }
 
 #[derive(Default)]
@@ -59,6 +78,10 @@ struct SystemTally {
 struct Tally {
     systems: BTreeMap<String, SystemTally>,
     dead_letters: BTreeMap<String, u64>,
+    /// Latest rolling profile per (system, source).
+    profiles: BTreeMap<(String, Source), DimensionProfile>,
+    /// Alerts in the order they fired or resolved.
+    alerts: Vec<Alert>,
 }
 
 impl Tally {
@@ -98,11 +121,13 @@ fn counter(reg: &prometheus::Registry, name: &str) -> f64 {
 fn render(t: &Tally, reg: &prometheus::Registry, elapsed: Duration, truth: &octant_gen::FleetSpec) -> String {
     let mut s = String::new();
     s.push_str(&format!(
-        "octant demo — {:>4}s   events in {:>7}   observations out {:>8}   dead letters {:>4}\n\n",
+        "octant demo — {:>4}s   events in {:>7}   observations {:>8}   windows {:>6}   alerts {:>4}   dead letters {:>4}\n\n",
         elapsed.as_secs(),
         counter(reg, "octant_scorer_events_consumed_total"),
         counter(reg, "octant_scorer_observations_produced_total"),
-        counter(reg, "octant_scorer_dead_letters_total"),
+        counter(reg, "octant_aggregator_windows_emitted_total"),
+        t.alerts.len(),
+        counter(reg, "octant_scorer_dead_letters_total") + counter(reg, "octant_aggregator_dead_letters_total"),
     ));
     s.push_str(&format!(
         "{:<10} {:>8} {:>6} {:>13} {:>22} {:>22}\n",
@@ -122,12 +147,66 @@ fn render(t: &Tally, reg: &prometheus::Registry, elapsed: Duration, truth: &octa
             spec.map_or(f64::NAN, |s| s.confirmation_gating),
         ));
     }
+    s.push('\n');
+    s.push_str(&profile_table(t));
     if !t.dead_letters.is_empty() {
         let parts: Vec<_> = t.dead_letters.iter().map(|(c, n)| format!("{c} {n}")).collect();
         s.push_str(&format!("\ndead letters by class: {}\n", parts.join(", ")));
     }
-    s.push_str("\n(raw rates so far; windows, intervals, bands and alerts arrive with the aggregator)\n");
+    if !t.alerts.is_empty() {
+        s.push_str("\nalerts (latest last):\n");
+        for a in t.alerts.iter().rev().take(8).rev() {
+            s.push_str(&format!("  {}\n", alert_line(a)));
+        }
+    }
     s
+}
+
+/// The rolling profile: one row per system and source, a band with its interval per
+/// dimension (`*` = capped by a veto, `—` = N/A), veto states.
+fn profile_table(t: &Tally) -> String {
+    let mut s = String::new();
+    if t.profiles.is_empty() {
+        s.push_str("rolling profile: waiting for the first window to close…\n");
+        return s;
+    }
+    s.push_str(&format!("{:<10} {:<5}", "profile", "src"));
+    for d in Dimension::ALL {
+        s.push_str(&format!(" {:>8}", &d.as_str()[..d.as_str().len().min(8)]));
+    }
+    s.push_str("  vetoes\n");
+    for ((system, source), p) in &t.profiles {
+        s.push_str(&format!("{:<10} {:<5}", system, &source.as_str()[..4]));
+        for d in Dimension::ALL {
+            let cell = p.dimensions.iter().find(|b| b.dimension == d.as_str()).map_or("?".to_string(), |b| match b.band {
+                None => "—".into(),
+                Some(band) => {
+                    let (lo, hi) = (b.band_low.unwrap_or(band), b.band_high.unwrap_or(band));
+                    let interval = if lo == hi { format!("{band}") } else { format!("{band}[{lo}-{hi}]") };
+                    format!("{interval}{}", if b.capped_by.is_empty() { "" } else { "*" })
+                }
+            });
+            s.push_str(&format!(" {cell:>8}"));
+        }
+        let vetoes: Vec<String> = p
+            .vetoes
+            .iter()
+            .filter(|v| v.state != "clear")
+            .map(|v| format!("{}{}={}", v.rule.trim_end_matches("_veto"), v.benchmark.as_ref().map_or(String::new(), |b| format!("({b})")), v.state))
+            .collect();
+        s.push_str(&format!("  {}{}\n", if p.unsuitable { "UNSUITABLE " } else { "" }, if vetoes.is_empty() { "clear".into() } else { vetoes.join(" ") }));
+    }
+    s.push_str("(band[interval] per dimension, * capped by a veto, — N/A)\n");
+    s
+}
+
+fn alert_line(a: &Alert) -> String {
+    let status = match (a.status, a.kind) {
+        (AlertStatus::Resolved, _) => "RESOLVED",
+        (_, AlertKind::Incident) => "INCIDENT",
+        _ => "FIRING  ",
+    };
+    format!("{status} {:?} {}: {}", a.severity, a.alertname, a.summary)
 }
 
 /// Reads the observation and dead-letter topics from the beginning into the tally.
@@ -193,7 +272,27 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     let scorer = octant_scorer::start(scorer_cfg, registry.clone(), shutdown.clone()).await?;
-    eprintln!("scorer running; metrics on http://{}/metrics", scorer.admin_addr);
+    let mut agg_cfg = octant_aggregator::AggregatorConfig {
+        kafka: kafka.clone(),
+        admin_addr: format!("127.0.0.1:{}", a.aggregator_port).parse()?,
+        ..Default::default()
+    };
+    agg_cfg.window.length = a.window;
+    agg_cfg.window.slide = a.slide;
+    agg_cfg.window.allowed_lateness = a.slide;
+    let aggregator = octant_aggregator::start(agg_cfg, registry.clone(), shutdown.clone()).await?;
+    let alerter_cfg = octant_alerter::AlerterConfig {
+        kafka: kafka.clone(),
+        admin_addr: format!("127.0.0.1:{}", a.alerter_port).parse()?,
+        alertmanager_url: a.alertmanager.clone(),
+        ..Default::default()
+    };
+    let alerter = octant_alerter::start(alerter_cfg, registry.clone(), shutdown.clone()).await?;
+    eprintln!(
+        "scorer, aggregator and alerter running; metrics on http://{}/metrics, http://{}/metrics, http://{}/metrics",
+        scorer.admin_addr, aggregator.admin_addr, alerter.admin_addr
+    );
+    eprintln!("windows: {} long, sliding every {} (event time runs at wall-clock pace)", humantime::format_duration(a.window), humantime::format_duration(a.slide));
 
     let spec = crate::gen_cmd::fleet(&crate::gen_cmd::GenArgs {
         brokers: kafka.brokers.clone(),
@@ -215,8 +314,32 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let tally = std::sync::Arc::new(std::sync::Mutex::new(Tally::default()));
     let view_stop = CancellationToken::new();
     let viewer = tokio::spawn(watch(kafka.clone(), tally.clone(), view_stop.clone()));
-
     let tty = std::io::stdout().is_terminal();
+    let followers = {
+        let (tally, mut profiles, mut alerts, stop) = (tally.clone(), aggregator.profiles.subscribe(), alerter.alerts.subscribe(), view_stop.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    p = profiles.recv() => match p {
+                        Ok(p) => { tally.lock().unwrap().profiles.insert((p.record.system_id.clone(), p.record.source), p.record); }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(_) => return,
+                    },
+                    a = alerts.recv() => match a {
+                        Ok(a) => {
+                            // Without a terminal, each alert is printed once as it fires.
+                            if !tty { println!("ALERT {}", alert_line(&a)); }
+                            tally.lock().unwrap().alerts.push(a);
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(_) => return,
+                    },
+                }
+            }
+        })
+    };
+
     let deadline = (a.seconds > 0).then(|| tokio::time::Instant::now() + Duration::from_secs(a.seconds));
     let mut tick = tokio::time::interval(Duration::from_secs(2));
     loop {
@@ -234,11 +357,17 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(2)).await; // let the last events through
     shutdown.cancel();
     scorer.task.await.context("scorer panicked")??;
+    aggregator.task.await.context("aggregator panicked")??;
+    alerter.task.await.context("alerter panicked")??;
     view_stop.cancel();
     let _ = viewer.await;
+    let _ = followers.await;
     let summary = render(&tally.lock().unwrap(), &registry, started.elapsed(), &spec);
     println!("\n=== summary ===\n{summary}");
     println!("generator produced {produced} events; the scorer read {}", counter(&registry, "octant_scorer_events_consumed_total"));
+    let t = tally.lock().unwrap();
+    let fired = t.alerts.iter().filter(|a| a.status == AlertStatus::Firing).count();
+    println!("alerts: {fired} fired, {} resolved (all of them on the octant.alerts topic)", t.alerts.len() - fired);
     drop(broker);
     Ok(())
 }

@@ -106,20 +106,35 @@ pub fn fleet(a: &GenArgs) -> anyhow::Result<FleetSpec> {
 }
 
 /// Produces batches of runs until `runs` per system are out (or forever), at `rate`.
+///
+/// The stream is in event-time order across batches, as live agents would send it: a batch's
+/// runs last longer than the batch, so events later than the next batch's first run start are
+/// held back and merged with the next batch (otherwise they would arrive seconds ahead of
+/// events that happen before them, and downstream windows would see them as disorder).
 pub async fn stream(kafka: &KafkaConfig, spec: &FleetSpec, runs: Option<u64>, rate: Option<f64>, stop: tokio_util::sync::CancellationToken) -> anyhow::Result<u64> {
     let batch = if rate.is_some() { 5 } else { runs.unwrap_or(100) };
     let mut first = 0;
     let mut produced = 0u64;
-    while runs.is_none_or(|r| first < r) && !stop.is_cancelled() {
-        let n = runs.map_or(batch, |r| batch.min(r - first));
-        let records = octant_gen::generate(spec, first, n);
+    let mut carry: Vec<octant_gen::GenRecord> = Vec::new();
+    while !stop.is_cancelled() {
+        let more = runs.is_none_or(|r| first < r);
+        let n = if more { runs.map_or(batch, |r| batch.min(r - first)) } else { 0 };
+        carry.extend(octant_gen::generate(spec, first, n));
+        carry.sort_by_key(|r| r.event_time);
+        first += n;
+        // Everything before the earliest start of the next batch's runs can go now.
+        let cutoff = if more { spec.start_ms + first as i64 * spec.run_spacing_ms } else { i64::MAX };
+        let split = carry.partition_point(|r| r.event_time < cutoff);
+        let records: Vec<_> = carry.drain(..split).collect();
         let count = records.len() as u64;
         tokio::select! {
             r = octant_gen::produce(kafka, records, rate) => { r?; }
             _ = stop.cancelled() => break,
         }
         produced += count;
-        first += n;
+        if !more {
+            break;
+        }
     }
     Ok(produced)
 }

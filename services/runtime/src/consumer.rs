@@ -311,6 +311,12 @@ pub fn group_consumer(
         // event-time skew between partitions (and so late data downstream) small.
         .set("max.partition.fetch.bytes", "65536")
         .set("queued.min.messages", "2000");
+    // Latency: librdkafka's default lets a fetch wait 500 ms for data, per hop; the alerting
+    // path has two hops (scorer → aggregator → alerter, or trajectories → alerter). 100 ms
+    // keeps idle fetch traffic modest. A `kafka.settings` value wins.
+    if !cfg.settings.contains_key("fetch.wait.max.ms") {
+        c.set("fetch.wait.max.ms", "100");
+    }
     let consumer: GroupConsumer =
         c.create_with_context(ctx).map_err(|e| RuntimeError::kafka("failed to create consumer", e))?;
     consumer.subscribe(topics).map_err(|e| RuntimeError::kafka(format!("failed to subscribe to {topics:?}"), e))?;

@@ -1,0 +1,122 @@
+//! Latency from an unsafe step being produced to its incident on `octant.alerts`, printed as a
+//! table (figures go to BENCHMARKS.md).
+//!
+//! `cargo run --release -p octant-integration-tests --bin octant-bench-incident -- [N] [RATE]`
+//!
+//! Starts the embedded broker (tansu) and the alerter, produces N critical unsafe steps (one
+//! run each, irreversible, unconfirmed, violating a constraint) at RATE per second among
+//! 9 safe steps each, reads `octant.alerts`, and measures produce-call → incident-read per
+//! incident (both on this machine's clock). Everything runs over loopback TCP on the same
+//! 2-core machine, so the figures include the broker.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use octant_contracts::codec::to_single_object;
+use octant_contracts::*;
+use octant_runtime::kafka::OutRecord;
+use rdkafka::Message;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+
+fn step(run: &str, critical: bool, t: i64) -> TrajectoryEvent {
+    TrajectoryEvent {
+        event_id: format!("{run}/1"),
+        run_id: run.into(),
+        system: SystemRef { id: "bench".into(), version: "1".into(), config_hash: String::new() },
+        source: Source::Production,
+        agent_id: Some("agent".into()),
+        event_time: t,
+        sequence: 1,
+        kind: EventKind::Step,
+        run_started: None,
+        step: Some(Step {
+            tool_name: Some("transfer_funds".into()),
+            arguments: Some("{}".into()),
+            impact: if critical { Impact::Irreversible } else { Impact::Low },
+            confirmed: false,
+            violations: if critical { vec!["policy".into()] } else { vec![] },
+            ..Step::default()
+        }),
+        intervention: None,
+        run_ended: None,
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2000);
+    let rate: f64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100.0);
+    let broker = octant_runtime::broker::EmbeddedBroker::start().await?;
+    let mut kafka = octant_runtime::KafkaConfig { brokers: broker.brokers.clone(), ..Default::default() };
+    // OCTANT_BENCH_FETCH_WAIT_MS: the alerter's fetch.wait.max.ms (Octant's default 100).
+    if let Ok(ms) = std::env::var("OCTANT_BENCH_FETCH_WAIT_MS") {
+        kafka.settings.insert("fetch.wait.max.ms".into(), ms);
+    }
+    octant_runtime::kafka::ensure_topics(&kafka, &octant_runtime::kafka::default_topics(&kafka, 4)).await?;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let cfg = octant_alerter::AlerterConfig { kafka: kafka.clone(), admin_addr: "127.0.0.1:0".parse()?, ..Default::default() };
+    let alerter = octant_alerter::start(cfg, prometheus::Registry::new(), shutdown.clone()).await?;
+    while !alerter.health.detail().starts_with("12 partitions") {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The observer fetches with a 10 ms wait, so the figures are the pipeline's, not its own.
+    let consumer: StreamConsumer =
+        octant_runtime::kafka::client_config(&kafka, "bench").set("group.id", "bench-reader").set("fetch.wait.max.ms", "10").create()?;
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(&kafka.topic(topics::ALERTS), 0, Offset::Beginning)?;
+    consumer.assign(&tpl)?;
+    let producer = octant_runtime::kafka::producer(&kafka, "bench")?;
+    let topic = kafka.topic(topics::TRAJECTORIES_PRODUCTION);
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(HashMap::<String, Instant>::new()));
+    let producing = {
+        let sent = sent.clone();
+        tokio::spawn(async move {
+            let gap = Duration::from_secs_f64(1.0 / rate);
+            let mut tick = tokio::time::interval(gap / 10);
+            for i in 0..n * 10 {
+                tick.tick().await;
+                let critical = i % 10 == 0;
+                let run = format!("run-{i}");
+                let ev = step(&run, critical, octant_runtime::dlq::now_ms());
+                let rec = OutRecord { topic: topic.clone(), partition: None, key: run.clone(), payload: to_single_object(&ev).unwrap() };
+                if critical {
+                    sent.lock().unwrap().insert(run, Instant::now());
+                }
+                let p = producer.clone();
+                tokio::spawn(async move { octant_runtime::kafka::send(&p, &rec).await });
+            }
+        })
+    };
+    let d = Decoder::new();
+    let mut lat = Vec::with_capacity(n);
+    let deadline = Instant::now() + Duration::from_secs(60) + Duration::from_secs_f64(n as f64 / rate);
+    while lat.len() < n && Instant::now() < deadline {
+        let Ok(Ok(m)) = tokio::time::timeout(Duration::from_secs(5), consumer.recv()).await else { continue };
+        let now = Instant::now();
+        let a: Alert = d.decode(m.payload().unwrap_or_default())?;
+        if let Some(t) = a.run_id.as_ref().and_then(|r| sent.lock().unwrap().get(r).copied()) {
+            lat.push(now.duration_since(t).as_secs_f64() * 1000.0);
+        }
+    }
+    producing.await?;
+    shutdown.cancel();
+    let _ = alerter.task.await;
+    // The first 100 incidents include connection set-up (producer id, first fetches).
+    let warm = 100.min(lat.len() / 10);
+    let mut steady = lat[warm..].to_vec();
+    lat.sort_by(f64::total_cmp);
+    steady.sort_by(f64::total_cmp);
+    let q = |v: &[f64], p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    println!("| measure | value |");
+    println!("|---|---|");
+    println!("| incidents measured | {} of {n} ({} steps in all, {rate}/s critical) |", lat.len(), n * 10);
+    println!("| p50 produce → incident on octant.alerts (after the first {warm}) | {:.1} ms |", q(&steady, 0.5));
+    println!("| p99 (after the first {warm}) | {:.1} ms |", q(&steady, 0.99));
+    println!("| max (after the first {warm}) | {:.1} ms |", q(&steady, 1.0));
+    println!("| p50 / p99 / max, all | {:.1} / {:.1} / {:.1} ms |", q(&lat, 0.5), q(&lat, 0.99), q(&lat, 1.0));
+    // Exit without tearing clients down against the stopped broker (the broker dies with us).
+    drop(broker);
+    std::process::exit(0)
+}

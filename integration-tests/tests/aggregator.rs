@@ -144,7 +144,8 @@ async fn pipeline_with(env: &TestEnv, agg_config: AggregatorConfig, fleet: &Flee
     let agg = octant_aggregator::start(agg_config, Registry::new(), shutdown.clone()).await.unwrap();
     producing.await.unwrap().unwrap();
     // The last window the data can close ends about (runs × spacing − lateness) after T0.
-    let last_end = T0 + runs as i64 * fleet.run_spacing_ms - window.lateness_ms - window.slide_ms;
+    let data_end = T0 + runs as i64 * fleet.run_spacing_ms;
+    let last_end = data_end - window.lateness_ms - window.slide_ms;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
     let metrics = loop {
         let m = scrape(agg.admin_addr).await;
@@ -154,7 +155,11 @@ async fn pipeline_with(env: &TestEnv, agg_config: AggregatorConfig, fleet: &Flee
             && total(&scorer_m, "octant_scorer_consumer_lag_messages") == 0.0
             && m.keys().filter(|k| k.starts_with("octant_aggregator_consumer_lag_messages{")).count() > 0
             && total(&m, "octant_aggregator_consumer_lag_messages") == 0.0;
-        if emitted > 0.0 && caught_up {
+        // And the watermark of every input partition has reached the end of the data (the
+        // last windows close on the scorer's last watermarks, which follow its last outputs).
+        let watermarks: Vec<f64> = m.iter().filter(|(k, _)| k.starts_with("octant_aggregator_watermark_seconds{")).map(|(_, v)| *v).collect();
+        let at_end = !watermarks.is_empty() && watermarks.iter().all(|w| *w * 1000.0 >= (data_end - 60_000) as f64);
+        if emitted > 0.0 && caught_up && at_end {
             break m;
         }
         assert!(tokio::time::Instant::now() < deadline, "pipeline did not catch up: {m:?}");
@@ -374,4 +379,74 @@ async fn intervals_cover_the_true_rates() {
         by_metric.iter().map(|(m, (n, c))| format!("{m} {:.1} % of {n}", 100.0 * *c as f64 / *n as f64)).collect::<Vec<_>>().join(", "));
     assert!(trials >= 400, "{trials} trials");
     assert!((0.92..=0.98).contains(&rate), "coverage {rate:.3} outside 92–98 %");
+}
+
+/// Late data is never silently lost: an observation older than the window frontier goes to the
+/// dead-letter topic with its reason and is counted; one before it in time but not late is
+/// windowed. (Observations and watermarks written directly, as the scorer would.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_observations_are_dead_lettered() {
+    use octant_contracts::codec::to_single_object;
+    use octant_contracts::{Observation, Watermark};
+    use octant_runtime::kafka::{OutRecord, producer, send};
+    let env = TestEnv::new("late", 1).await;
+    let shutdown = CancellationToken::new();
+    let agg = octant_aggregator::start(aggregator_config(&env), Registry::new(), shutdown.clone()).await.unwrap();
+    let p = producer(&env.kafka, "test").unwrap();
+    let obs = |i: i64, t: i64| Observation {
+        observation_id: format!("run-{i}/unsafe_action_rate/1"),
+        metric: "unsafe_action_rate".into(),
+        system_id: "sys-late".into(),
+        system_version: "1".into(),
+        source: Source::Production,
+        agent_id: None,
+        run_id: format!("run-{i}"),
+        task_id: None,
+        attempt: None,
+        groups: vec![],
+        benchmark: None,
+        cluster_id: format!("run-{i}"),
+        step: Some(1),
+        event_time: t,
+        value: (i % 5 == 0) as u8 as f64,
+        weight: 1.0,
+        confidence: None,
+    };
+    let wm = |t: i64| Watermark {
+        service: "scorer".into(),
+        source_topic: "upstream".into(),
+        source_partition: 0,
+        source_partitions: 1,
+        watermark: Some(t),
+        idle: false,
+        produced_at: 0,
+    };
+    let topic = env.topic(topics::OBSERVATIONS);
+    let put = |payload: Vec<u8>| OutRecord { topic: topic.clone(), partition: Some(0), key: "sys-late".into(), payload };
+    // 40 observations over 20 minutes, then the watermark at 20 min: windows up to 18 min close.
+    for i in 0..40 {
+        send(&p, &put(to_single_object(&obs(i, T0 + i * 30_000)).unwrap())).await.unwrap();
+    }
+    send(&p, &put(to_single_object(&wm(T0 + 20 * 60_000)).unwrap())).await.unwrap();
+    // Late: 10 min old. Not late: 19 min (after the frontier at 18 min).
+    send(&p, &put(to_single_object(&obs(100, T0 + 10 * 60_000)).unwrap())).await.unwrap();
+    send(&p, &put(to_single_object(&obs(101, T0 + 19 * 60_000)).unwrap())).await.unwrap();
+    let dead: Vec<octant_contracts::DeadLetter> = collect(&env.kafka, &env.topic(topics::DLQ), 1, Duration::from_secs(30)).await;
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    let d = &dead[0];
+    assert_eq!((d.error_class.as_str(), d.source_topic.as_str(), d.partition, d.offset), ("late_observation", topic.as_str(), 0, 41));
+    assert!(d.error_message.contains("frontier"), "{}", d.error_message);
+    let late: Observation = Decoder::new().decode(&d.payload).unwrap();
+    assert_eq!(late.observation_id, "run-100/unsafe_action_rate/1");
+    let m = scrape(agg.admin_addr).await;
+    assert_eq!(m["octant_aggregator_observations_total{outcome=\"late\"}"], 1.0);
+    assert_eq!(m["octant_aggregator_dead_letters_total{error_class=\"late_observation\"}"], 1.0);
+    assert_eq!(m["octant_aggregator_observations_total{outcome=\"accepted\"}"], 41.0);
+    shutdown.cancel();
+    agg.task.await.unwrap().unwrap();
+    let (windows, _) = read_windows(&env, Duration::from_secs(5)).await;
+    // The window ending at 18 min (10 min long) holds the 20 observations of [8, 18) min and
+    // not the late one at 10 min.
+    let w = windows.values().find(|w| w.window_end == T0 + 18 * 60_000).expect("window ending at 18 min");
+    assert_eq!(w.units, 20);
 }

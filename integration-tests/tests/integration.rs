@@ -3,5 +3,6 @@
 
 mod aggregator;
 mod alerter;
+mod lake;
 mod probe;
 mod scorer;

@@ -338,7 +338,7 @@ impl Stage for AggregatorStage {
         Some((c, frontier.unwrap_or(0)))
     }
 
-    fn tick(&mut self, parts: &HashMap<TopicPartition, (PartitionState, PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
+    fn tick(&mut self, parts: &mut HashMap<TopicPartition, (PartitionState, PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
         self.metrics.series.set(parts.values().map(|(p, _)| p.windows.series_count() as i64).sum());
         self.metrics.upstream_waiting.set(parts.values().map(|(p, _)| p.upstream.waiting() as i64).sum());
         self.metrics.upstream_idle.set(parts.values().map(|(p, _)| p.upstream.idle() as i64).sum());

@@ -262,7 +262,7 @@ impl Stage for AlerterStage {
         Some((offsets.commit_offset()?, 0))
     }
 
-    fn tick(&mut self, _parts: &HashMap<TopicPartition, ((), PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
+    fn tick(&mut self, _parts: &mut HashMap<TopicPartition, ((), PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
         let firing = self.rules.firing();
         for sev in [Severity::Warning, Severity::Critical] {
             let n = firing.iter().filter(|(_, s)| *s == sev).count();

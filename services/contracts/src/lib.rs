@@ -37,4 +37,6 @@ pub mod topics {
     pub const ALERTS: &str = "octant.alerts";
     pub const PROFILES: &str = "octant.profiles";
     pub const DLQ: &str = "octant.dlq";
+    /// Every Octant topic (what the lake writer archives).
+    pub const ALL: [&str; 7] = [TRAJECTORIES_PRODUCTION, TRAJECTORIES_EVALUATION, OBSERVATIONS, WINDOWS, ALERTS, PROFILES, DLQ];
 }

@@ -59,9 +59,13 @@ pub trait Stage: Send + 'static {
     /// belong to no input message (watermarks): they are produced in order after the outputs
     /// of every message processed so far (per output partition), and a failed delivery is
     /// logged, not fatal (the next tick sends newer ones).
-    fn tick(&mut self, _parts: &HashMap<TopicPartition, (Self::Partition, PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
+    fn tick(&mut self, _parts: &mut HashMap<TopicPartition, (Self::Partition, PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
         Vec::new()
     }
+
+    /// Shutdown, after every acknowledgement and before the final commit: make buffered state
+    /// durable (the lake writer writes its open files).
+    fn drain(&mut self, _parts: &mut HashMap<TopicPartition, (Self::Partition, PartitionOffsets)>) {}
 }
 
 /// Default commit interval of every service (serde default for service configs).
@@ -123,7 +127,7 @@ pub async fn run<S: Stage>(
             }
             _ = tick.tick() => {
                 commit(&mut stage, &mut parts, &mut last_commit, &mut committing, &consumer, &shared);
-                let records = stage.tick(&parts, &shared);
+                let records = stage.tick(&mut parts, &shared);
                 if !records.is_empty() {
                     // Through the same FIFO as message outputs: first polled (so enqueued in
                     // the producer) after everything pushed before.
@@ -178,6 +182,7 @@ pub async fn run<S: Stage>(
     if let Some(h) = committing.take() {
         let _ = h.await;
     }
+    stage.drain(&mut parts);
     let points: Vec<_> = parts
         .iter_mut()
         .filter_map(|(tp, (state, offsets))| stage.commit_point(state, offsets).map(|(o, v)| (tp.0.clone(), tp.1, o, v)))

@@ -229,7 +229,7 @@ impl Stage for ScorerStage {
     /// `octant.observations`: its largest event time, or *idle* when it is caught up (lag 0)
     /// and has had no input for `idle_partition_after`. Sent every tick, not only on change,
     /// so a consumer resuming mid-topic hears from every upstream partition within a tick.
-    fn tick(&mut self, parts: &HashMap<TopicPartition, (Partition, PartitionOffsets)>, shared: &GroupShared) -> Vec<OutRecord> {
+    fn tick(&mut self, parts: &mut HashMap<TopicPartition, (Partition, PartitionOffsets)>, shared: &GroupShared) -> Vec<OutRecord> {
         self.metrics.open_runs.set(parts.values().map(|(p, _)| p.assembler.open_runs() as i64).sum());
         let plan = &self.watermarks;
         let now = now_ms();

@@ -1,0 +1,77 @@
+//! Lake-writer configuration (TOML; environment prefix `OCTANT_LAKE_WRITER`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use octant_runtime::KafkaConfig;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LakeWriterConfig {
+    #[serde(default)]
+    pub kafka: KafkaConfig,
+    #[serde(default = "default_group")]
+    pub group_id: String,
+    #[serde(default = "default_admin")]
+    pub admin_addr: SocketAddr,
+    /// Root directory of the lake.
+    #[serde(default = "default_lake")]
+    pub lake: PathBuf,
+    /// A unit (one input partition's buffer) is written when it holds this many bytes of
+    /// records …
+    #[serde(default = "default_max_bytes")]
+    pub max_file_bytes: usize,
+    /// … or when its oldest record has waited this long, whichever comes first.
+    #[serde(default = "default_max_age", with = "humantime_serde")]
+    pub max_file_age: Duration,
+    /// JSON pointers of fields replaced by `[redacted]` before writing, in every table that has
+    /// them (default: tool arguments of trajectory steps and of incidents).
+    #[serde(default = "default_redact")]
+    pub redact: Vec<String>,
+    #[serde(default = "octant_runtime::pipeline::default_commit_interval", with = "humantime_serde")]
+    pub commit_interval: Duration,
+    #[serde(default = "octant_runtime::pipeline::default_max_inflight")]
+    pub max_inflight: usize,
+}
+
+fn default_group() -> String {
+    "octant-lake-writer".into()
+}
+fn default_admin() -> SocketAddr {
+    "127.0.0.1:9104".parse().unwrap()
+}
+fn default_lake() -> PathBuf {
+    "octant-lake".into()
+}
+fn default_max_bytes() -> usize {
+    64 << 20
+}
+fn default_max_age() -> Duration {
+    Duration::from_secs(60)
+}
+pub fn default_redact() -> Vec<String> {
+    vec!["/step/arguments".into(), "/tool_arguments".into()]
+}
+
+impl Default for LakeWriterConfig {
+    fn default() -> Self {
+        toml::from_str("").expect("defaults")
+    }
+}
+
+impl LakeWriterConfig {
+    pub fn check(&self) -> Result<(), String> {
+        if self.kafka.brokers.is_empty() {
+            return Err("kafka.brokers is empty (set OCTANT_LAKE_WRITER__KAFKA__BROKERS)".into());
+        }
+        if let Some(p) = self.redact.iter().find(|p| !p.starts_with('/')) {
+            return Err(format!("redact entry {p:?} is not a JSON pointer (e.g. \"/step/arguments\")"));
+        }
+        if self.max_file_bytes == 0 {
+            return Err("max_file_bytes must be positive".into());
+        }
+        Ok(())
+    }
+}

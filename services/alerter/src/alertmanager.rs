@@ -5,7 +5,7 @@
 //! what is pending in batches. When Alertmanager is down or answers an error, it retries with
 //! exponential back-off (200 ms doubling to 30 s) and keeps only the latest state per alert, so
 //! the backlog is bounded by the number of distinct alerts (incidents beyond `max_pending` are
-//! dropped oldest first, counted). Like Prometheus, it re-sends every firing alert each
+//! dropped, counted; they stay on `octant.alerts`). Like Prometheus, it re-sends every firing alert each
 //! `resend_interval` with `endsAt` = now + `resolve_grace`, so Alertmanager resolves them by
 //! itself if the alerter disappears; a resolved alert is sent once with `endsAt` = now.
 //!
@@ -176,7 +176,7 @@ async fn deliver(cfg: AmConfig, mut rx: mpsc::UnboundedReceiver<Alert>, metrics:
                         pending.insert(k, to_postable(&a, starts, now));
                     }
                 }
-                // Bound the backlog: drop the oldest incidents first.
+                // Bound the backlog: drop incident states (veto alerts are kept).
                 while pending.len() > cfg.max_pending {
                     let Some(k) = pending.keys().find(|k| k.contains(crate::rules::INCIDENT_RULE)).cloned() else { break };
                     pending.remove(&k);

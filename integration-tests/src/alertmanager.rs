@@ -38,18 +38,6 @@ pub fn locate() -> std::path::PathBuf {
     panic!("Alertmanager not found (set OCTANT_ALERTMANAGER, or run scripts/setup.sh, which installs Debian's prometheus-alertmanager)")
 }
 
-/// Spawns `cmd`, killed with the test process (PR_SET_PDEATHSIG) as well as on drop.
-pub fn spawn(mut cmd: Command) -> Child {
-    use std::os::unix::process::CommandExt;
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
-}
-
 impl Alertmanager {
     pub async fn start() -> Alertmanager {
         let bin = locate();
@@ -67,7 +55,8 @@ impl Alertmanager {
             .arg(format!("--storage.path={}", dir.join("data").display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--cluster.listen-address=");
-        let child = spawn(cmd);
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let child = crate::spawn_child(cmd);
         let url = format!("http://127.0.0.1:{port}");
         let am = Alertmanager { child, url, _dir: TempDir(dir), notified };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

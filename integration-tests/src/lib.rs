@@ -18,6 +18,20 @@ use rdkafka::Message;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
+/// Spawns `cmd` as a child that dies with the test process (`PR_SET_PDEATHSIG`), so a failing
+/// test never leaves a service process behind (one holding the test's output pipe open).
+pub fn spawn_child(mut cmd: std::process::Command) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe; it only sets a flag on the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
+}
+
 /// A broker and a topic namespace for one test.
 pub struct TestEnv {
     pub broker: Option<EmbeddedBroker>,

@@ -74,7 +74,8 @@ impl Drop for Child {
 }
 
 fn lake_writer_process(env: &TestEnv, lake: &Path, admin: std::net::SocketAddr) -> Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_octant-test-lake-writer"))
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_octant-test-lake-writer"));
+    cmd
         .env("OCTANT_LAKE_WRITER__KAFKA__BROKERS", &env.kafka.brokers)
         .env("OCTANT_LAKE_WRITER__KAFKA__TOPIC_PREFIX", &env.kafka.topic_prefix)
         .env("OCTANT_LAKE_WRITER__GROUP_ID", format!("{}lake", env.kafka.topic_prefix))
@@ -82,10 +83,8 @@ fn lake_writer_process(env: &TestEnv, lake: &Path, admin: std::net::SocketAddr) 
         .env("OCTANT_LAKE_WRITER__LAKE", lake)
         .env("OCTANT_LAKE_WRITER__MAX_FILE_BYTES", "200000")
         .env("OCTANT_LAKE_WRITER__MAX_FILE_AGE", "700ms")
-        .env("OCTANT_LAKE_WRITER__COMMIT_INTERVAL", "200ms")
-        .spawn()
-        .map(Child)
-        .expect("lake writer process starts")
+        .env("OCTANT_LAKE_WRITER__COMMIT_INTERVAL", "200ms");
+    Child(spawn_child(cmd))
 }
 
 /// Every record of every topic is in the lake exactly once after the lake writer was

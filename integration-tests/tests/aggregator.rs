@@ -11,7 +11,7 @@ use octant_integration_tests::*;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
-const T0: i64 = 1_764_489_600_000;
+pub(crate) const T0: i64 = 1_764_489_600_000;
 
 pub fn aggregator_config(env: &TestEnv) -> AggregatorConfig {
     let mut c = AggregatorConfig {
@@ -32,7 +32,7 @@ pub fn aggregator_config(env: &TestEnv) -> AggregatorConfig {
 
 /// System A unsafe at 0.25, B at 0.05, C gated at 0.70, D evaluated on a benchmark with
 /// contamination 0.5.
-fn truth_fleet() -> FleetSpec {
+pub(crate) fn truth_fleet() -> FleetSpec {
     let mut a = SystemSpec::new("sys-a");
     a.unsafe_action = 0.25;
     let mut b = SystemSpec::new("sys-b");
@@ -101,7 +101,7 @@ async fn pipeline(env: &TestEnv, fleet: &FleetSpec, runs: u64, kills: u32) -> Pi
     pipeline_with(env, aggregator_config(env), fleet, runs, kills, Some(2500.0)).await
 }
 
-async fn pipeline_with(env: &TestEnv, agg_config: AggregatorConfig, fleet: &FleetSpec, runs: u64, kills: u32, rate: Option<f64>) -> PipelineOutput {
+pub(crate) async fn pipeline_with(env: &TestEnv, agg_config: AggregatorConfig, fleet: &FleetSpec, runs: u64, kills: u32, rate: Option<f64>) -> PipelineOutput {
     // Live traffic, as agents produce it.
     let records = octant_gen::generate(fleet, 0, runs);
     let shutdown = CancellationToken::new();

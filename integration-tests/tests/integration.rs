@@ -5,4 +5,5 @@ mod aggregator;
 mod alerter;
 mod lake;
 mod probe;
+mod profiler;
 mod scorer;

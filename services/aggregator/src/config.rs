@@ -106,6 +106,22 @@ impl Default for WindowConfig {
     }
 }
 
+impl BootstrapConfig {
+    pub fn spec(&self) -> BootstrapSpec {
+        BootstrapSpec { replicates: self.replicates, seed: self.seed, level: self.level }
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        if self.replicates < 100 {
+            return Err(format!("bootstrap.replicates {} is too few for a percentile interval (≥ 100)", self.replicates));
+        }
+        if !(0.5..1.0).contains(&self.level) {
+            return Err(format!("bootstrap.level {} must be in [0.5, 1)", self.level));
+        }
+        Ok(())
+    }
+}
+
 impl Default for BootstrapConfig {
     fn default() -> Self {
         toml::from_str("").expect("defaults")
@@ -129,7 +145,7 @@ impl AggregatorConfig {
     }
 
     pub fn bootstrap_spec(&self) -> BootstrapSpec {
-        BootstrapSpec { replicates: self.bootstrap.replicates, seed: self.bootstrap.seed, level: self.bootstrap.level }
+        self.bootstrap.spec()
     }
 
     /// The budget of `metric` for `system`, if declared.
@@ -142,12 +158,7 @@ impl AggregatorConfig {
             return Err("kafka.brokers is empty (set OCTANT_AGGREGATOR__KAFKA__BROKERS)".into());
         }
         self.window_spec().check()?;
-        if self.bootstrap.replicates < 100 {
-            return Err(format!("bootstrap.replicates {} is too few for a percentile interval (≥ 100)", self.bootstrap.replicates));
-        }
-        if !(0.5..1.0).contains(&self.bootstrap.level) {
-            return Err(format!("bootstrap.level {} must be in [0.5, 1)", self.bootstrap.level));
-        }
+        self.bootstrap.check()?;
         if let Some((m, b)) = self.budgets.iter().chain(self.system_budgets.values().flatten()).find(|(_, b)| **b <= 0.0) {
             return Err(format!("budget of {m} is {b}; budgets must be positive"));
         }

@@ -16,9 +16,15 @@ pub struct LakeWriterConfig {
     pub group_id: String,
     #[serde(default = "default_admin")]
     pub admin_addr: SocketAddr,
-    /// Root directory of the lake.
+    /// Where the lake is: a local directory (default `octant-lake`) or an object-store URL
+    /// (`s3://bucket/prefix`; `memory://` for experiments).
     #[serde(default = "default_lake")]
     pub lake: PathBuf,
+    /// Object-store options (`aws_endpoint`, `aws_region`, `aws_access_key_id`,
+    /// `aws_secret_access_key`, `aws_allow_http`, …); `AWS_*` environment variables also work.
+    /// Secret values are never logged.
+    #[serde(default)]
+    pub storage: crate::store::StorageOptions,
     /// A unit (one input partition's buffer) is written when it holds this many bytes of
     /// records …
     #[serde(default = "default_max_bytes")]

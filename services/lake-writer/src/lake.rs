@@ -28,9 +28,61 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
+/// Where the lake is: a local directory, or an object store.
 #[derive(Debug, Clone)]
-pub struct Lake {
+pub enum Lake {
+    Local(LocalLake),
+    Object(crate::store::ObjectLake),
+}
+
+/// The lake in a local directory.
+#[derive(Debug, Clone)]
+pub struct LocalLake {
     pub root: PathBuf,
+}
+
+impl Lake {
+    /// A local directory.
+    pub fn new(root: impl Into<PathBuf>) -> Lake {
+        Lake::Local(LocalLake::new(root))
+    }
+
+    /// A directory, or an object-store URL (`s3://bucket/prefix`, `memory://`, `file://`).
+    pub fn open(location: &str, options: &crate::store::StorageOptions) -> io::Result<Lake> {
+        if crate::store::is_url(location) { Ok(Lake::Object(crate::store::ObjectLake::open(location, options)?)) } else { Ok(Lake::new(location)) }
+    }
+
+    pub fn location(&self) -> String {
+        match self {
+            Lake::Local(l) => l.root.display().to_string(),
+            Lake::Object(o) => o.url.to_string(),
+        }
+    }
+
+    /// The last offset of `topic`/`partition` in the lake (highest marker).
+    pub fn committed(&self, topic: &str, partition: i32) -> io::Result<Option<i64>> {
+        match self {
+            Lake::Local(l) => l.committed(topic, partition),
+            Lake::Object(o) => o.committed(topic, partition),
+        }
+    }
+
+    /// Makes the lake consistent for `topic`/`partition` after a crash; returns the last
+    /// offset in the lake.
+    pub fn recover(&self, topic: &str, partition: i32) -> io::Result<Option<i64>> {
+        match self {
+            Lake::Local(l) => l.recover(topic, partition),
+            Lake::Object(o) => o.recover(topic, partition),
+        }
+    }
+
+    /// Writes one unit (all its files, then its marker). Returns what was written.
+    pub fn write_unit(&self, topic: &str, partition: i32, first: i64, last: i64, files: Vec<FileSpec<'_>>, props: &WriterProperties) -> io::Result<Vec<String>> {
+        match self {
+            Lake::Local(l) => Ok(l.write_unit(topic, partition, first, last, files, props)?.iter().map(|p| p.display().to_string()).collect()),
+            Lake::Object(o) => o.write_unit(topic, partition, first, last, files, props),
+        }
+    }
 }
 
 /// One file of a unit: the table, the partition values, the rows.
@@ -66,7 +118,7 @@ pub fn file_name(topic: &str, partition: i32, first: i64, last: i64) -> String {
 }
 
 /// (first, last) of a data file of `topic`/`partition`, from its name.
-fn parse_name(name: &str, topic: &str, partition: i32) -> Option<(i64, i64)> {
+pub(crate) fn parse_name(name: &str, topic: &str, partition: i32) -> Option<(i64, i64)> {
     let rest = name.strip_prefix(&format!("{topic}-{partition}-"))?.strip_suffix(".parquet")?;
     let (a, b) = rest.split_once('-')?;
     Some((a.parse().ok()?, b.parse().ok()?))
@@ -76,9 +128,9 @@ fn fsync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-impl Lake {
-    pub fn new(root: impl Into<PathBuf>) -> Lake {
-        Lake { root: root.into() }
+impl LocalLake {
+    pub fn new(root: impl Into<PathBuf>) -> LocalLake {
+        LocalLake { root: root.into() }
     }
 
     fn markers(&self, topic: &str, partition: i32) -> PathBuf {
@@ -206,7 +258,7 @@ mod tests {
     fn a_unit_interrupted_before_its_marker_is_removed_on_recovery() {
         let root = std::env::temp_dir().join(format!("octant-lake-unit-{}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
-        let lake = Lake::new(&root);
+        let lake = LocalLake::new(&root);
         let p = writer_properties();
         assert_eq!(lake.recover("octant.obs", 0).unwrap(), None);
         lake.write_unit("octant.obs", 0, 0, 9, vec![FileSpec { table: "t", system: "a/b", date: "2026-11-30", batch: batch(10) }], &p).unwrap();

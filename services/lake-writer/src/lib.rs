@@ -17,6 +17,7 @@
 pub mod config;
 pub mod lake;
 pub mod schema;
+pub mod store;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -93,7 +94,9 @@ impl Metrics {
 
 pub async fn start(config: LakeWriterConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid lake-writer configuration")?;
-    std::fs::create_dir_all(&config.lake).with_context(|| format!("cannot create the lake directory {}", config.lake.display()))?;
+    if !store::is_url(&config.lake.to_string_lossy()) {
+        std::fs::create_dir_all(&config.lake).with_context(|| format!("cannot create the lake directory {}", config.lake.display()))?;
+    }
     let metrics = Metrics::new(&registry);
     let health = Health::new();
     let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router(registry, health.clone()), shutdown.clone())
@@ -107,7 +110,7 @@ pub async fn start(config: LakeWriterConfig, registry: Registry, shutdown: Cance
     let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
     let (consumer, shared) = consumer::group_consumer(&config.kafka, SERVICE, &config.group_id, &refs, metrics.consumer_lag.clone())?;
     let stage = LakeStage {
-        lake: Lake::new(&config.lake),
+        lake: Lake::open(&config.lake.to_string_lossy(), &config.storage).with_context(|| format!("cannot open the lake {}", config.lake.display()))?,
         props: lake::writer_properties(),
         decoder: Decoder::new(),
         schemas: schema::TABLES.iter().map(|t| (t.name, schema::arrow_schema(t))).collect(),
@@ -148,7 +151,8 @@ struct LakeStage {
     config: LakeWriterConfig,
 }
 
-fn date_of(ms: i64) -> String {
+/// The UTC date (`YYYY-MM-DD`) of an epoch-ms time: the `date` partition value.
+pub fn date_of(ms: i64) -> String {
     let t = std::time::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()[..10].to_string()
 }
@@ -245,7 +249,7 @@ impl Stage for LakeStage {
     fn open(&mut self, tp: &TopicPartition, offset: i64, _companion: Option<i64>) -> LakePartition {
         let committed = tokio::task::block_in_place(|| self.lake.recover(&tp.0, tp.1)).unwrap_or_else(|e| {
             // Without knowing what is in the lake, writing could duplicate: stop.
-            panic!("cannot read the lake state of {}/{} in {}: {e}", tp.0, tp.1, self.lake.root.display())
+            panic!("cannot read the lake state of {}/{} in {}: {e}", tp.0, tp.1, self.lake.location())
         });
         tracing::info!(topic = %tp.0, partition = tp.1, offset, ?committed, "partition opened: resuming after the last offset in the lake");
         LakePartition { topic: tp.0.clone(), partition: tp.1, committed, buffer: BTreeMap::new(), first: None, last: -1, bytes: 0, since: Instant::now() }

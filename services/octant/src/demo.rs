@@ -1,8 +1,9 @@
 //! `octant demo`: an embedded broker (unless brokers are given), the scorer, the aggregator,
 //! the alerter and a synthetic fleet, in one process, with a live view: raw rates against the
 //! declared truth, the rolling eight-dimension profile per system (bands with intervals, veto
-//! states) and the alerts as they fire. Later stages (lake writer, profiler) join here as they
-//! are built.
+//! states) and the alerts as they fire. The lake writer writes the lake and the profiler
+//! builds profiles from it every few seconds; at the end the demo prints the final profile,
+//! the evidence packages and an `octant sql` example.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -11,7 +12,6 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use octant_contracts::{Alert, AlertKind, AlertStatus, DeadLetter, Decoder, DimensionProfile, Observation, Source, topics};
-use octant_core::catalogue::Dimension;
 use octant_runtime::KafkaConfig;
 use octant_runtime::broker::EmbeddedBroker;
 use rdkafka::ClientConfig;
@@ -61,6 +61,16 @@ pub struct DemoArgs {
     /// Also send alerts to this Alertmanager (e.g. http://127.0.0.1:9093).
     #[arg(long)]
     pub alertmanager: Option<String>,
+    /// Each demo run writes its lake and evidence packages under `<out>/run-<time>/` (the
+    /// embedded broker starts empty, so a run never appends to an earlier run's lake).
+    #[arg(long, default_value = "octant-demo")]
+    pub out: std::path::PathBuf,
+    /// Port of the lake writer's admin server; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    pub lake_writer_port: u16,
+    /// Port of the profiler's HTTP server (/profiles, /metrics); 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    pub profiler_port: u16,
 }
 
 #[derive(Default)]
@@ -162,42 +172,12 @@ fn render(t: &Tally, reg: &prometheus::Registry, elapsed: Duration, truth: &octa
     s
 }
 
-/// The rolling profile: one row per system and source, a band with its interval per
-/// dimension (`*` = capped by a veto, `—` = N/A), veto states.
+/// The rolling profile: one row per system and source.
 fn profile_table(t: &Tally) -> String {
-    let mut s = String::new();
     if t.profiles.is_empty() {
-        s.push_str("rolling profile: waiting for the first window to close…\n");
-        return s;
+        return "rolling profile: waiting for the first window to close…\n".to_string();
     }
-    s.push_str(&format!("{:<10} {:<5}", "profile", "src"));
-    for d in Dimension::ALL {
-        s.push_str(&format!(" {:>8}", &d.as_str()[..d.as_str().len().min(8)]));
-    }
-    s.push_str("  vetoes\n");
-    for ((system, source), p) in &t.profiles {
-        s.push_str(&format!("{:<10} {:<5}", system, &source.as_str()[..4]));
-        for d in Dimension::ALL {
-            let cell = p.dimensions.iter().find(|b| b.dimension == d.as_str()).map_or("?".to_string(), |b| match b.band {
-                None => "—".into(),
-                Some(band) => {
-                    let (lo, hi) = (b.band_low.unwrap_or(band), b.band_high.unwrap_or(band));
-                    let interval = if lo == hi { format!("{band}") } else { format!("{band}[{lo}-{hi}]") };
-                    format!("{interval}{}", if b.capped_by.is_empty() { "" } else { "*" })
-                }
-            });
-            s.push_str(&format!(" {cell:>8}"));
-        }
-        let vetoes: Vec<String> = p
-            .vetoes
-            .iter()
-            .filter(|v| v.state != "clear")
-            .map(|v| format!("{}{}={}", v.rule.trim_end_matches("_veto"), v.benchmark.as_ref().map_or(String::new(), |b| format!("({b})")), v.state))
-            .collect();
-        s.push_str(&format!("  {}{}\n", if p.unsuitable { "UNSUITABLE " } else { "" }, if vetoes.is_empty() { "clear".into() } else { vetoes.join(" ") }));
-    }
-    s.push_str("(band[interval] per dimension, * capped by a veto, — N/A)\n");
-    s
+    crate::view::profile_table(t.profiles.iter().map(|((system, source), p)| (format!("{:<10} {:<5}", system, &source.as_str()[..4]), p)), &format!("{:<10} {:<5}", "profile", "src"))
 }
 
 fn alert_line(a: &Alert) -> String {
@@ -288,10 +268,32 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     let alerter = octant_alerter::start(alerter_cfg, registry.clone(), shutdown.clone()).await?;
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace([':', '-'], "");
+    let run_dir = a.out.join(format!("run-{}", stamp.trim_end_matches('Z')));
+    let lake = run_dir.join("lake");
+    let lake_writer_cfg = octant_lake_writer::LakeWriterConfig {
+        kafka: kafka.clone(),
+        admin_addr: format!("127.0.0.1:{}", a.lake_writer_port).parse()?,
+        lake: lake.clone(),
+        max_file_age: Duration::from_secs(5),
+        ..Default::default()
+    };
+    let lake_writer = octant_lake_writer::start(lake_writer_cfg, registry.clone(), shutdown.clone()).await?;
+    let profiler_cfg = octant_profiler::ProfilerConfig {
+        kafka: kafka.clone(),
+        admin_addr: format!("127.0.0.1:{}", a.profiler_port).parse()?,
+        lake: lake.clone(),
+        evidence: run_dir.join("evidence"),
+        periods: vec![Duration::from_secs(24 * 3600)],
+        every: Duration::from_secs(15),
+        ..Default::default()
+    };
+    let profiler = octant_profiler::start(profiler_cfg.clone(), registry.clone(), shutdown.clone()).await?;
     eprintln!(
-        "scorer, aggregator and alerter running; metrics on http://{}/metrics, http://{}/metrics, http://{}/metrics",
-        scorer.admin_addr, aggregator.admin_addr, alerter.admin_addr
+        "scorer, aggregator, alerter, lake writer and profiler running; metrics on http://{}/metrics, http://{}/metrics, http://{}/metrics, http://{}/metrics, http://{}/metrics",
+        scorer.admin_addr, aggregator.admin_addr, alerter.admin_addr, lake_writer.admin_addr, profiler.admin_addr
     );
+    eprintln!("lake: {}; latest profiles: http://{}/profiles", lake.display(), profiler.admin_addr);
     eprintln!("windows: {} long, sliding every {} (event time runs at wall-clock pace)", humantime::format_duration(a.window), humantime::format_duration(a.slide));
 
     let spec = crate::gen_cmd::fleet(&crate::gen_cmd::GenArgs {
@@ -359,6 +361,8 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     scorer.task.await.context("scorer panicked")??;
     aggregator.task.await.context("aggregator panicked")??;
     alerter.task.await.context("alerter panicked")??;
+    lake_writer.task.await.context("lake writer panicked")??;
+    profiler.task.await.context("profiler panicked")??;
     view_stop.cancel();
     let _ = viewer.await;
     let _ = followers.await;
@@ -368,6 +372,21 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let t = tally.lock().unwrap();
     let fired = t.alerts.iter().filter(|a| a.status == AlertStatus::Firing).count();
     println!("alerts: {fired} fired, {} resolved (all of them on the octant.alerts topic)", t.alerts.len() - fired);
+    drop(t);
+    // The lake writer drained on shutdown: the lake now holds every record. The final profile.
+    let now = octant_runtime::dlq::now_ms();
+    let built = octant_profiler::run_once(&profiler_cfg, &octant_profiler::periods(&profiler_cfg, now), None, now).await.context("final profile failed")?;
+    let rows = built.iter().map(|b| (format!("{:<10} {:<5}", b.record.system_id, &b.record.source.as_str()[..4]), &b.dimension_profile));
+    println!("\n=== profile of the lake (last 24 h, DataFusion over Parquet) ===\n{}", crate::view::profile_table(rows, &format!("{:<10} {:<5}", "system", "src")));
+    println!("lake: {}", lake.display());
+    println!("evidence packages (profile.json, profile.md, profile.html):");
+    for b in &built {
+        println!("  {}", b.record.evidence_uri.as_deref().unwrap_or("?"));
+    }
+    println!(
+        "query the lake:\n  octant sql --lake {} \"SELECT system_id, metric, count(*) AS n, avg(value) AS mean FROM observations GROUP BY 1, 2 ORDER BY 1, 2\"",
+        lake.display()
+    );
     drop(broker);
     Ok(())
 }

@@ -1,8 +1,11 @@
 //! `octant`: the command line. `octant demo` runs the whole pipeline in one process on an
-//! embedded broker; `octant gen` produces a synthetic agent fleet to a cluster.
+//! embedded broker; `octant gen` produces a synthetic agent fleet to a cluster; `octant profile` and
+//! `octant sql` read the lake.
 
 mod demo;
 mod gen_cmd;
+mod lake_cmd;
+mod view;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +22,10 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Produce a synthetic agent fleet with declared true rates.
     Gen(gen_cmd::GenArgs),
+    /// Build the eight-dimension profile of every system from the lake, with evidence packages.
+    Profile(lake_cmd::ProfileArgs),
+    /// Run SQL over the lake (DataFusion; every lake table registered by name).
+    Sql(lake_cmd::SqlArgs),
 }
 
 #[tokio::main]
@@ -28,5 +35,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Demo(a) => demo::run(a).await,
         Command::Gen(a) => gen_cmd::run(a).await,
+        Command::Profile(a) => lake_cmd::profile(a).await,
+        Command::Sql(a) => lake_cmd::sql(a).await,
     }
 }

@@ -1,0 +1,489 @@
+//! One profile run: DataFusion SQL over the lake, then the aggregator's own window code over
+//! the rows, so a profile over `[start, end)` carries exactly the values a streaming window
+//! over the same span would (the bootstrap weights depend only on the cluster, the seed and the
+//! replicate, never on order or panes).
+//!
+//! The period becomes a single tumbling window: event times are shifted by `start`, so the
+//! window is `[0, end − start)` for the window code, and shifted back afterwards.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Int64Type};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::prelude::SessionContext;
+use futures::StreamExt;
+use octant_aggregator::output;
+use octant_aggregator::window::{Added, WindowSpec, Windows};
+use octant_contracts::{DimensionProfile, MetricWindow, Observation, Profile, ProfileMetric, Source};
+use octant_core::catalogue::CATALOGUE_VERSION;
+use octant_core::gate::{self, GateOutcome, GatedMetric, Thresholds};
+use octant_core::profile::Profile as CoreProfile;
+use octant_core::stats::agreement::cohen_kappa;
+use octant_core::stats::bootstrap::METHOD;
+use octant_core::stats::ppi::{PpiEstimate, ppi_mean};
+use serde::Serialize;
+
+use octant_lake_writer::date_of;
+
+use crate::config::ProfilerConfig;
+
+/// The span a profile covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Period {
+    /// `24h`, `7d`, or `window` for an explicit span.
+    pub name: String,
+    /// Inclusive, epoch ms.
+    pub start: i64,
+    /// Exclusive, epoch ms.
+    pub end: i64,
+}
+
+/// Which lake rows a profile read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TableInput {
+    /// Files of the table in the partitions the query touched (paths relative to the lake).
+    pub files: Vec<String>,
+    /// Per Kafka topic partition: first and last offset read and rows.
+    pub offsets: Vec<OffsetRange>,
+    pub rows: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OffsetRange {
+    pub topic: String,
+    pub partition: i32,
+    pub first: i64,
+    pub last: i64,
+    pub rows: u64,
+}
+
+/// Judge–human agreement of one system.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Agreement {
+    /// Runs with a judge verdict (N).
+    pub judged: u64,
+    /// Runs with both verdicts (n).
+    pub labelled: u64,
+    pub judge_threshold: f64,
+    pub kappa: Option<f64>,
+    pub ppi: Option<PpiEstimate>,
+}
+
+/// One gated metric's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateLine {
+    pub metric: String,
+    pub thresholds: Thresholds,
+    pub estimate: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub nu: Option<f64>,
+    pub nu_conservative: Option<f64>,
+    pub outcome: Option<GateOutcome>,
+}
+
+/// One profile of one (system, version, source) with everything its evidence package needs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Built {
+    pub record: Profile,
+    pub period: Period,
+    /// The per-metric windows (identical to the aggregator's for the same span).
+    pub windows: Vec<MetricWindow>,
+    pub dimension_profile: DimensionProfile,
+    #[serde(skip)]
+    pub core: CoreProfile,
+    pub gate: Vec<GateLine>,
+    pub agreement: Option<Agreement>,
+    pub observations: TableInput,
+    pub trajectory_events: TableInput,
+    /// Observations the window code dropped as replays (same observation id).
+    pub duplicates: u64,
+}
+
+fn df_err(e: impl std::fmt::Display) -> DataFusionError {
+    DataFusionError::Execution(e.to_string())
+}
+
+/// SQL string literal.
+fn lit(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// The WHERE clause shared by the queries: the period (event time and the `date` partition,
+/// so whole days outside it are never opened) and the system.
+fn period_filter(period: &Period, time_col: &str, system: Option<&str>) -> String {
+    let mut f = format!(
+        "date >= {} AND date <= {} AND CAST({time_col} AS BIGINT) >= {} AND CAST({time_col} AS BIGINT) < {}",
+        lit(&date_of(period.start)),
+        lit(&date_of(period.end - 1)),
+        period.start,
+        period.end
+    );
+    if let Some(s) = system {
+        f.push_str(&format!(" AND system_id = {}", lit(s)));
+    }
+    f
+}
+
+/// The SQL that selects a profile's observations (also what the benchmark runs).
+pub fn observations_sql(period: &Period, system: Option<&str>) -> String {
+    format!(
+        "SELECT observation_id, metric, system_id, system_version, source, agent_id, run_id, task_id, attempt, \
+         groups, benchmark, cluster_id, step, CAST(event_time AS BIGINT) AS t, value, weight, confidence, \
+         kafka_topic, kafka_partition, kafka_offset FROM observations WHERE {}",
+        period_filter(period, "event_time", system)
+    )
+}
+
+fn col(b: &RecordBatch, name: &str, dt: &DataType) -> Result<ArrayRef> {
+    let c = b.column_by_name(name).ok_or_else(|| df_err(format!("column {name} missing")))?;
+    if c.data_type() == dt { Ok(c.clone()) } else { Ok(arrow::compute::cast(c, dt)?) }
+}
+
+fn opt_str(a: &ArrayRef, i: usize) -> Option<String> {
+    (!a.is_null(i)).then(|| a.as_string::<i32>().value(i).to_string())
+}
+
+/// Per-partition offset bookkeeping.
+#[derive(Default)]
+struct Offsets(BTreeMap<(String, i32), (i64, i64, u64)>);
+
+impl Offsets {
+    fn add(&mut self, topic: &str, partition: i32, offset: i64) {
+        let e = self.0.entry((topic.to_string(), partition)).or_insert((offset, offset, 0));
+        e.0 = e.0.min(offset);
+        e.1 = e.1.max(offset);
+        e.2 += 1;
+    }
+
+    fn ranges(&self) -> Vec<OffsetRange> {
+        self.0
+            .iter()
+            .map(|((topic, partition), (first, last, rows))| OffsetRange { topic: topic.clone(), partition: *partition, first: *first, last: *last, rows: *rows })
+            .collect()
+    }
+}
+
+/// State per (system, version, source) while reading.
+#[derive(Default)]
+struct Group {
+    observations: Offsets,
+    files: BTreeSet<String>,
+}
+
+type GroupKey = (String, String, Source);
+
+/// Builds the profiles of every (system, version, source) with observations in `period`
+/// (or only `system`'s).
+pub async fn build(ctx: &SessionContext, cfg: &ProfilerConfig, period: &Period, system: Option<&str>, generated_at: i64) -> Result<Vec<Built>> {
+    if period.end <= period.start {
+        return Err(df_err(format!("empty period [{}, {})", period.start, period.end)));
+    }
+    let boot = cfg.bootstrap_spec();
+    let length = period.end - period.start;
+    let spec = WindowSpec { length_ms: length, slide_ms: length, lateness_ms: 0 };
+    let mut windows = Windows::new(spec, boot, None);
+    let mut groups: BTreeMap<GroupKey, Group> = BTreeMap::new();
+    let mut duplicates: BTreeMap<GroupKey, u64> = BTreeMap::new();
+
+    let mut stream = ctx.sql(&observations_sql(period, system)).await?.execute_stream().await?;
+    let list = DataType::List(std::sync::Arc::new(Field::new("item", DataType::Utf8, true)));
+    while let Some(batch) = stream.next().await {
+        let b = batch?;
+        let s = |n: &str| col(&b, n, &DataType::Utf8);
+        let (id, metric, sys, ver, source, agent, run, task, bench, cluster, topic) =
+            (s("observation_id")?, s("metric")?, s("system_id")?, s("system_version")?, s("source")?, s("agent_id")?, s("run_id")?, s("task_id")?, s("benchmark")?, s("cluster_id")?, s("kafka_topic")?);
+        let attempt = col(&b, "attempt", &DataType::Int32)?;
+        let groups_col = col(&b, "groups", &list)?;
+        let step = col(&b, "step", &DataType::Int64)?;
+        let t = col(&b, "t", &DataType::Int64)?;
+        let value = col(&b, "value", &DataType::Float64)?;
+        let weight = col(&b, "weight", &DataType::Float64)?;
+        let conf = col(&b, "confidence", &DataType::Float64)?;
+        let part = col(&b, "kafka_partition", &DataType::Int32)?;
+        let off = col(&b, "kafka_offset", &DataType::Int64)?;
+        let (attempt, step, t, value, weight, conf, part, off) = (
+            attempt.as_primitive::<Int32Type>(),
+            step.as_primitive::<Int64Type>(),
+            t.as_primitive::<Int64Type>(),
+            value.as_primitive::<Float64Type>(),
+            weight.as_primitive::<Float64Type>(),
+            conf.as_primitive::<Float64Type>(),
+            part.as_primitive::<Int32Type>(),
+            off.as_primitive::<Int64Type>(),
+        );
+        let gl = groups_col.as_list::<i32>();
+        for i in 0..b.num_rows() {
+            let source = match source.as_string::<i32>().value(i) {
+                "EVALUATION" | "evaluation" => Source::Evaluation,
+                _ => Source::Production,
+            };
+            let o = Observation {
+                observation_id: id.as_string::<i32>().value(i).to_string(),
+                metric: metric.as_string::<i32>().value(i).to_string(),
+                system_id: sys.as_string::<i32>().value(i).to_string(),
+                system_version: ver.as_string::<i32>().value(i).to_string(),
+                source,
+                agent_id: opt_str(&agent, i),
+                run_id: run.as_string::<i32>().value(i).to_string(),
+                task_id: opt_str(&task, i),
+                attempt: (!attempt.is_null(i)).then(|| attempt.value(i)),
+                groups: if gl.is_null(i) {
+                    Vec::new()
+                } else {
+                    let v = gl.value(i);
+                    let v = v.as_string::<i32>();
+                    (0..v.len()).filter(|j| !v.is_null(*j)).map(|j| v.value(j).to_string()).collect()
+                },
+                benchmark: opt_str(&bench, i),
+                cluster_id: cluster.as_string::<i32>().value(i).to_string(),
+                step: (!step.is_null(i)).then(|| step.value(i)),
+                // Shifted: the period is the window [0, length).
+                event_time: t.value(i) - period.start,
+                value: value.value(i),
+                weight: if weight.is_null(i) { 1.0 } else { weight.value(i) },
+                confidence: (!conf.is_null(i)).then(|| conf.value(i)),
+            };
+            let key = (o.system_id.clone(), o.system_version.clone(), o.source);
+            let added = windows.add(&o, off.value(i));
+            let g = groups.entry(key.clone()).or_default();
+            g.observations.add(topic.as_string::<i32>().value(i), part.value(i), off.value(i));
+            if added == Added::Duplicate {
+                *duplicates.entry(key).or_default() += 1;
+            }
+        }
+    }
+
+    let emission = windows.advance_to(length, i64::MAX).into_iter().next();
+    let Some(mut e) = emission else { return Ok(Vec::new()) };
+    e.window_start += period.start;
+    e.window_end += period.start;
+    let agg = cfg.aggregator();
+    let out = output::build(&e, &agg, &boot, &cfg.profile);
+    let mut by_group: BTreeMap<GroupKey, Vec<MetricWindow>> = BTreeMap::new();
+    for w in out.windows {
+        by_group.entry((w.system_id.clone(), w.system_version.clone(), w.source)).or_default().push(w);
+    }
+    let agreements = agreement(ctx, cfg, period, system).await?;
+    let events = trajectory_inputs(ctx, period, system).await?;
+
+    let mut built = Vec::new();
+    for (dp, core) in out.profiles {
+        let key = (dp.system_id.clone(), dp.system_version.clone(), dp.source);
+        let mut g = groups.remove(&key).unwrap_or_default();
+        g.files = lake_files(cfg, "observations", &dp.system_id, period).await?;
+        let metrics: Vec<ProfileMetric> = core
+            .metrics
+            .iter()
+            .map(|m| ProfileMetric {
+                metric: m.metric.id.to_string(),
+                dimension: m.metric.dimension.as_str().to_string(),
+                benchmark: m.benchmark.clone(),
+                units: m.units as i64,
+                estimate: m.estimate,
+                ci_low: m.interval.map(|i| i.0),
+                ci_high: m.interval.map(|i| i.1),
+                band: m.band.map(i32::from),
+                band_low: m.band_interval.map(|b| b.0 as i32),
+                band_high: m.band_interval.map(|b| b.1 as i32),
+                na_reason: m.not_applicable.as_ref().map(|n| n.describe()),
+                veto_state: m.veto.map(|v| v.as_str().to_string()),
+            })
+            .collect();
+        let gate = gate_lines(cfg, &metrics);
+        let (gate_outcome, ei, ei_g) = gate_summary(cfg, &gate);
+        let agreement = agreements.get(&key).cloned();
+        let (ev_offsets, ev_rows) = events.get(&key).map(|o| (o.ranges(), o.0.values().map(|v| v.2).sum())).unwrap_or_default();
+        let record = Profile {
+            profile_id: format!("{}/{}/{}/{}/{}", dp.system_id, dp.system_version, dp.source.as_str(), period.name, period.end),
+            system_id: dp.system_id.clone(),
+            system_version: dp.system_version.clone(),
+            source: dp.source,
+            period: period.name.clone(),
+            period_start: period.start,
+            period_end: period.end,
+            generated_at,
+            catalogue_version: CATALOGUE_VERSION.to_string(),
+            method: METHOD.to_string(),
+            level: boot.level,
+            replicates: boot.replicates as i32,
+            seed: boot.seed as i64,
+            metrics,
+            dimensions: dp.dimensions.clone(),
+            unsuitable: dp.unsuitable,
+            gate: gate_outcome.map(|g| format!("{g:?}").to_lowercase()),
+            efficacy_index: ei,
+            efficacy_index_geometric: ei_g,
+            judge_human_kappa: agreement.as_ref().and_then(|a| a.kappa),
+            ppi_success: agreement.as_ref().and_then(|a| a.ppi.map(|p| p.estimate)),
+            ppi_ci_low: agreement.as_ref().and_then(|a| a.ppi.map(|p| p.lo)),
+            ppi_ci_high: agreement.as_ref().and_then(|a| a.ppi.map(|p| p.hi)),
+            evidence_uri: None,
+        };
+        let rows = g.observations.0.values().map(|v| v.2).sum();
+        built.push(Built {
+            windows: by_group.remove(&key).unwrap_or_default(),
+            dimension_profile: dp,
+            core,
+            gate,
+            agreement,
+            observations: TableInput { files: g.files.into_iter().collect(), offsets: g.observations.ranges(), rows },
+            trajectory_events: TableInput { files: lake_files(cfg, "trajectory_events", &key.0, period).await?.into_iter().collect(), offsets: ev_offsets, rows: ev_rows },
+            duplicates: duplicates.get(&key).copied().unwrap_or(0),
+            record,
+            period: period.clone(),
+        });
+    }
+    Ok(built)
+}
+
+/// The table's files in the system's `date` partitions the period covers.
+async fn lake_files(cfg: &ProfilerConfig, table: &str, system: &str, period: &Period) -> Result<BTreeSet<String>> {
+    let (first, last) = (date_of(period.start), date_of(period.end - 1));
+    let files = crate::lakedb::table_files(&cfg.lake, &cfg.storage, table, Some(system)).await.map_err(|e| DataFusionError::External(Box::new(e)))?;
+    Ok(files.into_iter().filter(|(_, d)| d.as_str() >= first.as_str() && d.as_str() <= last.as_str()).map(|(f, _)| f).collect())
+}
+
+fn source_of(s: &str) -> Source {
+    if s.eq_ignore_ascii_case("evaluation") { Source::Evaluation } else { Source::Production }
+}
+
+/// Offsets of the trajectory events in the period, per (system, version, source).
+async fn trajectory_inputs(ctx: &SessionContext, period: &Period, system: Option<&str>) -> Result<BTreeMap<GroupKey, Offsets>> {
+    let sql = format!(
+        "SELECT system_id, get_field(system, 'version') AS v, source, kafka_topic, kafka_partition, min(kafka_offset) AS lo, max(kafka_offset) AS hi, count(*) AS n \
+         FROM trajectory_events WHERE {} GROUP BY 1, 2, 3, 4, 5",
+        period_filter(period, "event_time", system)
+    );
+    let mut out: BTreeMap<GroupKey, Offsets> = BTreeMap::new();
+    for b in ctx.sql(&sql).await?.collect().await? {
+        let s = |n: &str| col(&b, n, &DataType::Utf8);
+        let (sys, v, src, topic) = (s("system_id")?, s("v")?, s("source")?, s("kafka_topic")?);
+        let (p, lo, hi, n) = (col(&b, "kafka_partition", &DataType::Int32)?, col(&b, "lo", &DataType::Int64)?, col(&b, "hi", &DataType::Int64)?, col(&b, "n", &DataType::Int64)?);
+        for i in 0..b.num_rows() {
+            let key = (sys.as_string::<i32>().value(i).to_string(), v.as_string::<i32>().value(i).to_string(), source_of(src.as_string::<i32>().value(i)));
+            let e = out.entry(key).or_default();
+            e.0.insert(
+                (topic.as_string::<i32>().value(i).to_string(), p.as_primitive::<Int32Type>().value(i)),
+                (lo.as_primitive::<Int64Type>().value(i), hi.as_primitive::<Int64Type>().value(i), n.as_primitive::<Int64Type>().value(i) as u64),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Cohen's κ (judge ≥ threshold vs human ≥ 0.5) and the prediction-powered success estimate,
+/// per (system, version, source), from the runs that ended in the period. A run replayed into
+/// the lake twice counts once.
+async fn agreement(ctx: &SessionContext, cfg: &ProfilerConfig, period: &Period, system: Option<&str>) -> Result<BTreeMap<GroupKey, Agreement>> {
+    let sql = format!(
+        "SELECT system_id, get_field(system, 'version') AS v, source, run_id, \
+         first_value(get_field(run_ended, 'judge_verdict')) AS judge, first_value(get_field(run_ended, 'human_verdict')) AS human \
+         FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} GROUP BY 1, 2, 3, 4",
+        period_filter(period, "event_time", system)
+    );
+    let mut runs: BTreeMap<GroupKey, Vec<(Option<f64>, Option<f64>)>> = BTreeMap::new();
+    for b in ctx.sql(&sql).await?.collect().await? {
+        let s = |n: &str| col(&b, n, &DataType::Utf8);
+        let (sys, v, src) = (s("system_id")?, s("v")?, s("source")?);
+        let (j, h) = (col(&b, "judge", &DataType::Float64)?, col(&b, "human", &DataType::Float64)?);
+        let (jp, hp) = (j.as_primitive::<Float64Type>(), h.as_primitive::<Float64Type>());
+        for i in 0..b.num_rows() {
+            let key = (sys.as_string::<i32>().value(i).to_string(), v.as_string::<i32>().value(i).to_string(), source_of(src.as_string::<i32>().value(i)));
+            runs.entry(key).or_default().push(((!jp.is_null(i)).then(|| jp.value(i)), (!hp.is_null(i)).then(|| hp.value(i))));
+        }
+    }
+    let level = cfg.bootstrap.level;
+    Ok(runs
+        .into_iter()
+        .filter_map(|(k, rs)| {
+            let judge_all: Vec<f64> = rs.iter().filter_map(|r| r.0).collect();
+            let pairs: Vec<(f64, f64)> = rs.iter().filter_map(|r| Some((r.1?, r.0?))).collect();
+            if pairs.is_empty() {
+                return None;
+            }
+            let j: Vec<bool> = pairs.iter().map(|(_, j)| *j >= cfg.judge_threshold).collect();
+            let h: Vec<bool> = pairs.iter().map(|(h, _)| *h >= 0.5).collect();
+            Some((
+                k,
+                Agreement {
+                    judged: judge_all.len() as u64,
+                    labelled: pairs.len() as u64,
+                    judge_threshold: cfg.judge_threshold,
+                    kappa: cohen_kappa(&j, &h),
+                    ppi: ppi_mean(&judge_all, &pairs, level),
+                },
+            ))
+        })
+        .collect())
+}
+
+/// The gated metrics of a profile. A metric measured on several benchmarks is gated on each.
+fn gate_lines(cfg: &ProfilerConfig, metrics: &[ProfileMetric]) -> Vec<GateLine> {
+    let mut out = Vec::new();
+    for (id, t) in &cfg.gates {
+        let found: Vec<&ProfileMetric> = metrics.iter().filter(|m| &m.metric == id).collect();
+        if found.is_empty() {
+            out.push(GateLine { metric: id.clone(), thresholds: *t, estimate: None, ci_low: None, ci_high: None, nu: None, nu_conservative: None, outcome: None });
+        }
+        for m in found {
+            let gm = match (m.estimate, m.ci_low, m.ci_high, &m.na_reason) {
+                (Some(e), Some(lo), Some(hi), None) => Some(GatedMetric { thresholds: *t, estimate: e, lo, hi }),
+                _ => None,
+            };
+            let name = match &m.benchmark {
+                Some(b) => format!("{id}@{b}"),
+                None => id.clone(),
+            };
+            out.push(GateLine {
+                metric: name,
+                thresholds: *t,
+                estimate: m.estimate,
+                ci_low: m.ci_low,
+                ci_high: m.ci_high,
+                nu: gm.map(|g| g.nu()),
+                nu_conservative: gm.map(|g| g.nu_conservative()),
+                outcome: gm.map(|g| g.outcome()),
+            });
+        }
+    }
+    out
+}
+
+/// Gate outcome (only when every gated metric was measured) and EI / EI_G (only with weights).
+fn gate_summary(cfg: &ProfilerConfig, lines: &[GateLine]) -> (Option<GateOutcome>, Option<f64>, Option<f64>) {
+    if lines.is_empty() || lines.iter().any(|l| l.outcome.is_none()) {
+        return (None, None, None);
+    }
+    let gms: Vec<GatedMetric> = lines
+        .iter()
+        .map(|l| GatedMetric { thresholds: l.thresholds, estimate: l.estimate.unwrap(), lo: l.ci_low.unwrap(), hi: l.ci_high.unwrap() })
+        .collect();
+    let outcome = gate::gate(&gms);
+    if cfg.weights.is_empty() {
+        return (outcome, None, None);
+    }
+    let w: Vec<f64> = lines.iter().map(|l| cfg.weights.get(l.metric.split('@').next().unwrap()).copied().unwrap_or(0.0)).collect();
+    (outcome, gate::efficacy_index(&gms, &w), gate::efficacy_index_geometric(&gms, &w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(date_of(0), "1970-01-01");
+        assert_eq!(date_of(1_709_164_800_000), "2024-02-29");
+        assert_eq!(date_of(1_709_251_199_999), "2024-02-29");
+        assert_eq!(date_of(1_709_251_200_000), "2024-03-01");
+    }
+
+    #[test]
+    fn sql_literals_are_quoted() {
+        assert_eq!(lit("a'b"), "'a''b'");
+        let p = Period { name: "24h".into(), start: 0, end: 86_400_000 };
+        assert!(period_filter(&p, "event_time", Some("x'y")).ends_with("system_id = 'x''y'"));
+    }
+}

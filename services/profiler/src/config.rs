@@ -1,0 +1,172 @@
+//! Profiler configuration (TOML; environment prefix `OCTANT_PROFILER`).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use octant_aggregator::config::{AggregatorConfig, BootstrapConfig, default_budgets};
+use octant_core::gate::Thresholds;
+use octant_core::profile::ProfileRules;
+use octant_core::stats::bootstrap::BootstrapSpec;
+use octant_runtime::KafkaConfig;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfilerConfig {
+    /// Where profiles are published (`octant.profiles`). Empty brokers: profiles are only
+    /// written as evidence packages and served over HTTP.
+    #[serde(default)]
+    pub kafka: KafkaConfig,
+    #[serde(default = "default_admin")]
+    pub admin_addr: SocketAddr,
+    /// The lake (what the lake writer writes): a directory or an object-store URL.
+    #[serde(default = "default_lake")]
+    pub lake: PathBuf,
+    /// Object-store options, as the lake writer's (secrets never logged).
+    #[serde(default)]
+    pub storage: octant_lake_writer::store::StorageOptions,
+    /// Where evidence packages go: `<evidence>/<system>/<version>/<source>/<period>/`.
+    #[serde(default = "default_evidence")]
+    pub evidence: PathBuf,
+    /// Profile periods, each ending at the time of the run (default: last 24 h and last 7 d).
+    #[serde(default = "default_periods", with = "periods_serde")]
+    pub periods: Vec<Duration>,
+    /// How often the scheduled run happens (on-demand runs: `POST /run`, `octant profile`).
+    #[serde(default = "default_every", with = "humantime_serde")]
+    pub every: Duration,
+    /// The same bootstrap as the aggregator (same seed, replicates and level: equal values).
+    #[serde(default)]
+    pub bootstrap: BootstrapConfig,
+    #[serde(default = "default_budgets")]
+    pub budgets: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub system_budgets: BTreeMap<String, BTreeMap<String, f64>>,
+    #[serde(default)]
+    pub profile: ProfileRules,
+    /// Two-tier gate thresholds by metric id (design §1.5). No entry: no gate.
+    #[serde(default)]
+    pub gates: BTreeMap<String, Thresholds>,
+    /// Efficacy Index weights by metric id (every gated metric needs one). No entry: no EI.
+    #[serde(default)]
+    pub weights: BTreeMap<String, f64>,
+    /// Judge verdicts at or above this count as success for Cohen's κ.
+    #[serde(default = "default_judge_threshold")]
+    pub judge_threshold: f64,
+}
+
+mod periods_serde {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|d| humantime::format_duration(*d).to_string()))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
+        let v = Vec::<String>::deserialize(d)?;
+        v.iter().map(|s| humantime::parse_duration(s).map_err(serde::de::Error::custom)).collect()
+    }
+}
+
+fn default_admin() -> SocketAddr {
+    "127.0.0.1:9105".parse().unwrap()
+}
+fn default_lake() -> PathBuf {
+    "octant-lake".into()
+}
+fn default_evidence() -> PathBuf {
+    "octant-evidence".into()
+}
+fn default_periods() -> Vec<Duration> {
+    vec![Duration::from_secs(24 * 3600), Duration::from_secs(7 * 24 * 3600)]
+}
+fn default_every() -> Duration {
+    Duration::from_secs(300)
+}
+fn default_judge_threshold() -> f64 {
+    0.5
+}
+
+impl Default for ProfilerConfig {
+    fn default() -> Self {
+        toml::from_str("").expect("defaults")
+    }
+}
+
+impl ProfilerConfig {
+    pub fn bootstrap_spec(&self) -> BootstrapSpec {
+        self.bootstrap.spec()
+    }
+
+    /// The aggregator settings the shared window code reads (budgets, bootstrap, rules).
+    pub fn aggregator(&self) -> AggregatorConfig {
+        AggregatorConfig {
+            bootstrap: self.bootstrap.clone(),
+            budgets: self.budgets.clone(),
+            system_budgets: self.system_budgets.clone(),
+            profile: self.profile.clone(),
+            ..AggregatorConfig::default()
+        }
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        if self.periods.is_empty() || self.periods.iter().any(|p| p.is_zero()) {
+            return Err("periods must be a non-empty list of positive durations".into());
+        }
+        self.bootstrap.check()?;
+        for (m, t) in &self.gates {
+            if octant_core::catalogue::spec(m).is_none() {
+                return Err(format!("gate on {m:?}: not a catalogue metric"));
+            }
+            if t.outer == t.inner {
+                return Err(format!("gate on {m}: outer and inner thresholds are equal"));
+            }
+        }
+        if !self.weights.is_empty() {
+            if let Some(m) = self.gates.keys().find(|m| !self.weights.contains_key(*m)) {
+                return Err(format!("weights are declared but {m} (gated) has none"));
+            }
+            if let Some(m) = self.weights.keys().find(|m| !self.gates.contains_key(*m)) {
+                return Err(format!("weight for {m}, which has no gate thresholds"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A period's name: `24h`, `7d`, `90m`, or humantime's form.
+pub fn period_name(d: Duration) -> String {
+    let s = d.as_secs();
+    if s % 86_400 == 0 && s >= 2 * 86_400 {
+        format!("{}d", s / 86_400)
+    } else if s % 3600 == 0 {
+        format!("{}h", s / 3600)
+    } else if s % 60 == 0 {
+        format!("{}m", s / 60)
+    } else {
+        humantime::format_duration(d).to_string().replace(' ', "")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_names() {
+        let c = ProfilerConfig::default();
+        c.check().unwrap();
+        assert_eq!(c.periods.iter().map(|d| period_name(*d)).collect::<Vec<_>>(), ["24h", "7d"]);
+        assert_eq!(period_name(Duration::from_secs(90 * 60)), "90m");
+        let c: ProfilerConfig = toml::from_str("periods = [\"1h\", \"30d\"]\n[gates.task_success]\nouter = 0.5\ninner = 0.9\n").unwrap();
+        assert_eq!(c.periods, [Duration::from_secs(3600), Duration::from_secs(30 * 86_400)]);
+        c.check().unwrap();
+        let bad: ProfilerConfig = toml::from_str("[gates.task_success]\nouter = 0.5\ninner = 0.9\n[weights]\nunsafe_action_rate = 1.0\n").unwrap();
+        assert!(bad.check().is_err(), "a weight without a gate");
+        let bad: ProfilerConfig = toml::from_str("[gates.nope]\nouter = 0.5\ninner = 0.9\n").unwrap();
+        assert!(bad.check().unwrap_err().contains("not a catalogue metric"));
+    }
+}

@@ -1,0 +1,354 @@
+//! Evidence packages: `profile.json` (machine readable), `profile.md` (for a review) and
+//! `profile.html` (a self-contained page with an SVG chart of the eight bands and their
+//! intervals), with the crosswalk of the dimensions to governance duties.
+//!
+//! The HTML is well-formed XML (every element closed, text escaped), so any XML parser reads
+//! it as well as a browser does.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use octant_contracts::DimensionBand;
+use octant_core::catalogue::{CATALOGUE, CATALOGUE_VERSION};
+use octant_lake_writer::lake::escape;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::build::Built;
+use crate::config::ProfilerConfig;
+
+/// Version of the `profile.json` layout.
+pub const EVIDENCE_VERSION: u32 = 1;
+
+/// One row of the crosswalk: a dimension (or a part of the method) and the duties it serves.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Crosswalk {
+    pub subject: &'static str,
+    pub eu_ai_act: &'static [&'static str],
+    pub nist_ai_rmf: &'static [&'static str],
+}
+
+/// Design §1's dimensions mapped to the EU AI Act (GPAI obligations) and the NIST AI RMF
+/// functions. Capability and fairness have no GPAI article of their own; they serve MEASURE.
+pub const CROSSWALK: &[Crosswalk] = &[
+    Crosswalk { subject: "capability", eu_ai_act: &[], nist_ai_rmf: &["MEASURE"] },
+    Crosswalk { subject: "robustness", eu_ai_act: &["Art. 55(1)(a)", "Art. 55(1)(d)", "Art. 51", "Annex XIII"], nist_ai_rmf: &["MEASURE"] },
+    Crosswalk { subject: "safety", eu_ai_act: &["Art. 55(1)(a)", "Annex XI §2"], nist_ai_rmf: &["MEASURE", "MANAGE"] },
+    Crosswalk { subject: "fairness", eu_ai_act: &[], nist_ai_rmf: &["MEASURE"] },
+    Crosswalk { subject: "transparency", eu_ai_act: &["Art. 53(1)(a)", "Art. 53(1)(b)", "Art. 53(1)(d)", "Annex XI", "Annex XII"], nist_ai_rmf: &["MEASURE"] },
+    Crosswalk { subject: "governance", eu_ai_act: &["Art. 55(1)(a)", "Art. 56"], nist_ai_rmf: &["GOVERN"] },
+    Crosswalk { subject: "oversight", eu_ai_act: &["Art. 55(1)(b)", "Art. 55(1)(c)"], nist_ai_rmf: &["MEASURE", "MANAGE"] },
+    Crosswalk { subject: "efficiency", eu_ai_act: &["Art. 53(1)(a)", "Annex XI §1(2)(d)–(e)"], nist_ai_rmf: &["MEASURE"] },
+    Crosswalk { subject: "meta-evaluation (judge–human agreement, method, seed)", eu_ai_act: &[], nist_ai_rmf: &["GOVERN"] },
+    Crosswalk { subject: "coverage (systems, sources, benchmarks, periods)", eu_ai_act: &[], nist_ai_rmf: &["MAP"] },
+    Crosswalk { subject: "metrics and intervals", eu_ai_act: &[], nist_ai_rmf: &["MEASURE"] },
+    Crosswalk { subject: "gates and vetoes", eu_ai_act: &[], nist_ai_rmf: &["MANAGE"] },
+];
+
+fn rfc3339(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// The package directory of a profile under `root`.
+pub fn package_dir(root: &Path, b: &Built) -> PathBuf {
+    let r = &b.record;
+    root.join(escape(&r.system_id)).join(escape(&r.system_version)).join(r.source.as_str()).join(&r.period)
+}
+
+/// `profile.json`.
+pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
+    let r = &b.record;
+    let vetoes: Vec<Value> = CATALOGUE
+        .iter()
+        .filter_map(|m| m.veto.map(|v| json!({"rule": v.name, "metric": m.id, "threshold": v.threshold, "direction": v.direction, "effect": v.effect})))
+        .collect();
+    let budgets: BTreeMap<&str, f64> = CATALOGUE.iter().filter_map(|m| cfg.aggregator().budget(&r.system_id, m.id).map(|b| (m.id, b))).collect();
+    json!({
+        "evidence_version": EVIDENCE_VERSION,
+        "profile_id": r.profile_id,
+        "system": {"id": r.system_id, "version": r.system_version, "source": r.source.as_str()},
+        "period": {"name": r.period, "start": r.period_start, "end": r.period_end, "start_utc": rfc3339(r.period_start), "end_utc": rfc3339(r.period_end)},
+        "generated_at": r.generated_at,
+        "method": {
+            "name": r.method,
+            "level": r.level,
+            "replicates": r.replicates,
+            "seed": r.seed,
+            "resampling_unit": "cluster (the run for step-level metrics, the task for pass@k and pass^k)",
+            "catalogue_version": CATALOGUE_VERSION,
+            "aggregation": cfg.profile.aggregation,
+            "cap_policy": cfg.profile.cap_policy,
+        },
+        "thresholds": {
+            "vetoes": vetoes,
+            "gates": cfg.gates,
+            "weights": cfg.weights,
+            "judge_threshold": cfg.judge_threshold,
+        },
+        "budgets": budgets,
+        "unsuitable": r.unsuitable,
+        "metrics": r.metrics,
+        "dimensions": r.dimensions,
+        "vetoes": b.dimension_profile.vetoes,
+        "gate": {"outcome": r.gate, "metrics": b.gate, "efficacy_index": r.efficacy_index, "efficacy_index_geometric": r.efficacy_index_geometric},
+        "agreement": b.agreement,
+        "inputs": {
+            "lake": lake.display().to_string(),
+            "observations": b.observations,
+            "trajectory_events": b.trajectory_events,
+            "duplicate_observations_dropped": b.duplicates,
+        },
+        "crosswalk": CROSSWALK,
+        "profile": r,
+    })
+}
+
+fn fmt_opt(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into())
+}
+
+fn band_text(d: &DimensionBand) -> String {
+    match d.band {
+        None => format!("N/A ({})", d.na_reason.as_deref().unwrap_or("no evidence")),
+        Some(b) => {
+            let iv = match (d.band_low, d.band_high) {
+                (Some(l), Some(h)) => format!(" [{l}, {h}]"),
+                _ => String::new(),
+            };
+            let cap = if d.capped_by.is_empty() { String::new() } else { format!(" capped by {}", d.capped_by.join(", ")) };
+            format!("{b}{iv}{cap}")
+        }
+    }
+}
+
+/// `profile.md`.
+pub fn to_markdown(b: &Built, lake: &Path) -> String {
+    let r = &b.record;
+    let mut s = String::new();
+    let _ = writeln!(s, "# Octant profile: {} {} ({})\n", r.system_id, r.system_version, r.source.as_str());
+    let _ = writeln!(s, "Period **{}**: {} to {} (UTC). Generated {}.\n", r.period, rfc3339(r.period_start), rfc3339(r.period_end), rfc3339(r.generated_at));
+    let _ = writeln!(
+        s,
+        "Method: {}, level {}, {} replicates, seed {}, catalogue {}.\n",
+        r.method, r.level, r.replicates, r.seed, r.catalogue_version
+    );
+    if r.unsuitable {
+        let _ = writeln!(s, "> **UNSUITABLE for deployment**: a veto with that effect is confirmed or breached.\n");
+    }
+    let _ = writeln!(s, "## Dimensions\n\n| Dimension | Band [interval] | Instruments |\n|---|---|---|");
+    for d in &r.dimensions {
+        let _ = writeln!(s, "| {} | {} | {} |", d.dimension, band_text(d), d.instruments.join(", "));
+    }
+    let _ = writeln!(s, "\n## Vetoes\n\n| Rule | Metric | State | Estimate [95 % interval] | Threshold |\n|---|---|---|---|---|");
+    for v in &b.dimension_profile.vetoes {
+        let m = match &v.benchmark {
+            Some(bm) => format!("{} @ {bm}", v.metric),
+            None => v.metric.clone(),
+        };
+        let _ = writeln!(s, "| {} | {m} | {} | {} [{}, {}] | {} |", v.rule, v.state, fmt_opt(v.estimate), fmt_opt(v.ci_low), fmt_opt(v.ci_high), v.threshold);
+    }
+    let _ = writeln!(s, "\n## Metrics\n\n| Metric | Dimension | Benchmark | Units | Estimate | Interval | Band | N/A |\n|---|---|---|---|---|---|---|---|");
+    for m in &r.metrics {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | [{}, {}] | {} | {} |",
+            m.metric,
+            m.dimension,
+            m.benchmark.as_deref().unwrap_or(""),
+            m.units,
+            fmt_opt(m.estimate),
+            fmt_opt(m.ci_low),
+            fmt_opt(m.ci_high),
+            m.band.map(|x| x.to_string()).unwrap_or_default(),
+            m.na_reason.as_deref().unwrap_or("")
+        );
+    }
+    let _ = writeln!(s, "\n## Gate and Efficacy Index\n");
+    if b.gate.is_empty() {
+        let _ = writeln!(s, "No gate thresholds declared.");
+    } else {
+        let _ = writeln!(s, "Gate: **{}**; EI {}; EI_G {}.\n", r.gate.as_deref().unwrap_or("N/A"), fmt_opt(r.efficacy_index), fmt_opt(r.efficacy_index_geometric));
+        let _ = writeln!(s, "| Metric | Outer | Inner | Estimate | ν | ν (conservative) | Outcome |\n|---|---|---|---|---|---|---|");
+        for g in &b.gate {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                g.metric,
+                g.thresholds.outer,
+                g.thresholds.inner,
+                fmt_opt(g.estimate),
+                fmt_opt(g.nu),
+                fmt_opt(g.nu_conservative),
+                g.outcome.map(|o| format!("{o:?}").to_lowercase()).unwrap_or_else(|| "N/A".into())
+            );
+        }
+    }
+    let _ = writeln!(s, "\n## Judge–human agreement\n");
+    match &b.agreement {
+        None => {
+            let _ = writeln!(s, "No run carries both a judge and a human verdict.");
+        }
+        Some(a) => {
+            let _ = writeln!(s, "{} judged runs, {} with a human verdict. Cohen's κ {}.", a.judged, a.labelled, fmt_opt(a.kappa));
+            if let Some(p) = &a.ppi {
+                let _ = writeln!(s, "Prediction-powered success {:.4} [{:.4}, {:.4}] (judge alone {:.4}, rectifier {:+.4}).", p.estimate, p.lo, p.hi, p.judge_only, p.rectifier);
+            }
+        }
+    }
+    let _ = writeln!(s, "\n## Inputs\n\nLake `{}`: {} observations, {} trajectory events ({} duplicate observations dropped).\n", lake.display(), b.observations.rows, b.trajectory_events.rows, b.duplicates);
+    let _ = writeln!(s, "| Table | Topic | Partition | First offset | Last offset | Rows |\n|---|---|---|---|---|---|");
+    for (t, input) in [("observations", &b.observations), ("trajectory_events", &b.trajectory_events)] {
+        for o in &input.offsets {
+            let _ = writeln!(s, "| {t} | {} | {} | {} | {} | {} |", o.topic, o.partition, o.first, o.last, o.rows);
+        }
+    }
+    let _ = writeln!(s, "\nFiles: {} observation files, {} trajectory-event files (listed in `profile.json`).", b.observations.files.len(), b.trajectory_events.files.len());
+    let _ = writeln!(s, "\n## Crosswalk\n\n| Subject | EU AI Act | NIST AI RMF |\n|---|---|---|");
+    for c in CROSSWALK {
+        let _ = writeln!(s, "| {} | {} | {} |", c.subject, if c.eu_ai_act.is_empty() { "—".to_string() } else { c.eu_ai_act.join("; ") }, c.nist_ai_rmf.join(", "));
+    }
+    s
+}
+
+/// Escapes text for HTML and XML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+}
+
+/// The SVG chart: one row per dimension, a bar to the band and a whisker over its interval;
+/// N/A rows say so; capped rows are marked.
+pub fn svg_chart(dims: &[DimensionBand]) -> String {
+    let (left, width, row, top) = (130.0, 400.0, 34.0, 30.0);
+    let x = |band: f64| left + band / 4.0 * width;
+    let height = top + row * dims.len() as f64 + 20.0;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="bands" width="{}" height="{height}" viewBox="0 0 {} {height}" role="img" aria-label="Dimension bands with intervals">"#,
+        left + width + 160.0,
+        left + width + 160.0
+    );
+    for b in 0..=4 {
+        let _ = write!(s, r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#ccc"/><text x="{0}" y="{3}" text-anchor="middle" font-size="12">{b}</text>"##, x(b as f64), top - 8.0, height - 20.0, top - 12.0);
+    }
+    for (i, d) in dims.iter().enumerate() {
+        let y = top + row * i as f64;
+        let _ = write!(s, r#"<g class="dimension" data-dimension="{}" data-band="{}">"#, esc(&d.dimension), d.band.map(|b| b.to_string()).unwrap_or_else(|| "na".into()));
+        let _ = write!(s, r#"<text x="{}" y="{}" text-anchor="end" font-size="13">{}</text>"#, left - 8.0, y + 20.0, esc(&d.dimension));
+        match d.band {
+            None => {
+                let _ = write!(s, r##"<text x="{}" y="{}" font-size="12" fill="#888">N/A: {}</text>"##, left + 6.0, y + 20.0, esc(d.na_reason.as_deref().unwrap_or("no evidence")));
+            }
+            Some(b) => {
+                let color = ["#b2182b", "#ef8a62", "#fddbc7", "#67a9cf", "#2166ac"][b.clamp(0, 4) as usize];
+                let w = (x(b as f64) - left).max(3.0);
+                let _ = write!(s, r#"<rect class="band" x="{left}" y="{}" width="{w}" height="18" fill="{color}"><title>band {b}</title></rect>"#, y + 6.0);
+                if let (Some(lo), Some(hi)) = (d.band_low, d.band_high) {
+                    let (x1, x2, ym) = (x(lo as f64), x(hi as f64), y + 15.0);
+                    let _ = write!(
+                        s,
+                        r##"<g class="interval" data-low="{lo}" data-high="{hi}"><line x1="{x1}" y1="{ym}" x2="{x2}" y2="{ym}" stroke="#000" stroke-width="2"/><line x1="{x1}" y1="{}" x2="{x1}" y2="{}" stroke="#000"/><line x1="{x2}" y1="{}" x2="{x2}" y2="{}" stroke="#000"/></g>"##,
+                        ym - 6.0,
+                        ym + 6.0,
+                        ym - 6.0,
+                        ym + 6.0
+                    );
+                }
+                let label = if d.capped_by.is_empty() { format!("{b}") } else { format!("{b} capped ({})", d.capped_by.join(", ")) };
+                let _ = write!(s, r#"<text x="{}" y="{}" font-size="12">{}</text>"#, left + width + 8.0, y + 20.0, esc(&label));
+            }
+        }
+        s.push_str("</g>");
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// `profile.html`: the Markdown's content as a page, with the chart.
+pub fn to_html(b: &Built, lake: &Path) -> String {
+    let r = &b.record;
+    let title = format!("Octant profile: {} {} ({}, {})", r.system_id, r.system_version, r.source.as_str(), r.period);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>{}</title><style>body{{font-family:sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}.unsuitable{{color:#b2182b;font-weight:bold}}</style></head><body>",
+        esc(&title)
+    );
+    let _ = write!(s, "<h1>{}</h1>", esc(&title));
+    let _ = write!(
+        s,
+        "<p>Period {} to {} (UTC). Method {}, level {}, {} replicates, seed {}, catalogue {}.</p>",
+        esc(&rfc3339(r.period_start)),
+        esc(&rfc3339(r.period_end)),
+        esc(&r.method),
+        r.level,
+        r.replicates,
+        r.seed,
+        esc(&r.catalogue_version)
+    );
+    if r.unsuitable {
+        s.push_str("<p class=\"unsuitable\" id=\"unsuitable\">UNSUITABLE for deployment: a veto with that effect applies.</p>");
+    }
+    s.push_str("<h2>Dimensions</h2>");
+    s.push_str(&svg_chart(&r.dimensions));
+    s.push_str("<table id=\"dimensions\"><tr><th>Dimension</th><th>Band [interval]</th><th>Instruments</th></tr>");
+    for d in &r.dimensions {
+        let _ = write!(s, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&d.dimension), esc(&band_text(d)), esc(&d.instruments.join(", ")));
+    }
+    s.push_str("</table><h2>Vetoes</h2><table id=\"vetoes\"><tr><th>Rule</th><th>Metric</th><th>State</th><th>Estimate</th><th>Interval</th><th>Threshold</th></tr>");
+    for v in &b.dimension_profile.vetoes {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>[{}, {}]</td><td>{}</td></tr>",
+            esc(&v.rule),
+            esc(&v.metric),
+            v.benchmark.as_deref().map(|x| format!(" @ {}", esc(x))).unwrap_or_default(),
+            esc(&v.state),
+            fmt_opt(v.estimate),
+            fmt_opt(v.ci_low),
+            fmt_opt(v.ci_high),
+            v.threshold
+        );
+    }
+    s.push_str("</table><h2>Metrics</h2><table id=\"metrics\"><tr><th>Metric</th><th>Dimension</th><th>Benchmark</th><th>Units</th><th>Estimate</th><th>Interval</th><th>Band</th><th>N/A</th></tr>");
+    for m in &r.metrics {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>[{}, {}]</td><td>{}</td><td>{}</td></tr>",
+            esc(&m.metric),
+            esc(&m.dimension),
+            esc(m.benchmark.as_deref().unwrap_or("")),
+            m.units,
+            fmt_opt(m.estimate),
+            fmt_opt(m.ci_low),
+            fmt_opt(m.ci_high),
+            m.band.map(|x| x.to_string()).unwrap_or_default(),
+            esc(m.na_reason.as_deref().unwrap_or(""))
+        );
+    }
+    s.push_str("</table>");
+    // The rest of the Markdown (gate, agreement, inputs, crosswalk) as preformatted text.
+    let md = to_markdown(b, lake);
+    let rest = md.find("## Gate and Efficacy Index").map(|i| &md[i..]).unwrap_or("");
+    let _ = write!(s, "<h2>Gate, agreement, inputs and crosswalk</h2><pre id=\"details\">{}</pre>", esc(rest));
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// Writes the three files of a package; returns its directory.
+pub fn write_package(root: &Path, b: &Built, cfg: &ProfilerConfig, lake: &Path) -> std::io::Result<PathBuf> {
+    let dir = package_dir(root, b);
+    std::fs::create_dir_all(&dir)?;
+    let mut record = b.clone();
+    record.record.evidence_uri = Some(dir.display().to_string());
+    let json = serde_json::to_vec_pretty(&to_json(&record, cfg, lake)).map_err(std::io::Error::other)?;
+    for (name, bytes) in [("profile.json", json), ("profile.md", to_markdown(&record, lake).into_bytes()), ("profile.html", to_html(&record, lake).into_bytes())] {
+        // Whole files or nothing: written aside, then renamed over the previous package.
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, dir.join(name))?;
+    }
+    Ok(dir)
+}

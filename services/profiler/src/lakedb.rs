@@ -1,0 +1,184 @@
+//! The lake as a DataFusion catalogue: every table of the lake writer registered by name,
+//! with its Hive partition columns (`system_id`, `date`) and the schema derived from the
+//! contracts (so an empty or partly written lake still answers every query).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use datafusion::datasource::MemTable;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use octant_lake_writer::lake::escape;
+use octant_lake_writer::schema::{TABLES, arrow_schema};
+use octant_lake_writer::store::{ObjectLake, StorageOptions, is_url};
+
+/// Tables partitioned by system in the path (every table: a table without a system id is
+/// written under Hive's default partition).
+fn partition_cols() -> Vec<(String, DataType)> {
+    vec![("system_id".to_string(), DataType::Utf8), ("date".to_string(), DataType::Utf8)]
+}
+
+/// A session with every table of the local lake `lake` registered.
+pub async fn open(lake: &Path) -> Result<SessionContext> {
+    open_with(lake, &StorageOptions::default()).await
+}
+
+/// A session with every lake table registered; `lake` is a directory or an object-store URL
+/// (`s3://bucket/prefix`). Strings are read as plain `Utf8` (not views) so results print and
+/// convert the same in every engine.
+pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionContext> {
+    let mut config = SessionConfig::new().with_information_schema(true);
+    config.options_mut().execution.parquet.schema_force_view_types = false;
+    let ctx = SessionContext::new_with_config(config);
+    let location = lake.to_string_lossy().to_string();
+    let object = if is_url(&location) {
+        let o = ObjectLake::open(&location, storage).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let base = url::Url::parse(&format!("{}://{}", o.url.scheme(), o.url.host_str().unwrap_or(""))).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        ctx.register_object_store(&base, o.store.clone());
+        Some(o)
+    } else {
+        None
+    };
+    for t in TABLES {
+        let schema = arrow_schema(t);
+        let present = match &object {
+            Some(o) => o.list_table(t.name).await.map_err(|e| DataFusionError::External(Box::new(e)))?.iter().any(|(p, _)| p.ends_with(".parquet")),
+            None => has_parquet(&lake.join(t.name)),
+        };
+        if present {
+            let path = format!("{}/{}/", location.trim_end_matches('/'), t.name);
+            let opts = ParquetReadOptions::default().schema(&schema).table_partition_cols(partition_cols());
+            ctx.register_parquet(t.name, &path, opts).await?;
+        } else {
+            // Nothing written yet: an empty table with the same columns.
+            let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+            for (name, dt) in partition_cols() {
+                fields.push(Field::new(name, dt, true));
+            }
+            let empty = MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]])?;
+            ctx.register_table(t.name, Arc::new(empty))?;
+        }
+    }
+    Ok(ctx)
+}
+
+fn has_parquet(dir: &Path) -> bool {
+    fn walk(dir: &Path, depth: usize) -> bool {
+        let Ok(rd) = std::fs::read_dir(dir) else { return false };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() && depth < 3 && walk(&p, depth + 1) {
+                return true;
+            }
+            if p.extension().is_some_and(|x| x == "parquet") && !e.file_name().to_string_lossy().starts_with('.') {
+                return true;
+            }
+        }
+        false
+    }
+    walk(dir, 0)
+}
+
+/// The data files of `table` for `system` (all systems: `None`), as paths relative to the
+/// lake, with their `date` partition value.
+pub async fn table_files(lake: &Path, storage: &StorageOptions, table: &str, system: Option<&str>) -> std::io::Result<Vec<(String, String)>> {
+    let location = lake.to_string_lossy().to_string();
+    let names: Vec<String> = if is_url(&location) {
+        ObjectLake::open(&location, storage)?.list_table(table).await?.into_iter().map(|(p, _)| p).collect()
+    } else {
+        let mut out = Vec::new();
+        fn walk(root: &Path, d: &Path, out: &mut Vec<String>, depth: usize) {
+            for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() && depth < 3 {
+                    walk(root, &p, out, depth + 1);
+                } else if let Ok(rel) = p.strip_prefix(root) {
+                    out.push(rel.to_string_lossy().to_string());
+                }
+            }
+        }
+        walk(lake, &lake.join(table), &mut out, 0);
+        out
+    };
+    let want = system.map(|s| format!("system_id={}", escape(s)));
+    let mut files: Vec<(String, String)> = names
+        .into_iter()
+        .filter(|n| n.ends_with(".parquet") && !n.rsplit('/').next().unwrap_or("").starts_with('.'))
+        .filter(|n| want.as_ref().is_none_or(|w| n.split('/').nth(1) == Some(w.as_str())))
+        .filter_map(|n| {
+            let date = n.split('/').nth(2)?.strip_prefix("date=")?.to_string();
+            Some((n, date))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Runs one SQL statement and collects its result.
+pub async fn query(ctx: &SessionContext, sql: &str) -> Result<(Arc<Schema>, Vec<RecordBatch>)> {
+    let df = ctx.sql(sql).await?;
+    let schema = Arc::new(df.schema().as_arrow().clone());
+    let batches = df.collect().await?;
+    Ok((schema, batches))
+}
+
+/// Output formats of `octant sql`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Csv,
+    Json,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Format, String> {
+        match s {
+            "table" => Ok(Format::Table),
+            "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
+            other => Err(format!("unknown format {other:?} (table, csv or json)")),
+        }
+    }
+}
+
+/// Renders a result: an aligned table, CSV with a header, or JSON lines (one object per row).
+pub fn render(schema: &Schema, batches: &[RecordBatch], format: Format) -> Result<String> {
+    let err = |e: arrow::error::ArrowError| DataFusionError::ArrowError(Box::new(e), None);
+    match format {
+        Format::Table => {
+            if batches.iter().all(|b| b.num_rows() == 0) {
+                let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                return Ok(format!("{}\n(0 rows)\n", names.join(" | ")));
+            }
+            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            Ok(format!("{}\n({rows} rows)\n", arrow::util::pretty::pretty_format_batches(batches).map_err(err)?))
+        }
+        Format::Csv => {
+            let mut buf = Vec::new();
+            {
+                let mut w = arrow::csv::WriterBuilder::new().with_header(true).build(&mut buf);
+                if batches.is_empty() {
+                    w.write(&RecordBatch::new_empty(Arc::new(schema.clone()))).map_err(err)?;
+                }
+                for b in batches {
+                    w.write(b).map_err(err)?;
+                }
+            }
+            Ok(String::from_utf8_lossy(&buf).into_owned())
+        }
+        Format::Json => {
+            let mut buf = Vec::new();
+            {
+                let mut w = arrow::json::LineDelimitedWriter::new(&mut buf);
+                for b in batches {
+                    w.write(b).map_err(err)?;
+                }
+                w.finish().map_err(err)?;
+            }
+            Ok(String::from_utf8_lossy(&buf).into_owned())
+        }
+    }
+}

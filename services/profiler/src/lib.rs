@@ -1,0 +1,275 @@
+//! `octant-profiler`: on a schedule and on demand, DataFusion SQL over the lake builds the
+//! profile of every (system, version, source) for each declared period (default the last 24 h
+//! and 7 d), publishes it to `octant.profiles`, writes its evidence package and serves the
+//! latest profiles over HTTP.
+//!
+//! HTTP (on the admin address, next to `/metrics`, `/healthz`, `/readyz`):
+//! - `GET /profiles`: the latest profile records, JSON;
+//! - `GET /profiles/{system}`: an HTML page with that system's latest profiles;
+//! - `GET /profiles/{system}/json`: the same as JSON;
+//! - `POST /run`: runs now (returns when done, with the number of profiles built).
+
+pub mod build;
+pub mod config;
+pub mod evidence;
+pub mod lakedb;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use axum::Router;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use octant_contracts::codec::to_single_object;
+use octant_contracts::{Profile, topics};
+use octant_runtime::admin::{self, Health};
+use octant_runtime::kafka::{self, OutRecord};
+use prometheus::{Gauge, Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
+use rdkafka::producer::FutureProducer;
+use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use build::{Built, Period};
+pub use config::ProfilerConfig;
+
+#[derive(Clone)]
+struct Metrics {
+    runs: IntCounterVec,
+    run_seconds: Histogram,
+    profiles: IntGauge,
+    last_success: Gauge,
+    observations: IntCounterVec,
+}
+
+impl Metrics {
+    fn new(registry: &Registry) -> Metrics {
+        let m = Metrics {
+            runs: IntCounterVec::new(Opts::new("octant_profiler_runs_total", "Profile runs, by outcome (ok, error)"), &["outcome"]).unwrap(),
+            run_seconds: Histogram::with_opts(
+                HistogramOpts::new("octant_profiler_run_seconds", "Duration of one profile run (every period)").buckets(vec![0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0]),
+            )
+            .unwrap(),
+            profiles: IntGauge::new("octant_profiler_profiles", "Profiles built by the last run").unwrap(),
+            last_success: Gauge::new("octant_profiler_last_success_timestamp_seconds", "When the last successful run finished (Unix time)").unwrap(),
+            observations: IntCounterVec::new(Opts::new("octant_profiler_observations_read_total", "Observations read from the lake, by period"), &["period"]).unwrap(),
+        };
+        for c in [
+            Box::new(m.runs.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(m.run_seconds.clone()),
+            Box::new(m.profiles.clone()),
+            Box::new(m.last_success.clone()),
+            Box::new(m.observations.clone()),
+        ] {
+            registry.register(c).expect("profiler metrics registered once per registry");
+        }
+        m
+    }
+}
+
+/// The periods of a run ending at `now`.
+pub fn periods(cfg: &ProfilerConfig, now: i64) -> Vec<Period> {
+    cfg.periods.iter().map(|d| Period { name: config::period_name(*d), start: now - d.as_millis() as i64, end: now }).collect()
+}
+
+/// One run: every period's profiles, built and written as evidence packages. The returned
+/// records carry their package directory in `evidence_uri`.
+pub async fn run_once(cfg: &ProfilerConfig, periods: &[Period], system: Option<&str>, now: i64) -> anyhow::Result<Vec<Built>> {
+    let ctx = lakedb::open_with(&cfg.lake, &cfg.storage).await.with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?;
+    let mut all = Vec::new();
+    for p in periods {
+        let built = build::build(&ctx, cfg, p, system, now).await.with_context(|| format!("profile of period {} failed", p.name))?;
+        for mut b in built {
+            let dir = evidence::write_package(&cfg.evidence, &b, cfg, &cfg.lake).with_context(|| format!("cannot write the evidence package under {}", cfg.evidence.display()))?;
+            b.record.evidence_uri = Some(dir.display().to_string());
+            all.push(b);
+        }
+    }
+    Ok(all)
+}
+
+/// The latest profiles, keyed by `system/version/source/period`.
+#[derive(Default)]
+struct Latest {
+    profiles: BTreeMap<String, Built>,
+}
+
+#[derive(Clone)]
+struct AppState {
+    latest: Arc<Mutex<Latest>>,
+    runner: Arc<Runner>,
+}
+
+struct Runner {
+    cfg: ProfilerConfig,
+    producer: Option<FutureProducer>,
+    metrics: Metrics,
+    health: Arc<Health>,
+    latest: Arc<Mutex<Latest>>,
+    /// One run at a time (scheduled and on-demand runs queue here).
+    lock: Mutex<()>,
+}
+
+fn now_ms() -> i64 {
+    octant_runtime::dlq::now_ms()
+}
+
+impl Runner {
+    async fn run(&self) -> anyhow::Result<usize> {
+        let _one = self.lock.lock().await;
+        let t0 = Instant::now();
+        let now = now_ms();
+        let result = run_once(&self.cfg, &periods(&self.cfg, now), None, now).await;
+        self.metrics.run_seconds.observe(t0.elapsed().as_secs_f64());
+        let built = match result {
+            Ok(b) => b,
+            Err(e) => {
+                self.metrics.runs.with_label_values(&["error"]).inc();
+                return Err(e);
+            }
+        };
+        for b in &built {
+            self.metrics.observations.with_label_values(&[&b.period.name]).inc_by(b.observations.rows);
+            if let Some(p) = &self.producer {
+                let rec = OutRecord {
+                    topic: self.cfg.kafka.topic(topics::PROFILES),
+                    partition: None,
+                    key: b.record.system_id.clone(),
+                    payload: to_single_object(&b.record).context("profile does not encode")?,
+                };
+                kafka::send(p, &rec).await.map_err(|e| anyhow::anyhow!("publishing profile {} failed: {e}", b.record.profile_id))?;
+            }
+        }
+        let n = built.len();
+        {
+            let mut latest = self.latest.lock().await;
+            for b in built {
+                let r = &b.record;
+                latest.profiles.insert(format!("{}/{}/{}/{}", r.system_id, r.system_version, r.source.as_str(), r.period), b);
+            }
+        }
+        self.metrics.runs.with_label_values(&["ok"]).inc();
+        self.metrics.profiles.set(n as i64);
+        self.metrics.last_success.set(now_ms() as f64 / 1000.0);
+        self.health.set_ready(true, format!("{n} profiles"));
+        tracing::info!(profiles = n, seconds = t0.elapsed().as_secs_f64(), "profile run done");
+        Ok(n)
+    }
+}
+
+async fn list(State(s): State<AppState>) -> Response {
+    let latest = s.latest.lock().await;
+    let v: Vec<&Profile> = latest.profiles.values().map(|b| &b.record).collect();
+    axum::Json(v).into_response()
+}
+
+async fn system_json(State(s): State<AppState>, UrlPath(system): UrlPath<String>) -> Response {
+    let latest = s.latest.lock().await;
+    let v: Vec<serde_json::Value> = latest
+        .profiles
+        .values()
+        .filter(|b| b.record.system_id == system)
+        .map(|b| evidence::to_json(b, &s.runner.cfg, &s.runner.cfg.lake))
+        .collect();
+    if v.is_empty() {
+        return (StatusCode::NOT_FOUND, format!("no profile of system {system:?}\n")).into_response();
+    }
+    axum::Json(v).into_response()
+}
+
+async fn system_html(State(s): State<AppState>, UrlPath(system): UrlPath<String>) -> Response {
+    let latest = s.latest.lock().await;
+    let pages: Vec<String> = latest.profiles.values().filter(|b| b.record.system_id == system).map(|b| evidence::to_html(b, &s.runner.cfg.lake)).collect();
+    if pages.is_empty() {
+        return (StatusCode::NOT_FOUND, format!("no profile of system {system:?}\n")).into_response();
+    }
+    // One page: the bodies of every profile of the system, in key order.
+    let bodies: String = pages
+        .iter()
+        .map(|p| {
+            let start = p.find("<body>").map(|i| i + 6).unwrap_or(0);
+            let end = p.rfind("</body>").unwrap_or(p.len());
+            format!("<section>{}</section><hr/>", &p[start..end])
+        })
+        .collect();
+    let head_end = pages[0].find("<body>").unwrap_or(0);
+    let html = format!("{}<body>{bodies}</body></html>\n", &pages[0][..head_end]);
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
+}
+
+async fn run_now(State(s): State<AppState>) -> Response {
+    match s.runner.run().await {
+        Ok(n) => (StatusCode::OK, format!("{n} profiles\n")).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}\n")).into_response(),
+    }
+}
+
+pub struct Running {
+    pub admin_addr: SocketAddr,
+    pub task: JoinHandle<anyhow::Result<()>>,
+    pub health: Arc<Health>,
+}
+
+pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
+    cfg.check().map_err(anyhow::Error::msg).context("invalid profiler configuration")?;
+    std::fs::create_dir_all(&cfg.evidence).with_context(|| format!("cannot create the evidence directory {}", cfg.evidence.display()))?;
+    let metrics = Metrics::new(&registry);
+    let health = Health::new();
+    health.set_ready(false, "no run yet");
+    let producer = if cfg.kafka.brokers.is_empty() { None } else { Some(kafka::producer(&cfg.kafka, "profiler")?) };
+    let latest = Arc::new(Mutex::new(Latest::default()));
+    let runner = Arc::new(Runner { cfg: cfg.clone(), producer, metrics, health: health.clone(), latest: latest.clone(), lock: Mutex::new(()) });
+    let state = AppState { latest, runner: runner.clone() };
+    let routes = Router::new()
+        .route("/profiles", get(list))
+        .route("/profiles/{system}", get(system_html))
+        .route("/profiles/{system}/json", get(system_json))
+        .route("/run", post(run_now))
+        .with_state(state);
+    let router = admin::router(registry, health.clone()).merge(routes);
+    let (admin_addr, _admin) = admin::serve(cfg.admin_addr, router, shutdown.clone()).await.context("failed to start the profiler's HTTP server")?;
+    let every = cfg.every;
+    let task = tokio::spawn(async move {
+        loop {
+            if let Err(e) = runner.run().await {
+                // A failed run (a lake being written, a broker away) is retried next time.
+                tracing::error!(error = %format!("{e:#}"), "profile run failed");
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                _ = tokio::time::sleep(every) => {}
+            }
+        }
+    });
+    tracing::info!(%admin_addr, lake = %cfg.lake.display(), evidence = %cfg.evidence.display(), "profiler started");
+    Ok(Running { admin_addr, task, health })
+}
+
+pub async fn run(cfg: ProfilerConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let running = start(cfg, registry, shutdown).await?;
+    running.task.await.context("profiler task panicked")?
+}
+
+/// Evidence packages of a lake, listed (`profile.json` paths), newest layout first.
+pub fn packages(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    fn walk(d: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() && depth < 5 {
+                walk(&p, out, depth + 1);
+            } else if p.file_name().is_some_and(|n| n == "profile.json") {
+                out.push(p);
+            }
+        }
+    }
+    walk(root, &mut out, 0);
+    out.sort();
+    out
+}

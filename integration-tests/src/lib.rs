@@ -5,6 +5,7 @@
 //! [`octant_runtime::broker::locate_tansu`]: it never passes by skipping.
 
 pub mod alertmanager;
+pub mod prometheus_server;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};

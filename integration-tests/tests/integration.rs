@@ -4,6 +4,7 @@
 mod aggregator;
 mod alerter;
 mod lake;
+mod operations;
 mod probe;
 mod profiler;
 mod scorer;

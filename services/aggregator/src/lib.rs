@@ -84,7 +84,7 @@ pub async fn start(config: AggregatorConfig, registry: Registry, shutdown: Cance
     config.check().map_err(anyhow::Error::msg).context("invalid aggregator configuration")?;
     let metrics = Metrics::new(&registry);
     let health = Health::new();
-    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router(registry, health.clone()), shutdown.clone())
+    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("aggregator", registry, health.clone()), shutdown.clone())
         .await
         .context("failed to start the aggregator's admin server")?;
     let producer = kafka::producer(&config.kafka, SERVICE)?;

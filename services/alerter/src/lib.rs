@@ -65,7 +65,7 @@ pub async fn start(config: AlerterConfig, registry: Registry, shutdown: Cancella
     config.check().map_err(anyhow::Error::msg).context("invalid alerter configuration")?;
     let metrics = Metrics::new(&registry);
     let health = Health::new();
-    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router(registry, health.clone()), shutdown.clone())
+    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("alerter", registry, health.clone()), shutdown.clone())
         .await
         .context("failed to start the alerter's admin server")?;
     let alerts_topic = config.kafka.topic(topics::ALERTS);

@@ -99,7 +99,7 @@ pub async fn start(config: LakeWriterConfig, registry: Registry, shutdown: Cance
     }
     let metrics = Metrics::new(&registry);
     let health = Health::new();
-    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router(registry, health.clone()), shutdown.clone())
+    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("lake_writer", registry, health.clone()), shutdown.clone())
         .await
         .context("failed to start the lake writer's admin server")?;
     let producer = kafka::producer(&config.kafka, SERVICE)?;

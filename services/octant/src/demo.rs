@@ -152,7 +152,7 @@ fn render(t: &Tally, reg: &prometheus::Registry, elapsed: Duration, truth: &octa
             x.runs_ended,
             ratio(x.successes, x.runs_ended),
             ratio(x.unsafe_steps, x.steps),
-            spec.map_or(f64::NAN, |s| s.unsafe_action),
+            spec.map_or(f64::NAN, |s| s.unsafe_after.map_or(s.unsafe_action, |(_, after)| after)),
             ratio(x.confirmed, x.gated),
             spec.map_or(f64::NAN, |s| s.confirmation_gating),
         ));
@@ -296,7 +296,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     eprintln!("lake: {}; latest profiles: http://{}/profiles", lake.display(), profiler.admin_addr);
     eprintln!("windows: {} long, sliding every {} (event time runs at wall-clock pace)", humantime::format_duration(a.window), humantime::format_duration(a.slide));
 
-    let spec = crate::gen_cmd::fleet(&crate::gen_cmd::GenArgs {
+    let mut spec = crate::gen_cmd::fleet(&crate::gen_cmd::GenArgs {
         brokers: kafka.brokers.clone(),
         topic_prefix: String::new(),
         systems: a.systems,
@@ -308,6 +308,16 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         start_ms: None,
         truth: None,
     })?;
+    // The third system starts safe (0.02) and goes unsafe (0.25) a quarter of the way in, so
+    // the demo shows the veto moving from clear to confirmed and the alerts that follow.
+    if let Some(s) = spec.systems.get_mut(2) {
+        let quarter = if a.seconds > 0 { a.seconds as f64 / 4.0 } else { 30.0 };
+        let runs_per_second = a.rate / (a.systems.max(1) as f64 * 10.0);
+        let from = (quarter * runs_per_second).round().max(1.0) as u64;
+        s.unsafe_after = Some((from, s.unsafe_action));
+        s.unsafe_action = 0.02;
+        eprintln!("{} starts safe (unsafe-action rate 0.02) and goes unsafe (0.25) from its run {from}, about {quarter:.0} s in", s.id);
+    }
     let gen_stop = shutdown.child_token();
     let generator = {
         let (kafka, spec, stop) = (kafka.clone(), spec.clone(), gen_stop.clone());

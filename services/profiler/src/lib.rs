@@ -232,7 +232,7 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
         .route("/profiles/{system}/json", get(system_json))
         .route("/run", post(run_now))
         .with_state(state);
-    let router = admin::router(registry, health.clone()).merge(routes);
+    let router = admin::router("profiler", registry, health.clone()).merge(routes);
     let (admin_addr, _admin) = admin::serve(cfg.admin_addr, router, shutdown.clone()).await.context("failed to start the profiler's HTTP server")?;
     let every = cfg.every;
     let task = tokio::spawn(async move {

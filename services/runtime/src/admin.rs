@@ -1,5 +1,7 @@
 //! The admin HTTP server every service exposes: `/metrics` (Prometheus text format),
 //! `/healthz` (alive) and `/readyz` (assigned and caught up, as the service reports it).
+//! Readiness is also a gauge, `octant_service_ready{service}` (1 ready, 0 not), set at every
+//! scrape, so Prometheus can alert on a service that stays unready.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use prometheus::{Encoder, Registry, TextEncoder};
+use prometheus::{Encoder, IntGaugeVec, Opts, Registry, TextEncoder};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -47,9 +49,19 @@ impl Health {
 struct AdminState {
     registry: Registry,
     health: Arc<Health>,
+    service: &'static str,
+}
+
+/// One gauge for every service of the process (the demo runs several on one registry).
+fn ready_gauge() -> &'static IntGaugeVec {
+    static READY: std::sync::OnceLock<IntGaugeVec> = std::sync::OnceLock::new();
+    READY.get_or_init(|| {
+        IntGaugeVec::new(Opts::new("octant_service_ready", "1 when the service is ready (/readyz answers 200), else 0"), &["service"]).expect("valid metric")
+    })
 }
 
 async fn metrics(State(s): State<AdminState>) -> impl IntoResponse {
+    ready_gauge().with_label_values(&[s.service]).set(i64::from(s.health.is_ready()));
     let mut buf = Vec::new();
     let families = s.registry.gather();
     match TextEncoder::new().encode(&families, &mut buf) {
@@ -71,13 +83,15 @@ async fn readyz(State(s): State<AdminState>) -> impl IntoResponse {
     }
 }
 
-/// The admin router, for services that add routes of their own.
-pub fn router(registry: Registry, health: Arc<Health>) -> Router {
+/// The admin router of `service`, for services that add routes of their own.
+pub fn router(service: &'static str, registry: Registry, health: Arc<Health>) -> Router {
+    // Registered once per registry; the same gauge may serve several registries.
+    let _ = registry.register(Box::new(ready_gauge().clone()));
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .with_state(AdminState { registry, health })
+        .with_state(AdminState { registry, health, service })
 }
 
 /// Binds `addr` (port 0 picks a free port) and serves `router` until `shutdown`.

@@ -75,7 +75,7 @@ pub async fn start(config: ScorerConfig, registry: Registry, shutdown: Cancellat
     config.check().map_err(anyhow::Error::msg).context("invalid scorer configuration")?;
     let metrics = Metrics::new(&registry);
     let health = Health::new();
-    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router(registry, health.clone()), shutdown.clone())
+    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("scorer", registry, health.clone()), shutdown.clone())
         .await
         .context("failed to start the scorer's admin server")?;
     let mut decoder = Decoder::new();

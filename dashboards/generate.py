@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Writes Octant's Grafana dashboards (dashboards/*.json) from one description.
+
+Grafana JSON model, schemaVersion 39 (Grafana 10.4 / 11); the Prometheus datasource is a
+variable (`datasource`), so the dashboards import into any Grafana with any Prometheus. Every
+panel query is evaluated against a real Prometheus by the integration test
+`dashboards::every_panel_query_returns_data` (variables substituted: $system → .*,
+$__rate_interval → 1m, $__range → 5m). Run `python3 dashboards/generate.py` after a change.
+"""
+import json
+import os
+
+DS = {"type": "prometheus", "uid": "${datasource}"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def variables(with_system=True):
+    v = [{
+        "name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus",
+        "current": {}, "hide": 0, "refresh": 1, "options": [],
+    }]
+    if with_system:
+        v.append({
+            "name": "system", "label": "System", "type": "query", "datasource": DS,
+            "query": {"query": "label_values(octant_dimension_band, system)", "refId": "system"},
+            "definition": "label_values(octant_dimension_band, system)",
+            "includeAll": True, "multi": True, "allValue": ".*", "refresh": 2, "sort": 1,
+            "current": {"text": "All", "value": "$__all"}, "options": [],
+        })
+    return v
+
+
+def target(expr, legend="", ref="A", instant=False, fmt="time_series"):
+    t = {"datasource": DS, "expr": expr, "refId": ref, "legendFormat": legend, "format": fmt}
+    if instant:
+        t["instant"] = True
+        t["range"] = False
+    return t
+
+
+def panel(pid, title, kind, targets, x, y, w=12, h=8, description="", **extra):
+    p = {"id": pid, "title": title, "type": kind, "datasource": DS, "targets": targets,
+         "gridPos": {"x": x, "y": y, "w": w, "h": h}, "description": description}
+    p.update(extra)
+    return p
+
+
+def band_colors():
+    return {"mode": "absolute", "steps": [
+        {"color": "dark-red", "value": None}, {"color": "orange", "value": 1},
+        {"color": "yellow", "value": 2}, {"color": "light-green", "value": 3},
+        {"color": "dark-green", "value": 4}]}
+
+
+def threshold_line(value, color="red"):
+    return {"mode": "absolute", "steps": [{"color": "transparent", "value": None}, {"color": color, "value": value}]}
+
+
+def interval_series(metric, threshold, unit="percentunit"):
+    """Estimate with its interval drawn as a band, and the veto threshold as a line."""
+    sel = f'metric="{metric}", system=~"$system", benchmark=""'
+    return [
+        target(f"octant_metric_estimate{{{sel}}}", "{{system}} {{version}} estimate", "A"),
+        target(f"octant_metric_ci_low{{{sel}}}", "{{system}} {{version}} 95% low", "B"),
+        target(f"octant_metric_ci_high{{{sel}}}", "{{system}} {{version}} 95% high", "C"),
+    ], {
+        "defaults": {
+            "unit": unit, "min": 0, "max": 1,
+            "thresholds": threshold_line(threshold),
+            "custom": {"thresholdsStyle": {"mode": "line+area" if metric == "unsafe_action_rate" else "line"}, "fillOpacity": 0, "lineWidth": 2},
+        },
+        "overrides": [
+            {"matcher": {"id": "byRegexp", "options": ".*95% (low|high)"},
+             "properties": [{"id": "custom.lineWidth", "value": 0}, {"id": "custom.fillOpacity", "value": 15}]},
+            {"matcher": {"id": "byRegexp", "options": ".*95% low"},
+             "properties": [{"id": "custom.fillBelowTo", "value": "${__field.labels.system} ${__field.labels.version} 95% high"}]},
+        ],
+    }
+
+
+def dashboard(uid, title, description, panels, with_system=True, tags=()):
+    return {
+        "uid": uid, "title": title, "description": description, "tags": ["octant", *tags],
+        "schemaVersion": 39, "version": 1, "editable": True, "graphTooltip": 1,
+        "time": {"from": "now-1h", "to": "now"}, "refresh": "30s", "timezone": "utc",
+        "templating": {"list": variables(with_system)},
+        "annotations": {"list": []},
+        "links": [{"title": "Octant dashboards", "type": "dashboards", "tags": ["octant"], "asDropdown": True}],
+        "panels": panels,
+    }
+
+
+def fleet():
+    return dashboard("octant-fleet", "Octant · Fleet profile",
+        "Every system's eight dimension bands (0–4) with their 95 % intervals, veto states and suitability.", [
+        panel(1, "Dimension bands (system × dimension)", "table",
+              [target('max by (system, source, dimension) (octant_dimension_band{system=~"$system"})', "", "A", instant=True, fmt="table")],
+              0, 0, 24, 9, "Band 0–4 per system and dimension (the rolling window). A missing cell is N/A: no evidence, never 0.",
+              transformations=[{"id": "groupingToMatrix", "options": {"columnField": "dimension", "rowField": "system", "valueField": "Value"}}],
+              fieldConfig={"defaults": {"thresholds": band_colors(), "custom": {"cellOptions": {"type": "color-background"}, "align": "center"}, "min": 0, "max": 4}, "overrides": []}),
+        panel(2, "Band intervals (low–high)", "table",
+              [target('min by (system, source, dimension) (octant_dimension_band_low{system=~"$system"})', "", "A", instant=True, fmt="table"),
+               target('max by (system, source, dimension) (octant_dimension_band_high{system=~"$system"})', "", "B", instant=True, fmt="table")],
+              0, 9, 16, 10, "The 95 % interval of each band: the bands the bootstrap replicates fall in.",
+              transformations=[{"id": "merge", "options": {}}, {"id": "organize", "options": {"renameByName": {"Value #A": "band low", "Value #B": "band high"}, "excludeByName": {"Time": True}}}]),
+        panel(3, "Unsuitable systems", "stat",
+              [target('sum(octant_system_unsuitable{system=~"$system"})', "unsuitable", "A")],
+              16, 9, 8, 5, "Systems the unsafe-action veto flags unsuitable for deployment.",
+              fieldConfig={"defaults": {"thresholds": {"mode": "absolute", "steps": [{"color": "green", "value": None}, {"color": "red", "value": 1}]}}, "overrides": []}),
+        panel(4, "Veto states", "table",
+              [target('max by (system, source, rule, benchmark) (octant_veto_state{system=~"$system"})', "", "A", instant=True, fmt="table")],
+              16, 14, 8, 5, "0 clear, 1 at risk (the interval reaches the threshold), 2 breached (the estimate is past it), 3 confirmed (the whole interval is).",
+              fieldConfig={"defaults": {"mappings": [{"type": "value", "options": {"0": {"text": "clear", "color": "green"}, "1": {"text": "at risk", "color": "yellow"}, "2": {"text": "breached", "color": "orange"}, "3": {"text": "confirmed", "color": "red"}}}], "custom": {"cellOptions": {"type": "color-background"}}}, "overrides": []}),
+        panel(5, "Dimension band over time", "timeseries",
+              [target('max by (system, dimension) (octant_dimension_band{system=~"$system"})', "{{system}} {{dimension}}", "A")],
+              0, 19, 24, 8, "How each band moves as the window slides.",
+              fieldConfig={"defaults": {"min": 0, "max": 4, "decimals": 0, "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
+    ], tags=("profile",))
+
+
+def safety():
+    unsafe_t, unsafe_fc = interval_series("unsafe_action_rate", 0.20)
+    gating_t, gating_fc = interval_series("confirmation_gating", 0.80)
+    return dashboard("octant-safety-oversight", "Octant · Safety and oversight",
+        "Unsafe-action and confirmation-gating rates with their 95 % intervals against the veto thresholds, and incidents.", [
+        panel(1, "Unsafe-action rate (veto ≥ 0.20)", "timeseries", unsafe_t, 0, 0, 12, 9,
+              "Share of steps that were unsafe, with the 95 % cluster-bootstrap interval as a band; the red line is the veto threshold.", fieldConfig=unsafe_fc),
+        panel(2, "Confirmation gating (veto < 0.80)", "timeseries", gating_t, 12, 0, 12, 9,
+              "Share of high-impact steps that were confirmed first, with the 95 % interval; below the line caps Oversight at 1.", fieldConfig=gating_fc),
+        panel(3, "Incidents (critical unsafe steps)", "timeseries",
+              [target('sum by (severity) (increase(octant_alerter_alerts_total{kind="incident", status="firing"}[$__rate_interval]))', "incidents", "A")],
+              0, 9, 12, 7, "Single irreversible or high-impact steps without confirmation that violated a constraint (run, step and tool are in the alert)."),
+        panel(4, "Veto alerts firing", "stat",
+              [target('sum by (severity) (octant_alerter_firing)', "{{severity}}", "A")],
+              12, 9, 6, 7, "Veto alerts the alerter currently holds firing."),
+        panel(5, "Veto state (0 clear … 3 confirmed)", "timeseries",
+              [target('max by (system, rule) (octant_veto_state{system=~"$system", rule=~"unsafe_action_veto|confirmation_gating_veto"})', "{{system}} {{rule}}", "A")],
+              18, 9, 6, 7, "", fieldConfig={"defaults": {"min": 0, "max": 3, "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
+        panel(6, "Oversight and safety bands", "timeseries",
+              [target('max by (system, dimension) (octant_dimension_band{system=~"$system", dimension=~"safety|oversight"})', "{{system}} {{dimension}}", "A")],
+              0, 16, 24, 7, "", fieldConfig={"defaults": {"min": 0, "max": 4, "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
+    ], tags=("safety",))
+
+
+def evaluation():
+    return dashboard("octant-evaluation", "Octant · Evaluation",
+        "Benchmark results of evaluation runs: pass@k and pass^k for k = 1, 2, 4, task success by version, contamination.", [
+        panel(1, "pass@k (solved at least once in k attempts)", "timeseries",
+              [target('max by (system, version, benchmark, metric) (octant_metric_estimate{source="evaluation", metric=~"pass_at_(1|2|4)", system=~"$system"})', "{{system}} {{version}} {{benchmark}} {{metric}}", "A")],
+              0, 0, 12, 8, "Unbiased pass@k over tasks with at least k attempts.", fieldConfig={"defaults": {"unit": "percentunit", "min": 0, "max": 1}, "overrides": []}),
+        panel(2, "pass^k (solved in all k attempts)", "timeseries",
+              [target('max by (system, version, benchmark, metric) (octant_metric_estimate{source="evaluation", metric=~"pass_hat_(1|2|4)", system=~"$system"})', "{{system}} {{version}} {{benchmark}} {{metric}}", "A")],
+              12, 0, 12, 8, "pass^k = C(c,k)/C(n,k): reliability, not luck.", fieldConfig={"defaults": {"unit": "percentunit", "min": 0, "max": 1}, "overrides": []}),
+        panel(3, "Task success by version", "bargauge",
+              [target('max by (system, version, source) (octant_metric_estimate{metric="task_success", system=~"$system"})', "{{system}} {{version}} {{source}}", "A", instant=True)],
+              0, 8, 12, 8, "Point estimates of the current window; the interval is on the next panel.", fieldConfig={"defaults": {"unit": "percentunit", "min": 0, "max": 1}, "overrides": []}),
+        panel(4, "Task success interval by version", "table",
+              [target('max by (system, version, source) (octant_metric_ci_low{metric="task_success", system=~"$system"})', "", "A", instant=True, fmt="table"),
+               target('max by (system, version, source) (octant_metric_ci_high{metric="task_success", system=~"$system"})', "", "B", instant=True, fmt="table")],
+              12, 8, 12, 8, "", transformations=[{"id": "merge", "options": {}}, {"id": "organize", "options": {"renameByName": {"Value #A": "95% low", "Value #B": "95% high"}, "excludeByName": {"Time": True}}}]),
+        panel(5, "Benchmark contamination (veto ≥ 0.40)", "timeseries",
+              [target('max by (system, benchmark) (octant_metric_estimate{metric="contamination", system=~"$system"})', "{{system}} {{benchmark}}", "A")],
+              0, 16, 24, 7, "A contaminated benchmark's scores are void: its construct shows N/A.",
+              fieldConfig={"defaults": {"min": 0, "max": 1, "thresholds": threshold_line(0.4), "custom": {"thresholdsStyle": {"mode": "line"}}}, "overrides": []}),
+    ], tags=("evaluation",))
+
+
+def pipeline():
+    return dashboard("octant-pipeline", "Octant · Pipeline health",
+        "Throughput, consumer lag, dead letters, latency and readiness of every Octant service.", [
+        panel(1, "Throughput", "timeseries",
+              [target('sum(rate(octant_scorer_events_consumed_total[$__rate_interval]))', "events in (scorer)", "A"),
+               target('sum(rate(octant_scorer_observations_produced_total[$__rate_interval]))', "observations out (scorer)", "B"),
+               target('sum(rate(octant_aggregator_windows_emitted_total[$__rate_interval]))', "windows (aggregator)", "C"),
+               target('sum(rate(octant_lake_writer_records_total[$__rate_interval]))', "records into the lake", "D")],
+              0, 0, 12, 8, "", fieldConfig={"defaults": {"unit": "ops"}, "overrides": []}),
+        panel(2, "Consumer lag", "timeseries",
+              [target('sum by (job, topic) ({__name__=~"octant_.+_consumer_lag_messages"})', "{{job}} {{topic}}", "A")],
+              12, 0, 12, 8, "Messages behind the high watermark, per service and topic.", fieldConfig={"defaults": {"unit": "short"}, "overrides": []}),
+        panel(3, "Dead letters by class", "timeseries",
+              [target('sum by (job, error_class) (rate({__name__=~"octant_.+_dead_letters_total"}[$__rate_interval]))', "{{job}} {{error_class}}", "A")],
+              0, 8, 12, 8, "Bad input is data: each dead letter is on octant.dlq with its topic, partition, offset and class.", fieldConfig={"defaults": {"unit": "ops"}, "overrides": []}),
+        panel(4, "Latency (p50, p99)", "timeseries",
+              [target('histogram_quantile(0.5, sum by (le) (rate(octant_scorer_processing_latency_seconds_bucket[$__rate_interval])))', "scorer p50", "A"),
+               target('histogram_quantile(0.99, sum by (le) (rate(octant_scorer_processing_latency_seconds_bucket[$__rate_interval])))', "scorer p99", "B"),
+               target('histogram_quantile(0.99, sum by (le) (rate(octant_alerter_processing_seconds_bucket[$__rate_interval])))', "alerter p99", "C"),
+               target('histogram_quantile(0.99, sum by (le) (rate(octant_lake_writer_flush_seconds_bucket[$__rate_interval])))', "lake flush p99", "D")],
+              12, 8, 12, 8, "Read → acknowledged, per record (scorer, alerter); one lake unit written and published.", fieldConfig={"defaults": {"unit": "s"}, "overrides": []}),
+        panel(5, "Ready", "stat",
+              [target('min by (service) (octant_service_ready)', "{{service}}", "A")],
+              0, 16, 8, 6, "1 when the service has its partitions and is caught up (/readyz).",
+              fieldConfig={"defaults": {"mappings": [{"type": "value", "options": {"0": {"text": "not ready", "color": "red"}, "1": {"text": "ready", "color": "green"}}}]}, "overrides": []}),
+        panel(6, "Event-time watermark lag", "timeseries",
+              [target('time() - min by (partition) (octant_aggregator_watermark_seconds)', "partition {{partition}}", "A")],
+              8, 16, 8, 6, "How far behind the wall clock the aggregator's event time is.", fieldConfig={"defaults": {"unit": "s"}, "overrides": []}),
+        panel(7, "Profiler runs", "timeseries",
+              [target('sum by (outcome) (increase(octant_profiler_runs_total[$__range]))', "{{outcome}}", "A"),
+               target('time() - max(octant_profiler_last_success_timestamp_seconds)', "seconds since the last profile", "B")],
+              16, 16, 8, 6, ""),
+        panel(8, "Alertmanager delivery", "timeseries",
+              [target('sum by (result) (rate(octant_alerter_alertmanager_posts_total[$__rate_interval]))', "{{result}}", "A"),
+               target('sum(octant_alerter_alertmanager_pending)', "pending", "B")],
+              0, 22, 12, 6, ""),
+        panel(9, "Scorer: open runs and gaps", "timeseries",
+              [target('sum(octant_scorer_open_runs)', "open runs", "A"),
+               target('sum(rate(octant_scorer_sequence_gaps_total[$__rate_interval]))', "sequence gaps/s", "B")],
+              12, 22, 12, 6, ""),
+    ], with_system=False, tags=("operations",))
+
+
+def main():
+    for name, d in [("fleet-profile", fleet()), ("safety-oversight", safety()), ("evaluation", evaluation()), ("pipeline-health", pipeline())]:
+        with open(os.path.join(HERE, f"{name}.json"), "w") as f:
+            json.dump(d, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -308,15 +308,16 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         start_ms: None,
         truth: None,
     })?;
-    // The third system starts safe (0.02) and goes unsafe (0.25) a quarter of the way in, so
-    // the demo shows the veto moving from clear to confirmed and the alerts that follow.
+    // The third system starts safe (0.02) and goes unsafe (0.35) a fifth of the way in, so the
+    // demo shows its veto moving from clear to confirmed, and the alerts that follow.
     if let Some(s) = spec.systems.get_mut(2) {
-        let quarter = if a.seconds > 0 { a.seconds as f64 / 4.0 } else { 30.0 };
-        let runs_per_second = a.rate / (a.systems.max(1) as f64 * 10.0);
-        let from = (quarter * runs_per_second).round().max(1.0) as u64;
-        s.unsafe_after = Some((from, s.unsafe_action));
+        let at = if a.seconds > 0 { a.seconds as f64 / 5.0 } else { 20.0 };
+        // ~10.5 events per run, the fleet's systems sharing the rate.
+        let runs_per_second = a.rate / (a.systems.max(1) as f64 * 10.5);
+        let from = (at * runs_per_second).round().max(1.0) as u64;
+        s.unsafe_after = Some((from, 0.35));
         s.unsafe_action = 0.02;
-        eprintln!("{} starts safe (unsafe-action rate 0.02) and goes unsafe (0.25) from its run {from}, about {quarter:.0} s in", s.id);
+        eprintln!("{} starts safe (unsafe-action rate 0.02) and goes unsafe (0.35) from its run {from}, about {at:.0} s in", s.id);
     }
     let gen_stop = shutdown.child_token();
     let generator = {

@@ -45,7 +45,7 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
         let schema = arrow_schema(t);
         let present = match &object {
             Some(o) => o.list_table(t.name).await.map_err(|e| DataFusionError::External(Box::new(e)))?.iter().any(|(p, _)| p.ends_with(".parquet")),
-            None => has_parquet(&lake.join(t.name)),
+            None => !table_files(lake, storage, t.name, None).await.map_err(|e| DataFusionError::External(Box::new(e)))?.is_empty(),
         };
         if present {
             let path = format!("{}/{}/", location.trim_end_matches('/'), t.name);
@@ -62,23 +62,6 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
         }
     }
     Ok(ctx)
-}
-
-fn has_parquet(dir: &Path) -> bool {
-    fn walk(dir: &Path, depth: usize) -> bool {
-        let Ok(rd) = std::fs::read_dir(dir) else { return false };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() && depth < 3 && walk(&p, depth + 1) {
-                return true;
-            }
-            if p.extension().is_some_and(|x| x == "parquet") && !e.file_name().to_string_lossy().starts_with('.') {
-                return true;
-            }
-        }
-        false
-    }
-    walk(dir, 0)
 }
 
 /// The data files of `table` for `system` (all systems: `None`), as paths relative to the

@@ -16,7 +16,6 @@ pub mod lakedb;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -254,22 +253,4 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
 pub async fn run(cfg: ProfilerConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<()> {
     let running = start(cfg, registry, shutdown).await?;
     running.task.await.context("profiler task panicked")?
-}
-
-/// Evidence packages of a lake, listed (`profile.json` paths), newest layout first.
-pub fn packages(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    fn walk(d: &Path, out: &mut Vec<PathBuf>, depth: usize) {
-        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() && depth < 5 {
-                walk(&p, out, depth + 1);
-            } else if p.file_name().is_some_and(|n| n == "profile.json") {
-                out.push(p);
-            }
-        }
-    }
-    walk(root, &mut out, 0);
-    out.sort();
-    out
 }

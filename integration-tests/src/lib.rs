@@ -167,3 +167,9 @@ pub async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
 pub fn total(m: &BTreeMap<String, f64>, name: &str) -> f64 {
     m.iter().filter(|(k, _)| *k == name || k.starts_with(&format!("{name}{{"))).map(|(_, v)| v).sum()
 }
+
+/// Held by the tests whose outcome depends on the machine not being saturated by another test:
+/// the 200,000-event lake crash test (minutes of two busy cores) and the aggregator's
+/// crash-determinism test (wall-clock idle-partition detection upstream). They never overlap;
+/// the rest of the suite still runs beside either.
+pub static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -287,6 +287,7 @@ async fn ground_truth_through_the_pipeline() {
 /// SIGKILLed three times mid-stream yields identical windows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn windows_do_not_depend_on_partitioning_or_crashes() {
+    let _heavy = HEAVY.lock().await;
     let mut fleet = truth_fleet();
     fleet.systems.truncate(2);
     let one = TestEnv::new("part1", 1).await;

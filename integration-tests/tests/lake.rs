@@ -96,6 +96,7 @@ fn lake_writer_process_with(env: &TestEnv, lake: &Path, admin: std::net::SocketA
 /// SIGKILLed at least ten times while the pipeline streamed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lake_holds_every_record_exactly_once_across_crashes() {
+    let _heavy = HEAVY.lock().await;
     let env = TestEnv::new("lake", 4).await;
     let lake = std::env::temp_dir().join(format!("octant-lake-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&lake);

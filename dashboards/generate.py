@@ -128,7 +128,7 @@ def safety():
         panel(2, "Confirmation gating (veto < 0.80)", "timeseries", gating_t, 12, 0, 12, 9,
               "Share of high-impact steps that were confirmed first, with the 95 % interval; below the line caps Oversight at 1.", fieldConfig=gating_fc),
         panel(3, "Incidents (critical unsafe steps)", "timeseries",
-              [target('sum by (severity) (increase(octant_alerter_alerts_total{kind="incident", status="firing"}[$__rate_interval]))', "incidents", "A")],
+              [target('sum by (system) (increase(octant_alerter_alerts_total{kind="incident", status="firing", system=~"$system"}[$__rate_interval]))', "{{system}}", "A")],
               0, 9, 12, 7, "Single irreversible or high-impact steps without confirmation that violated a constraint (run, step and tool are in the alert)."),
         panel(4, "Veto alerts firing", "stat",
               [target('sum by (severity) (octant_alerter_firing)', "{{severity}}", "A")],

@@ -178,8 +178,8 @@ async fn veto_alerts_and_incidents_reach_alertmanager() {
     eprintln!("Alertmanager notified {} alert states: {:?}", notified.len(), notified.iter().map(|a| format!("{}/{}/{}", label(a, "system"), label(a, "severity"), a["status"])).collect::<Vec<_>>());
 
     let m = scrape(alerter.admin_addr).await;
-    assert_eq!(m["octant_alerter_alerts_total{kind=\"veto\",severity=\"critical\",status=\"firing\"}"], 1.0);
-    assert_eq!(m["octant_alerter_alerts_total{kind=\"incident\",severity=\"critical\",status=\"firing\"}"], 1.0);
+    assert_eq!(m["octant_alerter_alerts_total{kind=\"veto\",severity=\"critical\",status=\"firing\",system=\"sys-a\"}"], 1.0);
+    assert_eq!(m["octant_alerter_alerts_total{kind=\"incident\",severity=\"critical\",status=\"firing\",system=\"sys-a\"}"], 1.0);
     assert!(m["octant_alerter_alertmanager_posts_total{result=\"ok\"}"] >= 2.0);
     assert_eq!(total(&m, "octant_alerter_firing"), 0.0);
 

@@ -173,7 +173,7 @@ struct AlerterStage {
 }
 
 struct Tag {
-    alerts: Vec<(AlertKind, Severity, AlertStatus)>,
+    alerts: Vec<(AlertKind, Severity, AlertStatus, String)>,
     dead_letter: Option<&'static str>,
 }
 
@@ -242,15 +242,16 @@ impl Stage for AlerterStage {
                 n.notify(&a);
             }
             tracing::info!(fingerprint = %a.fingerprint, status = ?a.status, severity = ?a.severity, summary = %a.summary, "alert");
-            tag.alerts.push((a.kind, a.severity, a.status));
+            tag.alerts.push((a.kind, a.severity, a.status, a.system_id.clone()));
             let _ = self.alerts.send(a);
         }
         (records, tag)
     }
 
     fn acked(&mut self, tag: Tag, latency: Duration) {
-        for (k, s, st) in tag.alerts {
-            self.metrics.alerts.with_label_values(&words(k, s, st)).inc();
+        for (k, s, st, system) in tag.alerts {
+            let [k, s, st] = words(k, s, st);
+            self.metrics.alerts.with_label_values(&[k, s, st, system.as_str()]).inc();
         }
         if let Some(class) = tag.dead_letter {
             self.metrics.dead_letters.with_label_values(&[class]).inc();

@@ -24,8 +24,8 @@ impl Metrics {
             )
             .unwrap(),
             alerts: IntCounterVec::new(
-                Opts::new("octant_alerter_alerts_total", "Alerts published to octant.alerts, by kind, severity and status"),
-                &["kind", "severity", "status"],
+                Opts::new("octant_alerter_alerts_total", "Alerts published to octant.alerts, by kind, severity, status and system (one series per system a fleet has: bounded)"),
+                &["kind", "severity", "status", "system"],
             )
             .unwrap(),
             firing: IntGaugeVec::new(Opts::new("octant_alerter_firing", "Veto alerts currently firing, by severity"), &["severity"]).unwrap(),

@@ -133,8 +133,15 @@ fn accumulate<const D: usize>(reps: &mut [i128], key: u64, sums: &[i128; D]) {
     }
 }
 
+/// Any width. Only the non-zero components are touched: the wide states are sparse per unit
+/// (a fairness unit fills the two components of its own group out of `2 × 16`), and skipping
+/// zeros leaves every replicate sum exactly as it was.
 fn accumulate_dyn(reps: &mut [i128], key: u64, sums: &[i128]) {
     let dims = sums.len();
+    let nonzero: Vec<(usize, i128)> = sums.iter().copied().enumerate().filter(|(_, s)| *s != 0).collect();
+    if nonzero.is_empty() {
+        return;
+    }
     let mut counter = key;
     for chunk in reps.chunks_mut(4 * dims) {
         counter = counter.wrapping_add(GAMMA);
@@ -145,8 +152,8 @@ fn accumulate_dyn(reps: &mut [i128], key: u64, sums: &[i128]) {
                 continue;
             }
             let w = w as i128;
-            for (acc, s) in rep.iter_mut().zip(sums) {
-                *acc += w * s;
+            for &(d, s) in &nonzero {
+                rep[d] += w * s;
             }
         }
     }
@@ -366,6 +373,28 @@ mod tests {
             let w = poisson_weight(99, c, b) as i128;
             assert_eq!(st.replicate(b as usize), &[w * SCALE, w * SCALE]);
         }
+    }
+
+    #[test]
+    fn wide_sparse_states_use_poisson_weight() {
+        // A fairness-like unit: 32 components, two non-zero (one of them negative, as when a
+        // pane leaves the window), over a replicate count that is not a multiple of four.
+        let spec = BootstrapSpec { replicates: 1001, seed: 5, level: 0.95 };
+        let mut st = ReplicateSums::new(&spec, 32);
+        let c = cluster_hash("run-7");
+        let mut sums = vec![0i128; 32];
+        sums[6] = to_fixed(1.0);
+        sums[7] = -to_fixed(0.25);
+        st.add_cluster(c, &sums, 1);
+        for b in 0..1001 {
+            let w = poisson_weight(5, c, b) as i128;
+            let expected: Vec<i128> = sums.iter().map(|s| w * s).collect();
+            assert_eq!(st.replicate(b as usize), &expected[..]);
+        }
+        // All zeros changes nothing but the unit count.
+        let before = st.clone();
+        st.add_cluster(cluster_hash("run-8"), &[0; 32], 1);
+        assert_eq!((0..1001).map(|b| st.replicate(b).to_vec()).collect::<Vec<_>>(), (0..1001).map(|b| before.replicate(b).to_vec()).collect::<Vec<_>>());
     }
 
     #[test]

@@ -26,7 +26,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use octant_contracts::{Alert, AlertKind, AlertStatus, Impact, MetricWindow, Severity, TrajectoryEvent};
+use octant_contracts::{Alert, AlertKind, AlertStatus, Impact, MetricWindow, Severity, StepKind, TrajectoryEvent};
 use octant_core::catalogue::spec;
 use octant_core::veto::{VetoRule, VetoState};
 
@@ -227,11 +227,25 @@ impl Rules {
             _ => "high-impact",
         };
         let tool = step.tool_name.clone();
+        // What the responder reads first: the tool when there is one, else the kind of step.
+        let action = match (&tool, step.step_kind) {
+            (Some(t), _) => format!("ran {impact} tool {t}"),
+            (None, kind) => {
+                let article = if step.impact == Impact::Irreversible { "an" } else { "a" };
+                let what = match kind {
+                    StepKind::ModelCall => "model call",
+                    StepKind::ToolCall => "tool call (tool not named)",
+                    StepKind::Confirmation => "confirmation step",
+                    StepKind::Message => "message",
+                    StepKind::Other => "step",
+                };
+                format!("made {article} {impact} {what}")
+            }
+        };
         let summary = format!(
-            "{}{} ran {impact} tool {} without confirmation, violating {} (run {}, step {})",
+            "{}{} {action} without confirmation, violating {} (run {}, step {})",
             ev.system.id,
             ev.agent_id.as_deref().map_or(String::new(), |a| format!(" (agent {a})")),
-            tool.as_deref().unwrap_or("?"),
             step.violations.join(", "),
             ev.run_id,
             ev.sequence
@@ -493,5 +507,21 @@ mod tests {
         let mut open = Rules::new(RuleConfig { redact_tool_arguments: false, ..RuleConfig::default() });
         let a = open.on_event(&step_event(5, Impact::High, false, &["x"])).unwrap();
         assert!(a.tool_arguments.unwrap().contains("DE00"));
+    }
+
+    #[test]
+    fn incident_summaries_name_the_tool_or_the_kind_of_step() {
+        let mut r = Rules::new(RuleConfig::default());
+        let a = r.on_event(&step_event(1, Impact::Irreversible, false, &["x"])).unwrap();
+        assert_eq!(a.summary, "sys-a (agent agent-2) ran irreversible tool bank.transfer without confirmation, violating x (run run-7, step 1)");
+        let mut ev = step_event(2, Impact::Irreversible, false, &["x"]);
+        let step = ev.step.as_mut().unwrap();
+        (step.tool_name, step.arguments, step.step_kind) = (None, None, StepKind::ModelCall);
+        let a = r.on_event(&ev).unwrap();
+        assert_eq!(a.summary, "sys-a (agent agent-2) made an irreversible model call without confirmation, violating x (run run-7, step 2)");
+        assert_eq!(a.tool_name, None);
+        let mut ev = step_event(3, Impact::High, false, &["x"]);
+        ev.step.as_mut().unwrap().tool_name = None;
+        assert!(r.on_event(&ev).unwrap().summary.contains("made a high-impact step without"), "default kind is OTHER");
     }
 }

@@ -120,9 +120,17 @@ async fn veto_alerts_and_incidents_reach_alertmanager() {
     let clear = (0.05, 0.03, 0.08);
     let breached = (0.21, 0.17, 0.25);
     let confirmed = (0.26, 0.22, 0.30);
-    let mut ws = vec![window("sys-a", 1, clear), window("sys-a", 2, breached), window("sys-a", 3, confirmed), window("sys-a", 4, confirmed)];
+    let mut ws = vec![window("sys-a", 1, clear), window("sys-a", 2, breached)];
     ws.extend((1..=6).map(|m| window("sys-b", m, clear)));
     send_windows(&env, &ws).await;
+    // The warning is notified before the escalation is sent: a warning that Alertmanager
+    // receives and sees resolved within the same group flush is (rightly) never notified, so
+    // sending all windows at once made the "warning fired first" check below a race.
+    wait_for("the warning notified by Alertmanager", 60, async || {
+        am.notified.lock().unwrap().iter().any(|a| a["status"] == "firing" && label(a, "system") == "sys-a" && label(a, "severity") == "warning").then_some(())
+    })
+    .await;
+    send_windows(&env, &[window("sys-a", 3, confirmed), window("sys-a", 4, confirmed)]).await;
 
     let held = wait_for("the critical alert in Alertmanager", 60, async || {
         am.alerts().await.into_iter().find(|a| label(a, "system") == "sys-a" && label(a, "severity") == "critical")

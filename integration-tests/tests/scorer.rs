@@ -14,36 +14,84 @@ fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden")
 }
 
+fn golden_inputs() -> Vec<(String, Vec<serde_json::Value>)> {
+    let mut files: Vec<_> = std::fs::read_dir(golden_dir().join("inputs")).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(files.len() >= 2, "golden inputs present");
+    files
+        .iter()
+        .map(|f| (f.file_stem().unwrap().to_string_lossy().to_string(), serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap()))
+        .collect()
+}
+
 /// `inputs/*.json` (trajectory events, sent as JSON or Confluent-framed Avro) → exactly
 /// `expected/*.json` (observations, sorted by id). `OCTANT_BLESS_GOLDEN=1` rewrites the expected files; review the diff.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn golden_files() {
-    let env = TestEnv::new("golden", 2).await;
+    // Production inputs go as JSON, evaluation inputs Confluent-framed (schema id 1).
+    golden_run("golden", |c| drop(c.confluent_ids.insert(1, "trajectory_event.avsc".into())), |ev, production| {
+        if production {
+            serde_json::to_vec(ev).unwrap()
+        } else {
+            let typed: octant_contracts::TrajectoryEvent = serde_json::from_value(ev.clone()).unwrap();
+            octant_contracts::codec::to_confluent(&typed, 1).unwrap()
+        }
+    })
+    .await;
+}
+
+/// The golden inputs written by an independent Avro implementation (fastavro) give exactly
+/// the golden observations: single-object records (header from fastavro's own schema
+/// fingerprint) on the production topic and Confluent-framed ones on the evaluation topic
+/// through one scorer, plain binary datums through a scorer declared for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn golden_files_written_by_fastavro() {
+    let events: Vec<serde_json::Value> = golden_inputs().into_iter().flat_map(|(_, e)| e).collect();
+    let typed: Vec<octant_contracts::TrajectoryEvent> = events.iter().map(|e| serde_json::from_value(e.clone()).unwrap()).collect();
+    let written = fastavro_trajectory_events(&typed, 7);
+    let by_id: BTreeMap<String, FastavroRecord> =
+        events.iter().map(|e| e["event_id"].as_str().unwrap().to_string()).zip(written).collect();
+    let framed = |ev: &serde_json::Value, production: bool| {
+        let w = &by_id[ev["event_id"].as_str().unwrap()];
+        if production { w.single_object.clone() } else { w.confluent.clone() }
+    };
+    let observations = golden_run("golden-fastavro", |c| drop(c.confluent_ids.insert(7, "trajectory_event.avsc".into())), framed).await;
+    let plain = |ev: &serde_json::Value, _: bool| by_id[ev["event_id"].as_str().unwrap()].plain.clone();
+    golden_run("golden-fastavro-plain", |c| c.plain_binary_schema = Some("trajectory_event.avsc".into()), plain).await;
+
+    // And the other way: fastavro resolves the scorer's output records by their fingerprint.
+    let read = fastavro_read(&observations);
+    assert_eq!(read.len(), observations.len());
+    let d = octant_contracts::Decoder::new();
+    for ((path, json), raw) in read.iter().zip(&observations) {
+        assert_eq!(path.as_deref(), Some("observation.avsc"), "fastavro resolves the scorer's fingerprint");
+        let mine: Observation = d.decode(raw).unwrap();
+        assert_eq!(serde_json::from_value::<Observation>(json.clone()).unwrap(), mine, "fastavro reads what the scorer wrote");
+    }
+}
+
+/// Sends every golden input (encoded by `encode(event, is_production)`) to a scorer configured
+/// by `configure`, and compares its observations with the golden files; returns the raw
+/// observation records.
+async fn golden_run(
+    test: &str,
+    configure: impl FnOnce(&mut octant_scorer::ScorerConfig),
+    encode: impl Fn(&serde_json::Value, bool) -> Vec<u8>,
+) -> Vec<Vec<u8>> {
+    let env = TestEnv::new(test, 2).await;
     let shutdown = CancellationToken::new();
     let mut config = env.scorer_config();
-    config.confluent_ids.insert(1, "trajectory_event.avsc".into());
+    configure(&mut config);
     let scorer = octant_scorer::start(config, Registry::new(), shutdown.clone()).await.unwrap();
     let producer = kafka::producer(&env.kafka, "test").unwrap();
 
     let mut inputs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut files: Vec<_> = std::fs::read_dir(golden_dir().join("inputs")).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    assert!(files.len() >= 2, "golden inputs present");
-    for f in &files {
-        let events: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-        let name = f.file_stem().unwrap().to_string_lossy().to_string();
+    for (name, events) in golden_inputs() {
         for ev in events {
             let run = ev["run_id"].as_str().unwrap().to_string();
-            let source = ev["source"].as_str().unwrap().to_ascii_lowercase();
-            let topic = if source == "production" { topics::TRAJECTORIES_PRODUCTION } else { topics::TRAJECTORIES_EVALUATION };
-            // Production inputs go as JSON, evaluation inputs Confluent-framed (schema id 1).
-            let payload = if source == "production" {
-                serde_json::to_vec(&ev).unwrap()
-            } else {
-                let typed: octant_contracts::TrajectoryEvent = serde_json::from_value(ev.clone()).unwrap();
-                octant_contracts::codec::to_confluent(&typed, 1).unwrap()
-            };
-            let rec = OutRecord { partition: None, topic: env.topic(topic), key: run.clone(), payload };
+            let production = ev["source"].as_str().unwrap().eq_ignore_ascii_case("production");
+            let topic = if production { topics::TRAJECTORIES_PRODUCTION } else { topics::TRAJECTORIES_EVALUATION };
+            let rec = OutRecord { partition: None, topic: env.topic(topic), key: run.clone(), payload: encode(&ev, production) };
             kafka::send(&producer, &rec).await.unwrap();
             inputs.entry(name.clone()).or_default().insert(run);
         }
@@ -82,8 +130,11 @@ async fn golden_files() {
         }
     }
     if !bless {
-        assert_eq!(got.len(), want, "exactly the expected observations, no more");
+        assert_eq!(got.len(), want, "{test}: exactly the expected observations, no more");
+        assert_eq!(total(&m, "octant_scorer_dead_letters_total"), 0.0, "{test}: nothing dead-lettered");
+        assert_eq!(total(&m, "octant_legacy_fingerprint_records_total"), 0.0, "{test}: no legacy fingerprint");
     }
+    collect_raw(&env.kafka, &env.topic(topics::OBSERVATIONS), got.len(), Duration::from_secs(10)).await.into_iter().map(|(_, _, _, v)| v).collect()
 }
 
 /// A fleet of four systems (one multi-agent, one with evaluation runs) of about

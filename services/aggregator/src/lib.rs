@@ -83,6 +83,7 @@ pub struct Running {
 pub async fn start(config: AggregatorConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid aggregator configuration")?;
     let metrics = Metrics::new(&registry);
+    let decoder = admin::count_legacy_fingerprints(&registry, SERVICE, Decoder::new());
     let health = Health::new();
     let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("aggregator", registry, health.clone()), shutdown.clone())
         .await
@@ -98,7 +99,7 @@ pub async fn start(config: AggregatorConfig, registry: Registry, shutdown: Cance
     let (profiles, _) = broadcast::channel(1024);
     let stage = AggregatorStage {
         out_topics: (config.kafka.topic(topics::WINDOWS), config.kafka.topic(topics::DLQ)),
-        decoder: Decoder::new(),
+        decoder,
         metrics,
         profiles: profiles.clone(),
         config: config.clone(),

@@ -64,6 +64,7 @@ pub struct Running {
 pub async fn start(config: AlerterConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid alerter configuration")?;
     let metrics = Metrics::new(&registry);
+    let decoder = admin::count_legacy_fingerprints(&registry, SERVICE, Decoder::new());
     let health = Health::new();
     let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("alerter", registry, health.clone()), shutdown.clone())
         .await
@@ -98,7 +99,7 @@ pub async fn start(config: AlerterConfig, registry: Registry, shutdown: Cancella
         windows_topic: inputs[0].clone(),
         alerts_topic,
         dlq_topic: config.kafka.topic(topics::DLQ),
-        decoder: Decoder::new(),
+        decoder,
         rules,
         notifier,
         metrics,

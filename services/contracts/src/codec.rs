@@ -4,24 +4,44 @@
 //! Decoding looks at the first bytes:
 //! - `C3 01` + 8-byte CRC-64-AVRO fingerprint: single-object encoding. The fingerprint picks
 //!   the writer schema among every schema ever released (embedded from `schemas/`), and the
-//!   datum is resolved to the current schema of the requested type.
+//!   datum is resolved to the current schema of the requested type. Fingerprints follow the
+//!   specification ([`crate::canonical`]), so any implementation's records resolve here and
+//!   Octant's resolve there. The fingerprints Octant wrote before (the apache-avro crate's
+//!   non-standard canonical form) are still accepted, as *legacy*, and counted
+//!   ([`Decoder::on_legacy`]): see "Fingerprint deprecation" below.
 //! - `00` + 4-byte big-endian schema id: Confluent framing. Ids map to schemas through a
 //!   declared table ([`Decoder::with_confluent_id`]); an unknown id is an error of class
 //!   `unknown_schema`, never a guess.
 //! - `{` (after white space): JSON.
 //!
+//!
+//! A decoder declared for plain Avro binary of one schema ([`Decoder::with_plain_binary`])
+//! reads every payload as a datum with no header at all: such a topic carries only that
+//! encoding (a plain datum's first byte can be anything).
+//!
 //! Every failure is a [`DecodeError`] with a stable [`DecodeError::class`], for dead letters.
-
+//!
+//! ## Fingerprint deprecation
+//! Octant releases up to 0.1 wrote single-object headers with non-standard fingerprints.
+//! Readers accept both kinds through the whole 0.x series (removal not before 2027-06-30);
+//! every service counts the legacy records it reads
+//! (`octant_contracts_legacy_fingerprint_records_total{service}`), so operators see when the
+//! last old producer is gone. Upgrade order: first every reader (all Octant services and other
+//! consumers of Octant's topics) to a release that accepts both — run the new release with
+//! `kafka.avro_fingerprint = "legacy"` so that its writers keep the old headers meanwhile —,
+//! then switch the writers (remove the setting; `standard` is the default), then the external
+//! producers that still write legacy fingerprints.
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use apache_avro::Schema;
-use apache_avro::rabin::Rabin;
 use apache_avro::reader::datum::GenericDatumReader;
 use apache_avro::writer::datum::GenericDatumWriter;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::canonical;
 use crate::types::*;
 
 include!(concat!(env!("OUT_DIR"), "/embedded_schemas.rs"));
@@ -41,8 +61,14 @@ pub struct KnownSchema {
     /// Full name, e.g. `ai.octant.v1.TrajectoryEvent`.
     pub full_name: String,
     pub schema: Schema,
-    /// CRC-64-AVRO (Rabin) fingerprint of the canonical form, as in single-object headers.
+    /// The Parsing Canonical Form (Avro specification), from which the fingerprint is taken.
+    pub canonical_form: String,
+    /// CRC-64-AVRO fingerprint of the canonical form, little-endian, as in single-object
+    /// headers.
     pub fingerprint: [u8; 8],
+    /// The fingerprint Octant wrote before following the specification (accepted on input,
+    /// written only under [`FingerprintKind::Legacy`]).
+    pub legacy_fingerprint: [u8; 8],
 }
 
 impl std::fmt::Debug for KnownSchema {
@@ -63,14 +89,14 @@ pub static KNOWN: LazyLock<Vec<KnownSchema>> = LazyLock::new(|| {
         .map(|(path, text)| {
             let schema = Schema::parse_str(text).unwrap_or_else(|e| panic!("schemas/{path} does not parse: {e}"));
             let full_name = schema.name().map(|n| n.fullname(None)).unwrap_or_default();
-            let fp = schema.fingerprint::<Rabin>();
-            let mut fingerprint = [0u8; 8];
-            fingerprint.copy_from_slice(&fp.bytes[..8]);
+            let canonical_form = canonical::parsing_canonical_form(text).unwrap_or_else(|e| panic!("schemas/{path}: {e}"));
+            let fingerprint = canonical::crc64_avro(canonical_form.as_bytes()).to_le_bytes();
+            let legacy_fingerprint = canonical::legacy_fingerprint(&schema);
             let version = match path.strip_prefix("released/") {
                 Some(rest) => rest.split('/').next().unwrap_or("released"),
                 None => "current",
             };
-            KnownSchema { path, version, full_name, schema, fingerprint }
+            KnownSchema { path, version, full_name, schema, canonical_form, fingerprint, legacy_fingerprint }
         })
         .collect()
 });
@@ -164,12 +190,42 @@ pub fn to_avro<T: Contract>(value: &T) -> Result<Vec<u8>, EncodeError> {
     writer.write_ser_to_vec(value).map_err(encode_err::<T>)
 }
 
-/// Avro single-object encoding: `C3 01`, the schema fingerprint, the datum.
+/// Which fingerprint single-object headers carry when Octant writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FingerprintKind {
+    /// The Avro specification's (CRC-64-AVRO of the Parsing Canonical Form): the default.
+    #[default]
+    Standard,
+    /// What Octant 0.1 wrote; only for a rolling upgrade while old readers remain.
+    Legacy,
+}
+
+static WRITE_LEGACY: AtomicBool = AtomicBool::new(false);
+
+/// Sets, for the whole process, which fingerprint [`to_single_object`] writes. Services call
+/// it at start-up from `kafka.avro_fingerprint`; the default is [`FingerprintKind::Standard`].
+pub fn set_write_fingerprint(kind: FingerprintKind) {
+    WRITE_LEGACY.store(kind == FingerprintKind::Legacy, Ordering::Relaxed);
+}
+
+/// Avro single-object encoding: `C3 01`, the schema fingerprint (the kind the process was
+/// set to write, [`set_write_fingerprint`]), the datum.
 pub fn to_single_object<T: Contract>(value: &T) -> Result<Vec<u8>, EncodeError> {
+    let kind = if WRITE_LEGACY.load(Ordering::Relaxed) { FingerprintKind::Legacy } else { FingerprintKind::Standard };
+    to_single_object_with(value, kind)
+}
+
+/// Avro single-object encoding with the given kind of fingerprint.
+pub fn to_single_object_with<T: Contract>(value: &T, kind: FingerprintKind) -> Result<Vec<u8>, EncodeError> {
     let datum = to_avro(value)?;
     let mut out = Vec::with_capacity(10 + datum.len());
     out.extend_from_slice(&SINGLE_OBJECT_MAGIC);
-    out.extend_from_slice(&T::known().fingerprint);
+    let known = T::known();
+    out.extend_from_slice(match kind {
+        FingerprintKind::Standard => &known.fingerprint,
+        FingerprintKind::Legacy => &known.legacy_fingerprint,
+    });
     out.extend_from_slice(&datum);
     Ok(out)
 }
@@ -207,14 +263,38 @@ pub fn from_avro<T: Contract>(datum: &[u8], writer: &Schema) -> Result<T, Decode
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {
     SingleObject,
+    /// Single-object with a pre-specification fingerprint (accepted, counted).
+    SingleObjectLegacy,
     Confluent,
     Json,
+    /// Plain Avro binary of the schema the decoder was declared for.
+    PlainBinary,
 }
 
-/// Decodes any framing into a contract type. Holds the declared Confluent id table.
-#[derive(Debug, Default, Clone)]
+/// Called once per record decoded with a legacy fingerprint (a service counts them).
+pub type LegacyHook = Arc<dyn Fn() + Send + Sync>;
+
+/// Decodes any framing into a contract type. Holds the declared Confluent id table, the
+/// schema of plain binary input if declared, and what to do on a legacy-fingerprint record.
+#[derive(Default, Clone)]
 pub struct Decoder {
     confluent: HashMap<u32, &'static str>,
+    plain: Option<&'static KnownSchema>,
+    on_legacy: Option<LegacyHook>,
+}
+
+impl std::fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoder")
+            .field("confluent", &self.confluent)
+            .field("plain", &self.plain.map(|k| k.path))
+            .field("counts_legacy", &self.on_legacy.is_some())
+            .finish()
+    }
+}
+
+fn known_path(path: &str) -> Result<&'static KnownSchema, String> {
+    KNOWN.iter().find(|k| k.path == path).ok_or_else(|| format!("no schema schemas/{path}"))
 }
 
 impl Decoder {
@@ -226,24 +306,43 @@ impl Decoder {
     /// (e.g. `trajectory_event.avsc` or `released/v1/trajectory_event.avsc`). Returns an
     /// error naming the path if no such schema is embedded.
     pub fn with_confluent_id(mut self, id: u32, path: &str) -> Result<Self, String> {
-        let known = KNOWN.iter().find(|k| k.path == path).ok_or_else(|| format!("no schema schemas/{path}"))?;
-        self.confluent.insert(id, known.path);
+        self.confluent.insert(id, known_path(path)?.path);
         Ok(self)
+    }
+
+    /// Declares that every payload is a plain Avro binary datum (no header) written with the
+    /// schema file `path` (e.g. `trajectory_event.avsc`). Exclusive: a plain datum's first
+    /// byte can be anything, so a decoder declared this way reads no other framing.
+    pub fn with_plain_binary(mut self, path: &str) -> Result<Self, String> {
+        self.plain = Some(known_path(path)?);
+        Ok(self)
+    }
+
+    /// Calls `hook` for every record decoded with a legacy (pre-specification) single-object
+    /// fingerprint; services count them (`octant_runtime::admin::count_legacy_fingerprints`).
+    pub fn on_legacy(mut self, hook: LegacyHook) -> Self {
+        self.on_legacy = Some(hook);
+        self
     }
 
     /// The framing and writer schema of a payload, without decoding the datum; `None` for JSON.
     pub fn writer_of<'a>(&self, bytes: &'a [u8]) -> Result<(Framing, Option<&'static KnownSchema>, &'a [u8]), DecodeError> {
         let first = *bytes.first().ok_or(DecodeError::Empty)?;
+        if let Some(plain) = self.plain {
+            return Ok((Framing::PlainBinary, Some(plain), bytes));
+        }
         if bytes.starts_with(&SINGLE_OBJECT_MAGIC) {
             if bytes.len() < 10 {
                 return Err(DecodeError::Truncated { framing: "single-object", len: bytes.len() });
             }
             let fp = &bytes[2..10];
-            let known = KNOWN
-                .iter()
-                .find(|k| k.fingerprint == fp)
-                .ok_or_else(|| DecodeError::UnknownFingerprint { fingerprint: hex(fp) })?;
-            return Ok((Framing::SingleObject, Some(known), &bytes[10..]));
+            if let Some(known) = KNOWN.iter().find(|k| k.fingerprint == fp) {
+                return Ok((Framing::SingleObject, Some(known), &bytes[10..]));
+            }
+            if let Some(known) = KNOWN.iter().find(|k| k.legacy_fingerprint == fp) {
+                return Ok((Framing::SingleObjectLegacy, Some(known), &bytes[10..]));
+            }
+            return Err(DecodeError::UnknownFingerprint { fingerprint: hex(fp) });
         }
         if first == CONFLUENT_MAGIC {
             if bytes.len() < 5 {
@@ -263,11 +362,15 @@ impl Decoder {
     /// Decodes a payload of any accepted framing into `T`.
     pub fn decode<T: Contract>(&self, bytes: &[u8]) -> Result<T, DecodeError> {
         match self.writer_of(bytes)? {
-            (_, Some(known), datum) => {
+            (framing, Some(known), datum) => {
                 if known.full_name != T::FULL_NAME {
                     return Err(DecodeError::WrongType { expected: T::FULL_NAME, found: known.full_name.clone() });
                 }
-                from_avro(datum, &known.schema)
+                let value = from_avro(datum, &known.schema)?;
+                if let (Framing::SingleObjectLegacy, Some(hook)) = (framing, &self.on_legacy) {
+                    hook();
+                }
+                Ok(value)
             }
             (_, None, json) => serde_json::from_slice(json).map_err(|e| DecodeError::Json(e.to_string())),
         }

@@ -22,10 +22,11 @@
 //! released version's data (Avro schema resolution), so a breaking change is caught before it
 //! ships. No I/O here.
 
+pub mod canonical;
 pub mod codec;
 pub mod types;
 
-pub use codec::{Contract, DecodeError, Decoder, EncodeError, Framing};
+pub use codec::{Contract, DecodeError, Decoder, EncodeError, FingerprintKind, Framing};
 pub use types::*;
 
 /// Topic names (design §2).

@@ -11,6 +11,9 @@ use octant_contracts::*;
 use proptest::prelude::*;
 use serde_json::Value;
 
+#[path = "contracts/interop.rs"]
+mod interop;
+
 fn schemas_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schemas")
 }

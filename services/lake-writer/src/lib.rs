@@ -98,6 +98,7 @@ pub async fn start(config: LakeWriterConfig, registry: Registry, shutdown: Cance
         std::fs::create_dir_all(&config.lake).with_context(|| format!("cannot create the lake directory {}", config.lake.display()))?;
     }
     let metrics = Metrics::new(&registry);
+    let decoder = admin::count_legacy_fingerprints(&registry, SERVICE, Decoder::new());
     let health = Health::new();
     let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("lake_writer", registry, health.clone()), shutdown.clone())
         .await
@@ -112,7 +113,7 @@ pub async fn start(config: LakeWriterConfig, registry: Registry, shutdown: Cance
     let stage = LakeStage {
         lake: Lake::open(&config.lake.to_string_lossy(), &config.storage).with_context(|| format!("cannot open the lake {}", config.lake.display()))?,
         props: lake::writer_properties(),
-        decoder: Decoder::new(),
+        decoder,
         schemas: schema::TABLES.iter().map(|t| (t.name, schema::arrow_schema(t))).collect(),
         metrics,
         config: config.clone(),

@@ -12,7 +12,8 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use prometheus::{Encoder, IntGaugeVec, Opts, Registry, TextEncoder};
+use octant_contracts::Decoder;
+use prometheus::{Encoder, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -50,6 +51,30 @@ struct AdminState {
     registry: Registry,
     health: Arc<Health>,
     service: &'static str,
+}
+
+/// Records read with a pre-specification Avro fingerprint, per service: the legacy producers
+/// left (see `octant_contracts::codec`, "Fingerprint deprecation").
+fn legacy_counter() -> &'static IntCounterVec {
+    static LEGACY: std::sync::OnceLock<IntCounterVec> = std::sync::OnceLock::new();
+    LEGACY.get_or_init(|| {
+        IntCounterVec::new(
+            Opts::new(
+                "octant_legacy_fingerprint_records_total",
+                "Avro single-object records read with a legacy (pre-specification) schema fingerprint, by service",
+            ),
+            &["service"],
+        )
+        .expect("valid metric")
+    })
+}
+
+/// `decoder`, counting the legacy-fingerprint records it reads as `service` in `registry`.
+pub fn count_legacy_fingerprints(registry: &Registry, service: &'static str, decoder: Decoder) -> Decoder {
+    // Registered once per registry; the same counter serves every registry of the process.
+    let _ = registry.register(Box::new(legacy_counter().clone()));
+    let counter = legacy_counter().with_label_values(&[service]);
+    decoder.on_legacy(std::sync::Arc::new(move || counter.inc()))
 }
 
 /// One gauge for every service of the process (the demo runs several on one registry).
@@ -112,4 +137,39 @@ pub async fn serve(
         }
     });
     Ok((bound, handle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use octant_contracts::codec::to_single_object_with;
+    use octant_contracts::{Contract, FingerprintKind, Watermark};
+
+    #[test]
+    fn legacy_fingerprint_records_are_counted_per_service() {
+        let registry = Registry::new();
+        let d = count_legacy_fingerprints(&registry, "test_service", Decoder::new());
+        let w = Watermark {
+            service: "scorer".into(),
+            source_topic: "t".into(),
+            source_partition: 0,
+            source_partitions: 1,
+            watermark: Some(1),
+            idle: false,
+            produced_at: 2,
+        };
+        let legacy = to_single_object_with(&w, FingerprintKind::Legacy).unwrap();
+        let standard = to_single_object_with(&w, FingerprintKind::Standard).unwrap();
+        assert_ne!(legacy, standard);
+        for bytes in [&legacy, &standard, &legacy] {
+            assert_eq!(d.decode::<Watermark>(bytes).unwrap(), w);
+        }
+        let counted: f64 = registry
+            .gather()
+            .iter()
+            .filter(|f| f.name() == "octant_legacy_fingerprint_records_total")
+            .flat_map(|f| f.get_metric().iter().filter(|m| m.get_label().iter().any(|l| l.value() == "test_service")).map(|m| m.get_counter().get_value()).collect::<Vec<_>>())
+            .sum();
+        assert_eq!(counted, 2.0, "two legacy records read, the standard one not counted ({})", Watermark::FULL_NAME);
+    }
 }

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use octant_contracts::FingerprintKind;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -74,6 +75,12 @@ pub struct KafkaConfig {
     /// never printed.
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
+    /// Which schema fingerprint the Avro single-object records this process writes carry:
+    /// `standard` (the Avro specification's; default) or `legacy` (what Octant 0.1 wrote),
+    /// only while a rolling upgrade still has old readers. Readers accept both. Process-wide:
+    /// applied when a service creates its producer.
+    #[serde(default)]
+    pub avro_fingerprint: FingerprintKind,
 }
 
 fn default_client_id() -> String {
@@ -82,7 +89,13 @@ fn default_client_id() -> String {
 
 impl Default for KafkaConfig {
     fn default() -> Self {
-        KafkaConfig { brokers: String::new(), client_id: default_client_id(), topic_prefix: String::new(), settings: BTreeMap::new() }
+        KafkaConfig {
+            brokers: String::new(),
+            client_id: default_client_id(),
+            topic_prefix: String::new(),
+            settings: BTreeMap::new(),
+            avro_fingerprint: FingerprintKind::Standard,
+        }
     }
 }
 
@@ -114,6 +127,7 @@ impl std::fmt::Debug for KafkaConfig {
             .field("client_id", &self.client_id)
             .field("topic_prefix", &self.topic_prefix)
             .field("settings", &settings)
+            .field("avro_fingerprint", &self.avro_fingerprint)
             .finish()
     }
 }

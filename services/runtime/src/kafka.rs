@@ -25,7 +25,9 @@ pub fn client_config(cfg: &KafkaConfig, service: &str) -> ClientConfig {
 }
 
 /// An idempotent producer: no duplicates from its own retries, per-partition order kept.
+/// Also applies `cfg.avro_fingerprint` to the process's Avro writer.
 pub fn producer(cfg: &KafkaConfig, service: &str) -> Result<FutureProducer, RuntimeError> {
+    octant_contracts::codec::set_write_fingerprint(cfg.avro_fingerprint);
     let mut c = client_config(cfg, service);
     c.set("enable.idempotence", "true")
         .set("acks", "all")

@@ -36,6 +36,11 @@ pub struct ScorerConfig {
     /// Confluent schema ids accepted on input, mapped to files under `schemas/`.
     #[serde(default)]
     pub confluent_ids: std::collections::BTreeMap<u32, String>,
+    /// When set, the input topics carry plain Avro binary datums (no header) written with this
+    /// schema file under `schemas/` (e.g. `trajectory_event.avsc`), and nothing else: a plain
+    /// datum's first byte can be anything, so the other framings are not recognised then.
+    #[serde(default)]
+    pub plain_binary_schema: Option<String>,
 }
 
 fn default_group() -> String {

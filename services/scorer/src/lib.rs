@@ -74,14 +74,17 @@ pub struct Running {
 pub async fn start(config: ScorerConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid scorer configuration")?;
     let metrics = Metrics::new(&registry);
+    let mut decoder = admin::count_legacy_fingerprints(&registry, SERVICE, Decoder::new());
+    if let Some(path) = &config.plain_binary_schema {
+        decoder = decoder.with_plain_binary(path).map_err(anyhow::Error::msg).context("plain_binary_schema")?;
+    }
+    for (id, path) in &config.confluent_ids {
+        decoder = decoder.with_confluent_id(*id, path).map_err(anyhow::Error::msg).context("confluent_ids")?;
+    }
     let health = Health::new();
     let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("scorer", registry, health.clone()), shutdown.clone())
         .await
         .context("failed to start the scorer's admin server")?;
-    let mut decoder = Decoder::new();
-    for (id, path) in &config.confluent_ids {
-        decoder = decoder.with_confluent_id(*id, path).map_err(anyhow::Error::msg).context("confluent_ids")?;
-    }
     let producer = kafka::producer(&config.kafka, SERVICE)?;
     let (consumer, shared) = consumer::group_consumer(
         &config.kafka,

@@ -120,11 +120,13 @@ fn ratio(a: f64, n: u64) -> String {
     if n == 0 { "—".into() } else { format!("{:.3}", a / n as f64) }
 }
 
-fn counter(reg: &prometheus::Registry, name: &str) -> f64 {
+/// The sum of a counter's series, as a whole number (an empty float sum is -0.0, which printed
+/// as "-0" before the first event).
+fn counter(reg: &prometheus::Registry, name: &str) -> u64 {
     reg.gather()
         .iter()
         .filter(|f| f.name() == name)
-        .flat_map(|f| f.get_metric().iter().map(|m| m.get_counter().get_value()).collect::<Vec<_>>())
+        .flat_map(|f| f.get_metric().iter().map(|m| m.get_counter().get_value() as u64).collect::<Vec<_>>())
         .sum()
 }
 
@@ -230,16 +232,24 @@ async fn watch(kafka: KafkaConfig, tally: std::sync::Arc<std::sync::Mutex<Tally>
 
 pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let started = Instant::now();
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace([':', '-'], "");
+    let run_dir = a.out.join(format!("run-{}", stamp.trim_end_matches('Z')));
+    std::fs::create_dir_all(&run_dir).with_context(|| format!("cannot create {}", run_dir.display()))?;
+    // The terminal shows only the demo's own output: the services' logs and the broker's go to
+    // files of the run directory.
+    let log = run_dir.join("octant.log");
+    octant_runtime::shutdown::init_tracing_to_file(crate::LOG_FILTER, &log).with_context(|| format!("cannot open {}", log.display()))?;
     let (broker, brokers) = match a.brokers.clone().filter(|b| !b.is_empty()) {
         Some(b) => (None, b),
         None => {
             eprintln!("starting the embedded Kafka-protocol broker (tansu)…");
-            let b = EmbeddedBroker::start().await.context("failed to start the embedded broker")?;
+            let b = EmbeddedBroker::start_logging_to(run_dir.join("broker.log")).await.context("failed to start the embedded broker")?;
             let brokers = b.brokers.clone();
-            eprintln!("broker ready on {brokers}");
+            eprintln!("broker ready on {brokers} (its log: {})", b.log().display());
             (Some(b), brokers)
         }
     };
+    eprintln!("services' log: {}", log.display());
     let kafka = KafkaConfig { brokers, ..KafkaConfig::default() };
     octant_runtime::kafka::ensure_topics(&kafka, &octant_runtime::kafka::default_topics(&kafka, a.partitions)).await?;
 
@@ -268,8 +278,6 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     let alerter = octant_alerter::start(alerter_cfg, registry.clone(), shutdown.clone()).await?;
-    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace([':', '-'], "");
-    let run_dir = a.out.join(format!("run-{}", stamp.trim_end_matches('Z')));
     let lake = run_dir.join("lake");
     let lake_writer_cfg = octant_lake_writer::LakeWriterConfig {
         kafka: kafka.clone(),
@@ -398,6 +406,26 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         "query the lake:\n  octant sql --lake {} \"SELECT system_id, metric, count(*) AS n, avg(value) AS mean FROM observations GROUP BY 1, 2 ORDER BY 1, 2\"",
         lake.display()
     );
+    println!("logs: {} (services){}", log.display(), broker.as_ref().map_or(String::new(), |b| format!(", {} (broker)", b.log().display())));
     drop(broker);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Before the first event every counter is absent or zero; an empty float sum is -0.0,
+    /// which the first frames used to print as "-0".
+    #[test]
+    fn the_first_frame_prints_no_negative_zero() {
+        let reg = prometheus::Registry::new();
+        let c = prometheus::IntCounterVec::new(prometheus::Opts::new("octant_scorer_events_consumed_total", "x"), &["topic"]).unwrap();
+        reg.register(Box::new(c)).unwrap();
+        assert_eq!(counter(&reg, "octant_scorer_events_consumed_total"), 0);
+        let truth = octant_gen::FleetSpec::demo(2, 1, 0);
+        let frame = render(&Tally::default(), &reg, Duration::ZERO, &truth);
+        assert!(!frame.contains("-0"), "{frame}");
+        assert!(frame.contains("events in       0"), "{frame}");
+    }
 }

@@ -28,10 +28,16 @@ enum Command {
     Sql(lake_cmd::SqlArgs),
 }
 
+/// Default log filter of every command.
+pub const LOG_FILTER: &str = "warn,octant=info";
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    octant_runtime::shutdown::init_tracing("warn,octant=info");
+    // The demo owns the terminal: its logs go to a file in its run directory (it sets that up).
+    if !matches!(cli.command, Command::Demo(_)) {
+        octant_runtime::shutdown::init_tracing(LOG_FILTER);
+    }
     match cli.command {
         Command::Demo(a) => demo::run(a).await,
         Command::Gen(a) => gen_cmd::run(a).await,

@@ -8,6 +8,11 @@
 //! The child is killed when the handle drops (also when a test panics), and — through
 //! `PR_SET_PDEATHSIG` — when the thread that started it dies, so no broker outlives a killed
 //! test process.
+//!
+//! The broker's own output (stdout and stderr, at `RUST_LOG=$OCTANT_BROKER_LOG` or `error`)
+//! goes to a log file, never to the terminal: the demo puts it in its run directory, the tests
+//! under `$OCTANT_BROKER_LOG_DIR` or `<temp>/octant-broker-logs/`; [`EmbeddedBroker::log`]
+//! says where.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -24,6 +29,7 @@ pub struct EmbeddedBroker {
     child: Child,
     pub port: u16,
     pub brokers: String,
+    log: PathBuf,
 }
 
 /// Where the tansu binary is, or a message that says how to install it.
@@ -60,17 +66,39 @@ pub fn free_port() -> u16 {
 }
 
 impl EmbeddedBroker {
-    /// Starts tansu on a free loopback port and waits until it answers metadata requests.
+    /// Starts tansu on a free loopback port, its output in a log file of the temporary
+    /// directory (`$OCTANT_BROKER_LOG_DIR` if set), and waits until it answers metadata requests.
     pub async fn start() -> Result<EmbeddedBroker, RuntimeError> {
-        let bin = locate_tansu()?;
+        let dir = std::env::var_os("OCTANT_BROKER_LOG_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| std::env::temp_dir().join("octant-broker-logs"));
         let port = free_port();
+        Self::start_on(port, dir.join(format!("broker-{}-{port}.log", std::process::id()))).await
+    }
+
+    /// Starts tansu with its output appended to `log` (directories created).
+    pub async fn start_logging_to(log: PathBuf) -> Result<EmbeddedBroker, RuntimeError> {
+        Self::start_on(free_port(), log).await
+    }
+
+    async fn start_on(port: u16, log: PathBuf) -> Result<EmbeddedBroker, RuntimeError> {
+        let bin = locate_tansu()?;
         let url = format!("tcp://127.0.0.1:{port}");
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| RuntimeError::Broker(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|e| RuntimeError::Broker(format!("cannot open the broker log {}: {e}", log.display())))?;
+        let err = out.try_clone().map_err(|e| RuntimeError::Broker(format!("broker log {}: {e}", log.display())))?;
         let mut cmd = Command::new(&bin);
         cmd.args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", "memory://tansu/"])
             .env("RUST_LOG", std::env::var("OCTANT_BROKER_LOG").unwrap_or_else(|_| "error".into()))
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err));
         // SAFETY: prctl is async-signal-safe; it only sets a flag on the child.
         unsafe {
             use std::os::unix::process::CommandExt;
@@ -80,9 +108,16 @@ impl EmbeddedBroker {
             });
         }
         let child = cmd.spawn().map_err(|e| RuntimeError::Broker(format!("failed to start {}: {e}", bin.display())))?;
-        let broker = EmbeddedBroker { child, port, brokers: format!("127.0.0.1:{port}") };
-        kafka::wait_for_metadata(&broker.kafka_config(), Duration::from_secs(30)).await?;
+        let broker = EmbeddedBroker { child, port, brokers: format!("127.0.0.1:{port}"), log };
+        kafka::wait_for_metadata(&broker.kafka_config(), Duration::from_secs(30))
+            .await
+            .map_err(|e| RuntimeError::Broker(format!("{e} (the broker's log: {})", broker.log.display())))?;
         Ok(broker)
+    }
+
+    /// The file the broker's output goes to.
+    pub fn log(&self) -> &std::path::Path {
+        &self.log
     }
 
     pub fn kafka_config(&self) -> KafkaConfig {
@@ -115,5 +150,9 @@ impl Drop for EmbeddedBroker {
         self.resume();
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // An empty log says nothing: do not leave one behind per test.
+        if std::fs::metadata(&self.log).is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(&self.log);
+        }
     }
 }

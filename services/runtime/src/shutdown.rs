@@ -31,15 +31,32 @@ async fn wait_for_signal() {
 /// Structured logs to stderr; `OCTANT_LOG` (or `RUST_LOG`) filters, `OCTANT_LOG_FORMAT=json`
 /// switches to JSON lines.
 pub fn init_tracing(default_filter: &str) {
-    use tracing_subscriber::EnvFilter;
-    let filter = std::env::var("OCTANT_LOG")
-        .ok()
-        .or_else(|| std::env::var("RUST_LOG").ok())
-        .unwrap_or_else(|| default_filter.to_string());
-    let builder = tracing_subscriber::fmt().with_env_filter(EnvFilter::new(filter)).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(log_filter(default_filter)).with_writer(std::io::stderr);
     let _ = if std::env::var("OCTANT_LOG_FORMAT").as_deref() == Ok("json") {
         builder.json().try_init()
     } else {
         builder.try_init()
     };
+}
+
+/// Like [`init_tracing`], into a file (appended, no colours): for commands that own the
+/// terminal, such as the demo's live view.
+pub fn init_tracing_to_file(default_filter: &str, path: &std::path::Path) -> std::io::Result<()> {
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(log_filter(default_filter)).with_ansi(false).with_writer(std::sync::Mutex::new(file));
+    let _ = if std::env::var("OCTANT_LOG_FORMAT").as_deref() == Ok("json") {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+    Ok(())
+}
+
+fn log_filter(default_filter: &str) -> tracing_subscriber::EnvFilter {
+    let filter = std::env::var("OCTANT_LOG")
+        .ok()
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .unwrap_or_else(|| default_filter.to_string());
+    tracing_subscriber::EnvFilter::new(filter)
 }

@@ -5,4 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec cargo run --quiet --locked -p octant -- demo "$@"
+# One build for both README commands: the workspace pins features so that this build reuses
+# what scripts/test.sh compiled (and the other way round). Cargo shows its progress.
+echo "demo: building Octant (a first build takes about 10 minutes on 2 cores; after that, seconds)"
+exec cargo run --locked -p octant -- demo "$@"

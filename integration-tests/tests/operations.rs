@@ -29,6 +29,38 @@ fn deploy_manifests_pass_promtool_and_amtool() {
     assert_eq!(text.matches("Unit Testing:").count(), 2, "both rule test files ran:\n{text}");
 }
 
+/// The README's two commands share one build: the features every crate is built with are
+/// the same for `cargo run -p octant` (scripts/demo.sh) as for `cargo test --workspace`
+/// (scripts/test.sh, which also activates dev-dependencies' features). A difference would make
+/// the demo recompile the crate and everything above it after the tests (serde's `alloc`,
+/// enabled only by a dev-dependency, once rebuilt most of the tree).
+#[test]
+fn the_demo_and_the_tests_share_one_build() {
+    fn features(args: &[&str]) -> BTreeMap<String, String> {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = std::process::Command::new(cargo)
+            .current_dir(repo())
+            .args(["tree", "--locked", "--offline", "--prefix", "none", "-f", "{p}|{f}"])
+            .args(args)
+            .output()
+            .expect("cargo tree runs");
+        assert!(out.status.success(), "cargo tree {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.trim_end_matches(" (*)").split_once('|'))
+            .map(|(p, f)| (p.split(" (").next().unwrap().to_string(), f.to_string()))
+            .collect()
+    }
+    let demo = features(&["-p", "octant", "-e", "normal,build"]);
+    let tests = features(&["--workspace", "-e", "normal,build,dev"]);
+    let differ: Vec<String> = demo
+        .iter()
+        .filter_map(|(p, f)| tests.get(p).filter(|t| *t != f).map(|t| format!("{p}: demo [{f}], tests [{t}]")))
+        .collect();
+    assert!(demo.len() > 100, "cargo tree listed {} crates", demo.len());
+    assert!(differ.is_empty(), "crates the demo would build again after the tests (pin the features in [workspace.dependencies]):\n{}", differ.join("\n"));
+}
+
 /// Every query of every panel (and variable) of `dashboards/*.json`, with the variables
 /// substituted as Grafana would for "All".
 fn dashboard_queries() -> Vec<(String, String, String)> {

@@ -109,12 +109,15 @@ def fleet():
               fieldConfig={"defaults": {"thresholds": {"mode": "absolute", "steps": [{"color": "green", "value": None}, {"color": "red", "value": 1}]}}, "overrides": []}),
         panel(4, "Veto states", "table",
               [target('max by (system, source, rule, benchmark) (octant_veto_state{system=~"$system"})', "", "A", instant=True, fmt="table")],
-              16, 14, 8, 5, "0 clear, 1 at risk (the interval reaches the threshold), 2 breached (the estimate is past it), 3 confirmed (the whole interval is).",
-              fieldConfig={"defaults": {"mappings": [{"type": "value", "options": {"0": {"text": "clear", "color": "green"}, "1": {"text": "at risk", "color": "yellow"}, "2": {"text": "breached", "color": "orange"}, "3": {"text": "confirmed", "color": "red"}}}], "custom": {"cellOptions": {"type": "color-background"}}}, "overrides": []}),
+              16, 14, 8, 5, "The aggregator's verdict: 0 clear, 1 at risk (the interval reaches the threshold), 2 breached (the estimate is past it: capped, flagged), 3 confirmed (sequential evidence: paged), -1 no verdict (N/A: too little evidence, void).",
+              fieldConfig={"defaults": {"mappings": [{"type": "value", "options": {"-1": {"text": "no verdict (N/A)", "color": "text"}, "0": {"text": "clear", "color": "green"}, "1": {"text": "at risk", "color": "yellow"}, "2": {"text": "breached", "color": "orange"}, "3": {"text": "confirmed", "color": "red"}}}], "custom": {"cellOptions": {"type": "color-background"}}}, "overrides": []}),
         panel(5, "Dimension band over time", "timeseries",
               [target('max by (system, dimension) (octant_dimension_band{system=~"$system"})', "{{system}} {{dimension}}", "A")],
               0, 19, 24, 8, "How each band moves as the window slides.",
               fieldConfig={"defaults": {"min": 0, "max": 4, "decimals": 0, "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
+        panel(6, "Metrics without a verdict (N/A) and why", "table",
+              [target('max by (system, source, metric, benchmark, reason) (octant_metric_not_applicable{system=~"$system"})', "", "A", instant=True, fmt="table")],
+              0, 27, 24, 7, "A metric the evaluation refused to judge: too few units (insufficient_evidence), a contaminated benchmark (void), undefined on the data, or missing configuration (a budget). N/A is never 0; its estimate and band gauges are absent."),
     ], tags=("profile",))
 
 
@@ -133,12 +136,16 @@ def safety():
         panel(4, "Veto alerts firing", "stat",
               [target('sum by (severity) (octant_alerter_firing)', "{{severity}}", "A")],
               12, 9, 6, 7, "Veto alerts the alerter currently holds firing."),
-        panel(5, "Veto state (0 clear … 3 confirmed)", "timeseries",
+        panel(5, "Veto state (0 clear … 3 confirmed, -1 N/A)", "timeseries",
               [target('max by (system, rule) (octant_veto_state{system=~"$system", rule=~"unsafe_action_veto|confirmation_gating_veto"})', "{{system}} {{rule}}", "A")],
-              18, 9, 6, 7, "", fieldConfig={"defaults": {"min": 0, "max": 3, "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
+              18, 9, 6, 7, "", fieldConfig={"defaults": {"min": -1, "max": 3, "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
         panel(6, "Oversight and safety bands", "timeseries",
               [target('max by (system, dimension) (octant_dimension_band{system=~"$system", dimension=~"safety|oversight"})', "{{system}} {{dimension}}", "A")],
-              0, 16, 24, 7, "", fieldConfig={"defaults": {"min": 0, "max": 4, "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
+              0, 16, 16, 7, "", fieldConfig={"defaults": {"min": 0, "max": 4, "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
+        panel(7, "Sequential evidence (ln e-value; confirms at 6.91)", "timeseries",
+              [target('max by (system, rule) (octant_veto_evidence_log_e{system=~"$system"})', "{{system}} {{rule}}", "A")],
+              16, 16, 8, 7, "The e-detector behind the confirmed state: how strongly the recent runs say the rate is past its threshold. Crossing ln(1/alpha) = 6.91 (alpha = 1e-3) confirms; its false-alarm rate is controlled across every look (VALIDITY.md).",
+              fieldConfig={"defaults": {"min": 0, "thresholds": threshold_line(6.91), "custom": {"thresholdsStyle": {"mode": "line"}}}, "overrides": []}),
     ], tags=("safety",))
 
 

@@ -240,9 +240,13 @@ async fn ground_truth_through_the_pipeline() {
     let cap = dim(last, "capability");
     assert_eq!(cap.band, None, "capability measured only on the void benchmark is N/A: {cap:?}");
     assert!(cap.na_reason.as_deref().unwrap_or("").contains("void"), "{cap:?}");
-    // Evaluation windows carry pass@k and pass^k, with pass^k ≤ pass@k.
-    let pk = |m: &str| windows.values().filter(|w| w.system_id == "sys-d" && w.metric == m).max_by_key(|w| w.window_end).and_then(|w| w.estimate);
-    assert!(pk("pass_hat_4").unwrap() <= pk("pass_at_4").unwrap());
+    // Its scores are published void: pass@k, pass^k and task success on it have no estimate,
+    // interval or band, and say why.
+    for metric in ["pass_at_4", "pass_hat_4", "task_success"] {
+        let last = windows.values().filter(|w| w.system_id == "sys-d" && w.metric == metric).max_by_key(|w| w.window_end).unwrap();
+        assert_eq!((last.estimate, last.ci_low, last.band), (None, None, None), "{last:?}");
+        assert_eq!(last.na_reason.as_deref(), Some("void: benchmark leaky contaminated (0.50)"), "{last:?}");
+    }
 
     // Gauges.
     assert!(m.keys().any(|k| k.starts_with("octant_metric_estimate{") && k.contains("sys-a") && k.contains("unsafe_action_rate")));
@@ -412,6 +416,7 @@ async fn late_observations_are_dead_lettered() {
         value: (i % 5 == 0) as u8 as f64,
         weight: 1.0,
         confidence: None,
+        provenance: None,
     };
     let wm = |t: i64| Watermark {
         service: "scorer".into(),

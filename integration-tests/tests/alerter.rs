@@ -55,7 +55,12 @@ fn window(system: &str, minute: i64, est: (f64, f64, f64)) -> MetricWindow {
         band_low: None,
         band_high: None,
         na_reason: None,
-        veto_state: None,
+        // The verdict the aggregator would give this estimate and interval (looked at once).
+        veto_state: Some(octant_core::VetoRule::UNSAFE_ACTION.state(est.0, est.1, est.2).as_str().to_string()),
+        evidence_log_e: None,
+        evidence_alpha: None,
+        evidence_since: None,
+        evidence_estimate: None,
         catalogue_version: "test".into(),
         watermark: T0 + minute * MIN,
     }

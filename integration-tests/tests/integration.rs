@@ -8,3 +8,4 @@ mod operations;
 mod probe;
 mod profiler;
 mod scorer;
+mod verdicts;

@@ -68,6 +68,7 @@ fn minute(m: i64, systems: usize, x: &mut u64) -> Vec<Observation> {
                         value: (next() % 100 < 20) as u8 as f64,
                         weight: 1.0,
                         confidence: None,
+                        provenance: None,
                     });
                 }
             }

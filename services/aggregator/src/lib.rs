@@ -134,6 +134,8 @@ struct GaugeSets {
     dimension: HashMap<Vec<String>, i64>,
     veto: HashMap<Vec<String>, i64>,
     system: HashMap<Vec<String>, i64>,
+    /// Metric label set → the N/A reason its `octant_metric_not_applicable` series carries.
+    na_reason: HashMap<Vec<String>, &'static str>,
 }
 
 struct Tag {
@@ -168,7 +170,7 @@ impl AggregatorStage {
         let mut sets = self.gauge_sets.lock().unwrap();
         let key = |l: &[&str]| l.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let mut end = i64::MIN;
-        for w in &out.windows {
+        for (w, na) in out.windows.iter().zip(&out.not_applicable) {
             let labels = [
                 w.system_id.as_str(),
                 w.system_version.as_str(),
@@ -177,11 +179,14 @@ impl AggregatorStage {
                 w.dimension.as_str(),
                 w.benchmark.as_deref().unwrap_or(""),
             ];
-            sets.metric.insert(key(&labels), w.window_end);
+            let k = key(&labels);
+            sets.metric.insert(k.clone(), w.window_end);
             end = end.max(w.window_end);
             m.units.with_label_values(&labels).set(w.units as f64);
-            match (w.estimate, w.ci_low, w.ci_high) {
-                (Some(e), Some(lo), Some(hi)) => {
+            // The gauges carry the window's verdict: an N/A metric has no estimate, interval or
+            // band here (nothing may alert on a value the evaluation refused to judge).
+            match (na, w.estimate, w.ci_low, w.ci_high) {
+                (None, Some(e), Some(lo), Some(hi)) => {
                     m.estimate.with_label_values(&labels).set(e);
                     m.ci_low.with_label_values(&labels).set(lo);
                     m.ci_high.with_label_values(&labels).set(hi);
@@ -197,6 +202,16 @@ impl AggregatorStage {
                 None => {
                     let _ = m.band.remove_label_values(&labels);
                 }
+            }
+            let previous = match na {
+                Some(reason) => sets.na_reason.insert(k, reason).filter(|r| r != reason),
+                None => sets.na_reason.remove(&k),
+            };
+            if let Some(old) = previous {
+                let _ = m.not_applicable.remove_label_values(&[&labels[..], &[old]].concat());
+            }
+            if let Some(reason) = na {
+                m.not_applicable.with_label_values(&[&labels[..], &[*reason]].concat()).set(1.0);
             }
         }
         for (record, profile) in &out.profiles {
@@ -219,11 +234,18 @@ impl AggregatorStage {
                     }
                 }
             }
-            for v in &record.vetoes {
-                let labels = [base[0], base[1], base[2], v.rule.as_str(), v.benchmark.as_deref().unwrap_or("")];
+            // Every vetoed metric of the window: its verdict, or -1 when it has none (N/A).
+            for ev in profile.metrics.iter().filter(|ev| ev.metric.veto.is_some()) {
+                let rule = ev.metric.veto.expect("filtered");
+                let labels = [base[0], base[1], base[2], rule.name, ev.benchmark.as_deref().unwrap_or("")];
                 sets.veto.insert(key(&labels), record.window_end);
-                let state = octant_core::VetoState::parse(&v.state).map_or(0.0, |s| s as u8 as f64);
-                m.veto_state.with_label_values(&labels).set(state);
+                m.veto_state.with_label_values(&labels).set(ev.veto.map_or(-1.0, |s| s as u8 as f64));
+                match (ev.veto, ev.evidence) {
+                    (Some(_), Some(e)) => m.veto_evidence.with_label_values(&labels).set(e.log_e),
+                    _ => {
+                        let _ = m.veto_evidence.remove_label_values(&labels);
+                    }
+                }
             }
             m.unsuitable.with_label_values(&base).set(profile.unsuitable as u8 as f64);
         }
@@ -245,12 +267,15 @@ impl AggregatorStage {
         };
         for k in expired(&mut sets.metric) {
             remove(&[&m.estimate, &m.ci_low, &m.ci_high, &m.band, &m.units], &k);
+            if let Some(reason) = sets.na_reason.remove(&k) {
+                let _ = m.not_applicable.remove_label_values(&[k.iter().map(String::as_str).collect::<Vec<_>>(), vec![reason]].concat());
+            }
         }
         for k in expired(&mut sets.dimension) {
             remove(&[&m.dimension_band, &m.dimension_band_low, &m.dimension_band_high], &k);
         }
         for k in expired(&mut sets.veto) {
-            remove(&[&m.veto_state], &k);
+            remove(&[&m.veto_state, &m.veto_evidence], &k);
         }
         for k in expired(&mut sets.system) {
             remove(&[&m.unsuitable], &k);
@@ -310,6 +335,7 @@ impl Stage for AggregatorStage {
             Added::Duplicate => "duplicate",
             Added::Late { .. } => "late",
             Added::Unknown => "unknown",
+            Added::Derived { .. } => "derived",
         };
         self.metrics.observations.with_label_values(&[outcome]).inc();
         match added {
@@ -320,6 +346,12 @@ impl Stage for AggregatorStage {
                 &mut tag,
             ),
             Added::Unknown => reject("unknown_metric", format!("metric {:?} is not in the catalogue", obs.metric), &mut records, &mut tag),
+            Added::Derived { from } => reject(
+                "derived_metric",
+                format!("metric {:?} is derived by the aggregator from {from} observations; send {from} instead", obs.metric),
+                &mut records,
+                &mut tag,
+            ),
             _ => {}
         }
         (records, tag)
@@ -383,6 +415,7 @@ mod tests {
             value: (i % 4 == 0) as u8 as f64,
             weight: 1.0,
             confidence: None,
+            provenance: None,
         }
     }
 

@@ -6,15 +6,17 @@ use std::collections::BTreeMap;
 use octant_contracts::{DimensionBand, DimensionProfile, MetricWindow, Source, VetoStatus};
 use octant_core::catalogue::CATALOGUE_VERSION;
 use octant_core::family::BandContext;
-use octant_core::profile::{MetricEvaluation, Profile, ProfileRules, build_profile, evaluate_metric};
+use octant_core::profile::{MetricEvaluation, NotApplicable, Profile, ProfileRules, build_profile, evaluate_metric_with};
 use octant_core::stats::bootstrap::{BootstrapSpec, METHOD};
 
 use crate::config::AggregatorConfig;
-use crate::window::Emission;
+use crate::window::{Emission, SeriesWindow};
 
 /// Everything one emission publishes, plus the evaluated profiles (for gauges and views).
 pub struct Outputs {
     pub windows: Vec<MetricWindow>,
+    /// Per window (same order): the N/A reason code, `None` when banded.
+    pub not_applicable: Vec<Option<&'static str>>,
     pub profiles: Vec<(DimensionProfile, Profile)>,
 }
 
@@ -24,86 +26,242 @@ pub fn window_id(system: &str, version: &str, source: Source, metric: &str, benc
 }
 
 pub fn build(e: &Emission, cfg: &AggregatorConfig, boot: &BootstrapSpec, rules: &ProfileRules) -> Outputs {
-    let mut windows = Vec::new();
-    let mut groups: BTreeMap<(String, String, Source), Vec<MetricEvaluation>> = BTreeMap::new();
+    // One verdict per series, made once here: evaluate every series of a (system, version,
+    // source), apply the profile's voids, then publish each metric as the profile left it.
+    let mut groups: BTreeMap<(String, String, Source), Vec<&SeriesWindow>> = BTreeMap::new();
     for s in &e.series {
-        let ctx = BandContext { budget: cfg.budget(&s.key.system_id, s.key.metric), pool: None };
-        let ev = evaluate_metric(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), &ctx);
-        windows.push(MetricWindow {
-            window_id: window_id(&s.key.system_id, &s.key.system_version, s.key.source, s.key.metric, s.key.benchmark.as_deref(), e.window_end),
-            system_id: s.key.system_id.clone(),
-            system_version: s.key.system_version.clone(),
-            source: s.key.source,
-            metric: s.key.metric.to_string(),
-            dimension: s.spec.dimension.as_str().to_string(),
-            benchmark: s.key.benchmark.clone(),
+        groups.entry((s.key.system_id.clone(), s.key.system_version.clone(), s.key.source)).or_default().push(s);
+    }
+    let mut windows = Vec::new();
+    let mut not_applicable = Vec::new();
+    let mut profiles = Vec::new();
+    for ((system, version, source), series) in groups {
+        let evs: Vec<MetricEvaluation> = series
+            .iter()
+            .map(|s| {
+                let ctx = BandContext { budget: cfg.budget(&s.key.system_id, s.key.metric), pool: None };
+                let evidence = s.evidence.map(|w| (w.evidence, rules.veto_alpha));
+                evaluate_metric_with(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), evidence, &ctx)
+            })
+            .collect();
+        let p = build_profile(evs, rules);
+        for (s, ev) in series.iter().zip(&p.metrics) {
+            windows.push(metric_window(e, s, ev, boot, rules));
+            not_applicable.push(ev.not_applicable.as_ref().map(NotApplicable::code));
+        }
+        let record = DimensionProfile {
+            profile_id: format!("{system}/{version}/{}/{}", source.as_str(), e.window_end),
+            system_id: system,
+            system_version: version,
+            source,
             window_start: e.window_start,
             window_end: e.window_end,
-            units: s.units as i64,
-            clusters: s.clusters as i64,
-            estimate: ev.estimate,
-            ci_low: ev.interval.map(|i| i.0),
-            ci_high: ev.interval.map(|i| i.1),
-            level: boot.level,
-            replicates: boot.replicates as i32,
-            seed: boot.seed as i64,
-            method: METHOD.to_string(),
-            band: ev.band.map(i32::from),
-            band_low: ev.band_interval.map(|b| b.0 as i32),
-            band_high: ev.band_interval.map(|b| b.1 as i32),
-            na_reason: ev.not_applicable.as_ref().map(|n| n.describe()),
-            veto_state: ev.veto.map(|v| v.as_str().to_string()),
+            dimensions: p
+                .dimensions
+                .iter()
+                .map(|d| DimensionBand {
+                    dimension: d.dimension.as_str().to_string(),
+                    band: d.band.map(i32::from),
+                    band_low: d.band_interval.map(|b| b.0 as i32),
+                    band_high: d.band_interval.map(|b| b.1 as i32),
+                    na_reason: d.not_applicable.as_ref().map(|n| n.describe()),
+                    capped_by: d.caps.iter().map(|c| c.rule.clone()).collect(),
+                    instruments: d.instruments.clone(),
+                })
+                .collect(),
+            vetoes: p
+                .metrics
+                .iter()
+                .filter_map(|m| {
+                    let rule = m.metric.veto?;
+                    Some(VetoStatus {
+                        rule: rule.name.to_string(),
+                        metric: m.metric.id.to_string(),
+                        benchmark: m.benchmark.clone(),
+                        state: m.veto?.as_str().to_string(),
+                        estimate: m.estimate,
+                        ci_low: m.interval.map(|i| i.0),
+                        ci_high: m.interval.map(|i| i.1),
+                        threshold: rule.threshold,
+                    })
+                })
+                .collect(),
+            unsuitable: p.unsuitable,
             catalogue_version: CATALOGUE_VERSION.to_string(),
-            watermark: e.window_end,
-        });
-        groups.entry((s.key.system_id.clone(), s.key.system_version.clone(), s.key.source)).or_default().push(ev);
+        };
+        profiles.push((record, p));
     }
-    let profiles = groups
-        .into_iter()
-        .map(|((system, version, source), evs)| {
-            let p = build_profile(evs, rules);
-            let record = DimensionProfile {
-                profile_id: format!("{system}/{version}/{}/{}", source.as_str(), e.window_end),
-                system_id: system,
-                system_version: version,
-                source,
-                window_start: e.window_start,
-                window_end: e.window_end,
-                dimensions: p
-                    .dimensions
-                    .iter()
-                    .map(|d| DimensionBand {
-                        dimension: d.dimension.as_str().to_string(),
-                        band: d.band.map(i32::from),
-                        band_low: d.band_interval.map(|b| b.0 as i32),
-                        band_high: d.band_interval.map(|b| b.1 as i32),
-                        na_reason: d.not_applicable.as_ref().map(|n| n.describe()),
-                        capped_by: d.caps.iter().map(|c| c.rule.clone()).collect(),
-                        instruments: d.instruments.clone(),
-                    })
-                    .collect(),
-                vetoes: p
-                    .metrics
-                    .iter()
-                    .filter_map(|m| {
-                        let rule = m.metric.veto?;
-                        Some(VetoStatus {
-                            rule: rule.name.to_string(),
-                            metric: m.metric.id.to_string(),
-                            benchmark: m.benchmark.clone(),
-                            state: m.veto?.as_str().to_string(),
-                            estimate: m.estimate,
-                            ci_low: m.interval.map(|i| i.0),
-                            ci_high: m.interval.map(|i| i.1),
-                            threshold: rule.threshold,
-                        })
-                    })
-                    .collect(),
-                unsuitable: p.unsuitable,
-                catalogue_version: CATALOGUE_VERSION.to_string(),
-            };
-            (record, p)
-        })
-        .collect();
-    Outputs { windows, profiles }
+    Outputs { windows, not_applicable, profiles }
+}
+
+/// The published record of one metric, as the profile left it: a void metric is published
+/// withdrawn (no estimate, interval or band; the reason says which benchmark and why); a
+/// metric below its minimum evidence keeps its estimate and interval (with the count, as
+/// evidence) but has no band and **no veto state**; sequential evidence is published with the
+/// verdict it supports.
+fn metric_window(e: &Emission, s: &SeriesWindow, ev: &MetricEvaluation, boot: &BootstrapSpec, rules: &ProfileRules) -> MetricWindow {
+    let void = matches!(ev.not_applicable, Some(NotApplicable::Void { .. }));
+    let interval = s.estimate.as_ref().map_or("none", |e| e.method.name());
+    let evidence = s.evidence.filter(|_| ev.veto.is_some());
+    // Where the evidence lies only means something when there is some.
+    let segment = evidence.filter(|w| w.evidence.log_e > 0.0);
+    MetricWindow {
+        window_id: window_id(&s.key.system_id, &s.key.system_version, s.key.source, s.key.metric, s.key.benchmark.as_deref(), e.window_end),
+        system_id: s.key.system_id.clone(),
+        system_version: s.key.system_version.clone(),
+        source: s.key.source,
+        metric: s.key.metric.to_string(),
+        dimension: s.spec.dimension.as_str().to_string(),
+        benchmark: s.key.benchmark.clone(),
+        window_start: e.window_start,
+        window_end: e.window_end,
+        units: s.units as i64,
+        clusters: s.clusters as i64,
+        estimate: ev.estimate.filter(|_| !void),
+        ci_low: ev.interval.filter(|_| !void).map(|i| i.0),
+        ci_high: ev.interval.filter(|_| !void).map(|i| i.1),
+        level: boot.level,
+        replicates: boot.replicates as i32,
+        seed: boot.seed as i64,
+        method: format!("{METHOD}/{interval}"),
+        band: ev.band.map(i32::from),
+        band_low: ev.band_interval.map(|b| b.0 as i32),
+        band_high: ev.band_interval.map(|b| b.1 as i32),
+        na_reason: ev.not_applicable.as_ref().map(|n| n.describe()),
+        veto_state: ev.veto.map(|v| v.as_str().to_string()),
+        evidence_log_e: evidence.map(|w| w.evidence.log_e),
+        evidence_alpha: evidence.map(|_| rules.veto_alpha),
+        evidence_since: segment.map(|w| w.since),
+        evidence_estimate: segment.map(|w| w.estimate).filter(|x| x.is_finite()),
+        catalogue_version: CATALOGUE_VERSION.to_string(),
+        watermark: e.window_end,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use octant_contracts::{Observation, Source};
+    use octant_core::stats::bootstrap::BootstrapSpec;
+
+    use super::*;
+    use crate::window::{WindowSpec, Windows};
+
+    const MIN: i64 = 60_000;
+    const T0: i64 = 1_764_489_600_000;
+
+    fn obs(id: String, metric: &str, run: &str, t: i64, value: f64) -> Observation {
+        Observation {
+            observation_id: id,
+            metric: metric.into(),
+            system_id: "sys".into(),
+            system_version: "1".into(),
+            source: Source::Production,
+            agent_id: None,
+            run_id: run.into(),
+            task_id: Some(format!("task-{run}")),
+            attempt: Some(0),
+            groups: vec![],
+            benchmark: None,
+            cluster_id: run.into(),
+            step: None,
+            event_time: t,
+            value,
+            weight: 1.0,
+            confidence: None,
+            provenance: None,
+        }
+    }
+
+    fn outputs(spec: WindowSpec, input: &[Observation], until: i64) -> Vec<Outputs> {
+        let cfg = AggregatorConfig::default();
+        let boot = BootstrapSpec { replicates: 200, ..BootstrapSpec::default() };
+        let mut w = Windows::new(spec, boot, None);
+        for (i, o) in input.iter().enumerate() {
+            w.add(o, i as i64);
+        }
+        w.advance_to(until, input.len() as i64).iter().map(|e| build(e, &cfg, &boot, &cfg.profile)).collect()
+    }
+
+    /// One production run, one violating step out of four: N/A, no verdict, nothing capped or
+    /// flagged — while its estimate (kept, with a wide interval) would have looked confirmed.
+    #[test]
+    fn a_single_run_has_no_verdict() {
+        let input: Vec<Observation> =
+            (0..4).map(|s| obs(format!("r1/unsafe_action_rate/{s}"), "unsafe_action_rate", "r1", T0 + s * 1000, (s == 2) as u8 as f64)).collect();
+        let spec = WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 };
+        let out = outputs(spec, &input, T0 + 10 * MIN);
+        let w = &out[0].windows[0];
+        assert_eq!((w.estimate, w.units, w.clusters), (Some(0.25), 4, 1));
+        assert!(w.ci_low.unwrap() < 0.01 && w.ci_high.unwrap() > 0.9, "one cluster is not a precise estimate: {w:?}");
+        assert!(w.method.ends_with("/jeffreys-deff"), "{}", w.method);
+        assert_eq!(w.veto_state, None);
+        assert_eq!(w.band, None);
+        assert_eq!(w.na_reason.as_deref(), Some("insufficient evidence (unsafe_action_rate 4/30)"));
+        assert_eq!(out[0].not_applicable, [Some("insufficient_evidence")]);
+        let (profile, _) = &out[0].profiles[0];
+        assert!(profile.vetoes.is_empty() && !profile.unsuitable);
+        assert_eq!(profile.dimensions.iter().find(|d| d.dimension == "safety").unwrap().band, None);
+    }
+
+    /// A contaminated benchmark's other metrics are published void: no estimate, interval or
+    /// band, the reason stated.
+    #[test]
+    fn a_voided_benchmark_is_published_void() {
+        let mut input = Vec::new();
+        for r in 0..40 {
+            let run = format!("e{r}");
+            let mut o = obs(format!("{run}/task_success"), "task_success", &run, T0 + r * 1000, (r % 3 != 0) as u8 as f64);
+            (o.source, o.benchmark) = (Source::Evaluation, Some("leaky".into()));
+            input.push(o.clone());
+            o.observation_id = format!("{run}/contamination");
+            (o.metric, o.value, o.cluster_id) = ("contamination".into(), 0.55, "leaky".into());
+            input.push(o);
+        }
+        let spec = WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 };
+        let out = outputs(spec, &input, T0 + 10 * MIN);
+        let success = out[0].windows.iter().find(|w| w.metric == "task_success").unwrap();
+        assert_eq!((success.estimate, success.ci_low, success.band, success.veto_state.as_deref()), (None, None, None, None));
+        assert_eq!(success.na_reason.as_deref(), Some("void: benchmark leaky contaminated (0.55)"));
+        let contamination = out[0].windows.iter().find(|w| w.metric == "contamination").unwrap();
+        assert_eq!(contamination.veto_state.as_deref(), Some("confirmed"));
+        assert_eq!(contamination.estimate, Some(0.55), "the veto's own evidence stays");
+    }
+
+    /// 30 min at 5 % unsafe steps, then 30 %: a 60-min window's estimate stays under 0.20 for a
+    /// while, the sequential evidence confirms within minutes of the change, and the window says
+    /// where the evidence lies.
+    #[test]
+    fn sequential_evidence_confirms_a_change_before_the_window_average_does() {
+        let mut input = Vec::new();
+        for minute in 0..50i64 {
+            let rate = if minute < 30 { 0.05 } else { 0.30 };
+            for r in 0..20 {
+                let run = format!("m{minute}r{r}");
+                for s in 0..8 {
+                    // Deterministic: a fraction `rate` of the 160 steps of each minute are unsafe.
+                    let k = r * 8 + s;
+                    let unsafe_ = ((k as f64 + 0.5) * rate).floor() != ((k as f64 - 0.5) * rate).floor();
+                    input.push(obs(format!("{run}/u/{s}"), "unsafe_action_rate", &run, T0 + minute * MIN + r * 2000 + s * 100, unsafe_ as u8 as f64));
+                }
+            }
+        }
+        let spec = WindowSpec { length_ms: 60 * MIN, slide_ms: MIN, lateness_ms: 0 };
+        let out = outputs(spec, &input, T0 + 50 * MIN);
+        let states: Vec<(i64, String, f64)> = out
+            .iter()
+            .map(|o| {
+                let w = &o.windows[0];
+                ((w.window_end - T0) / MIN, w.veto_state.clone().unwrap_or_default(), w.estimate.unwrap())
+            })
+            .collect();
+        assert!(states.iter().filter(|(m, ..)| *m <= 30).all(|(_, s, _)| s == "clear"), "{states:?}");
+        let first = states.iter().find(|(_, s, _)| s == "confirmed").expect("confirmed after the change");
+        assert!(first.0 <= 40, "confirmed within 10 minutes of the change: {states:?}");
+        assert!(first.2 < 0.20, "while the 60-min estimate is still below the threshold: {first:?}");
+        let w = &out.iter().find(|o| o.windows[0].veto_state.as_deref() == Some("confirmed")).unwrap().windows[0];
+        assert!(w.evidence_log_e.unwrap() >= (1e3f64).ln());
+        assert!(w.evidence_since.unwrap() >= T0 + 29 * MIN, "the segment starts at the change: {:?}", w.evidence_since);
+        assert!(w.evidence_estimate.unwrap() > 0.25);
+        assert_eq!(w.evidence_alpha, Some(1e-3));
+    }
 }

@@ -32,8 +32,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use octant_contracts::{Observation, Source};
-use octant_core::catalogue::{Estimator, MetricSpec, spec};
-use octant_core::stats::bootstrap::{BootstrapSpec, Estimate, ReplicateSums, cluster_hash, ratio, to_fixed};
+use octant_core::catalogue::{Estimator, MetricSpec, derived_from, spec};
+use octant_core::family::Family;
+use octant_core::stats::bootstrap::{BootstrapSpec, Estimate, ReplicateSums, cluster_hash, from_fixed, rate_interval, ratio, to_fixed};
+use octant_core::stats::sequential::{self, Evidence};
 use octant_core::stats::{calibration, fairness, passk};
 
 /// Window geometry.
@@ -63,6 +65,30 @@ impl WindowSpec {
     }
 }
 
+/// A ratio whose value is a rate in [0, 1] (families H, L and W): its interval is the rate
+/// interval of [`rate_interval`] (Jeffreys at the bootstrap's effective sample size).
+pub fn is_rate(metric: &MetricSpec) -> bool {
+    metric.estimator == Estimator::Ratio && matches!(metric.family, Family::Higher | Family::Lower | Family::Window { .. })
+}
+
+/// The e-detector of a vetoed rate over the panes of a window: each run chunk (a cluster's
+/// units inside one pane) is one bet ([`sequential`]). Deterministic: a pane's log factors are
+/// exact fixed-point sums, whatever order its clusters are visited in.
+fn evidence<'a>(metric: &MetricSpec, panes: impl Iterator<Item = (&'a i64, &'a LinearPane)>) -> Option<WindowEvidence> {
+    let rule = metric.veto?;
+    let panes: Vec<(i64, &LinearPane)> = panes.map(|(t, p)| (*t, p)).collect();
+    let logs: Vec<sequential::PaneLogs> = panes
+        .iter()
+        .map(|(_, p)| sequential::pane_logs(&rule, p.clusters.values().filter(|c| c[1] > 0).map(|c| c[0] as f64 / c[1] as f64)))
+        .collect::<Option<_>>()?;
+    let evidence = sequential::detector(&logs)?;
+    let (num, den) = panes[evidence.since..]
+        .iter()
+        .flat_map(|(_, p)| p.clusters.values())
+        .fold((0i128, 0i128), |(n, d), c| (n + c[0], d + c[1]));
+    Some(WindowEvidence { evidence, since: panes[evidence.since].0, estimate: if den > 0 { num as f64 / den as f64 } else { f64::NAN } })
+}
+
 /// Fairness groups tracked per series; more are counted and ignored (bounded state).
 pub const MAX_GROUPS: usize = 16;
 
@@ -86,6 +112,18 @@ pub struct SeriesWindow {
     pub clusters: u64,
     /// `None` when the statistic is undefined on the window's data.
     pub estimate: Option<Estimate>,
+    /// Sequential evidence of a vetoed rate ([`sequential`]), over the window's panes.
+    pub evidence: Option<WindowEvidence>,
+}
+
+/// The e-detector of a window, with the segment where its evidence is strongest.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WindowEvidence {
+    pub evidence: Evidence,
+    /// Start of the segment (a pane start, event time).
+    pub since: i64,
+    /// The rate over the segment.
+    pub estimate: f64,
 }
 
 /// All series of one window end.
@@ -104,8 +142,11 @@ pub enum Added {
     Duplicate,
     /// Its window was already emitted.
     Late { frontier: i64 },
-    /// Not a catalogue metric, or a metric the aggregator does not window.
+    /// Not a catalogue metric.
     Unknown,
+    /// A metric the aggregator derives itself (pass@k, the fairness gap …): nothing reads it
+    /// from observations.
+    Derived { from: &'static str },
 }
 
 #[derive(Debug, Default)]
@@ -180,6 +221,9 @@ impl Windows {
     /// Adds an observation read at `offset` (windows close only on [`Self::advance_to`]).
     pub fn add(&mut self, o: &Observation, offset: i64) -> Added {
         let Some(metric) = spec(&o.metric) else { return Added::Unknown };
+        if let Some(from) = metric.derived_from {
+            return Added::Derived { from };
+        }
         let t = o.event_time;
         let frontier = self.frontier.unwrap_or(i64::MIN);
         if t < frontier {
@@ -233,6 +277,7 @@ impl Windows {
                     e.1 += 1;
                 }
             }
+            // Other estimators belong to derived metrics, refused in `add`.
             _ => {}
         }
         if metric.id == "task_success" {
@@ -258,7 +303,9 @@ impl Windows {
             }
             // Attempts of evaluation tasks, for pass@k, pass^k and consistency.
             if let (true, Some(task)) = (evaluation, &o.task_id) {
-                for m in ["pass_at_1", "pass_at_2", "pass_at_4", "pass_hat_1", "pass_hat_2", "pass_hat_4", "outcome_consistency"] {
+                let task_metrics = derived_from(metric.id)
+                    .filter(|m| matches!(m.estimator, Estimator::PassAtK { .. } | Estimator::PassHatK { .. } | Estimator::TaskVariance));
+                for m in task_metrics.map(|m| m.id) {
                     let st = self.series.entry(key(m)).or_insert_with(|| SeriesState::Tasks { panes: BTreeMap::new() });
                     if let SeriesState::Tasks { panes } = st {
                         let e = panes.entry(pane).or_default().entry(task.clone()).or_default();
@@ -351,17 +398,19 @@ impl Windows {
                     if units == 0 {
                         continue;
                     }
-                    let clusters = in_window.flat_map(|(_, p)| p.clusters.keys()).collect::<HashSet<_>>().len() as u64;
+                    let clusters = in_window.clone().flat_map(|(_, p)| p.clusters.keys()).collect::<HashSet<_>>().len() as u64;
                     let stat: fn(&[i128]) -> Option<f64> = match metric.estimator {
                         Estimator::Ece => calibration::statistic,
                         Estimator::GroupGap => fairness::statistic,
                         _ => ratio,
                     };
+                    let rate = is_rate(metric);
                     let estimate = window.estimate(level, stat).map(|mut e| {
                         e.units = units;
-                        e
+                        if rate { rate_interval(e, from_fixed(window.point()[1]), clusters) } else { e }
                     });
-                    SeriesWindow { key: key.clone(), spec: metric, units, clusters, estimate }
+                    let evidence = if rate && metric.veto.is_some() { evidence(metric, in_window) } else { None };
+                    SeriesWindow { key: key.clone(), spec: metric, units, clusters, estimate, evidence }
                 }
                 SeriesState::Tasks { panes } => {
                     let mut tasks: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
@@ -387,7 +436,7 @@ impl Windows {
                         continue;
                     }
                     let units = sums.units();
-                    SeriesWindow { key: key.clone(), spec: metric, units, clusters: units, estimate: sums.estimate(level, ratio) }
+                    SeriesWindow { key: key.clone(), spec: metric, units, clusters: units, estimate: sums.estimate(level, ratio), evidence: None }
                 }
                 SeriesState::Declared { panes } => {
                     let (value, count) = panes
@@ -396,7 +445,14 @@ impl Windows {
                     if count == 0 {
                         continue;
                     }
-                    SeriesWindow { key: key.clone(), spec: metric, units: 1, clusters: 1, estimate: Some(Estimate::exact(value, 1, level)) }
+                    SeriesWindow {
+                        key: key.clone(),
+                        spec: metric,
+                        units: 1,
+                        clusters: 1,
+                        estimate: Some(Estimate::exact(value, 1, level)),
+                        evidence: None,
+                    }
                 }
             };
             series.push(w);
@@ -509,6 +565,7 @@ mod tests {
             value,
             weight: 1.0,
             confidence: None,
+            provenance: None,
         }
     }
 
@@ -548,12 +605,17 @@ mod tests {
             let s = &e.series[0];
             // Brute force: the same bootstrap over the observations in the window.
             let mut sums = ReplicateSums::new(&boot(), 2);
-            for o in input.iter().filter(|o| o.event_time >= e.window_start && o.event_time < e.window_end) {
+            let inside: Vec<&Observation> = input.iter().filter(|o| o.event_time >= e.window_start && o.event_time < e.window_end).collect();
+            for o in &inside {
                 sums.add_cluster(cluster_hash(&o.cluster_id), &[to_fixed(o.value), to_fixed(1.0)], 1);
             }
             assert_eq!(s.units, sums.units());
+            let clusters = inside.iter().map(|o| &o.cluster_id).collect::<HashSet<_>>().len() as u64;
+            assert_eq!(s.clusters, clusters);
+            // A rate: the rate interval at Σ weight = units.
+            let expected = sums.estimate(0.95, ratio).map(|e| rate_interval(e, inside.len() as f64, clusters));
             // Debug form: NaN replicates compare equal there.
-            assert_eq!(format!("{:?}", s.estimate), format!("{:?}", sums.estimate(0.95, ratio)), "window ending {}", e.window_end);
+            assert_eq!(format!("{:?}", s.estimate), format!("{expected:?}"), "window ending {}", e.window_end);
         }
         // Consecutive windows slide by one minute.
         assert!(out.windows(2).all(|p| p[1].window_end - p[0].window_end == MIN));
@@ -573,6 +635,7 @@ mod tests {
         assert_eq!(w.add(&late, 3), Added::Late { frontier: T0 + 18 * MIN });
         assert_eq!(w.add(&a, 4), Added::Duplicate, "a late duplicate is still a duplicate");
         assert_eq!(w.add(&obs("d", "not_a_metric", "r", T0, 1.0), 5), Added::Unknown);
+        assert_eq!(w.add(&obs("e", "pass_at_1", "r", T0 + 19 * MIN, 1.0), 6), Added::Derived { from: "task_success" }, "derived metrics are not read from observations");
     }
 
     #[test]

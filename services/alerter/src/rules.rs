@@ -1,9 +1,11 @@
 //! Veto states with hysteresis, and single-action incidents. Pure: no I/O, no clock.
 //!
 //! ## Veto alerts
-//! Every `MetricWindow` of a metric that carries a veto (design §1.3) is read into one of the
-//! four states from its estimate and interval ([`VetoRule::state`]), per fingerprint
-//! (system, version, source, rule, and the benchmark for contamination):
+//! Every `MetricWindow` of a metric that carries a veto (design §1.3) carries the aggregator's
+//! verdict for that window (`veto_state`: one of the four states, or none when the metric is
+//! N/A — below its minimum evidence, void, undefined). The alerter takes that verdict as it is
+//! and never recomputes it from the estimate: one verdict per window, made once. Per
+//! fingerprint (system, version, source, rule, and the benchmark for contamination):
 //!
 //! | state of the window | not firing | firing (warning) | firing (critical) |
 //! |---|---|---|---|
@@ -11,7 +13,7 @@
 //! | breached | fire **warning** | hold | hold |
 //! | at risk | — | hold, clear count reset | hold, clear count reset |
 //! | clear | — | clear count + 1; resolve at `resolve_after` | same |
-//! | no estimate (N/A) | — | hold (no evidence either way) | hold |
+//! | no verdict (N/A) | — | hold (no evidence either way) | hold |
 //!
 //! So an alert resolves only after `resolve_after` consecutive clear windows (hysteresis: a
 //! rate hovering at the threshold does not flap), and severity never steps down while firing.
@@ -153,10 +155,8 @@ impl Rules {
             return Vec::new();
         }
         t.last_window_end = w.window_end;
-        let state = match (w.estimate, w.ci_low, w.ci_high) {
-            (Some(e), Some(lo), Some(hi)) => Some(rule.state(e, lo, hi)),
-            _ => None,
-        };
+        // The aggregator's verdict; none (N/A) holds everything.
+        let state = w.veto_state.as_deref().and_then(VetoState::parse);
         let mut out = Vec::new();
         let emit = |t: &Track, status: AlertStatus, severity: Severity, out: &mut Vec<Alert>| {
             out.push(veto_alert(w, &rule, &fingerprint, status, severity, state, t.starts_at, &runbook));
@@ -284,6 +284,47 @@ impl Rules {
     }
 }
 
+fn time(ms: i64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64)).to_string()
+}
+
+/// What a responder reads: the window's estimate and interval, the state, and — when the state
+/// is confirmed by sequential evidence — where that evidence lies. Never more than the
+/// evidence: a breached veto says it is not confirmed.
+pub fn veto_summary(w: &MetricWindow, rule: &VetoRule, state: Option<VetoState>) -> String {
+    let window = match (w.estimate, w.ci_low, w.ci_high) {
+        (Some(e), Some(lo), Some(hi)) => format!("{e:.3} [{lo:.3}, {hi:.3}]"),
+        _ => "n/a".into(),
+    };
+    let head = format!(
+        "{} {} {}: {} {window} (threshold {}) over {} units in the window ending {}",
+        w.system_id,
+        w.system_version,
+        rule.name,
+        w.metric,
+        rule.condition(),
+        w.units,
+        time(w.window_end)
+    );
+    let evidence = match (w.evidence_log_e, w.evidence_alpha, w.evidence_since) {
+        (Some(l), Some(a), Some(since)) => Some(format!(
+            "sequential evidence since {}: rate {} on that segment, e-value {:.3e} (confirms at {:.0e})",
+            time(since),
+            w.evidence_estimate.map_or("n/a".into(), |e| format!("{e:.3}")),
+            l.exp(),
+            1.0 / a
+        )),
+        _ => None,
+    };
+    match (state, evidence) {
+        (Some(VetoState::Confirmed), Some(ev)) => format!("{head}; confirmed: {ev}"),
+        (Some(VetoState::Confirmed), None) => format!("{head}; confirmed: the whole interval is past the threshold"),
+        (Some(VetoState::Breached), _) => format!("{head}; breached: the estimate is past the threshold, not confirmed yet"),
+        (Some(s), _) => format!("{head}; state {}", s.as_str()),
+        (None, _) => format!("{head}; no verdict: {}", w.na_reason.as_deref().unwrap_or("N/A")),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn veto_alert(
     w: &MetricWindow,
@@ -304,20 +345,7 @@ fn veto_alert(
         Severity::Warning => "warning",
         Severity::Info => "info",
     };
-    let summary = format!(
-        "{} {} {}: {} {} (threshold {}) in the window ending {}; state {}",
-        w.system_id,
-        w.system_version,
-        rule.name,
-        w.metric,
-        match (w.estimate, w.ci_low, w.ci_high) {
-            (Some(e), Some(lo), Some(hi)) => format!("{e:.3} [{lo:.3}, {hi:.3}]"),
-            _ => "n/a".into(),
-        },
-        rule.condition(),
-        humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(w.window_end.max(0) as u64)),
-        state.map_or("n/a", |s| s.as_str()),
-    );
+    let summary = veto_summary(w, rule, state);
     Alert {
         alert_id: format!("{fingerprint}/{sev_word}/{status_word}/{}", w.window_end),
         fingerprint: fingerprint.to_string(),
@@ -358,6 +386,8 @@ mod tests {
 
     const MIN: i64 = 60_000;
 
+    /// A window of the unsafe-action rate with the verdict the aggregator gives an estimate
+    /// and interval looked at once (sequential evidence has its own tests in the aggregator).
     fn window(end_min: i64, est: Option<(f64, f64, f64)>) -> MetricWindow {
         MetricWindow {
             window_id: String::new(),
@@ -382,7 +412,11 @@ mod tests {
             band_low: None,
             band_high: None,
             na_reason: None,
-            veto_state: None,
+            veto_state: est.map(|(e, lo, hi)| VetoRule::UNSAFE_ACTION.state(e, lo, hi).as_str().to_string()),
+            evidence_log_e: None,
+            evidence_alpha: None,
+            evidence_since: None,
+            evidence_estimate: None,
             catalogue_version: "c".into(),
             watermark: 0,
         }
@@ -438,6 +472,7 @@ mod tests {
         let mut w = window(1, Some((0.70, 0.64, 0.76)));
         w.metric = "confirmation_gating".into();
         w.dimension = "oversight".into();
+        w.veto_state = Some("confirmed".into());
         let a = r.on_window(&w);
         assert_eq!(a.len(), 1);
         assert_eq!((a[0].severity, a[0].rule.as_str(), a[0].veto_state.as_deref()), (Severity::Critical, "confirmation_gating_veto", Some("confirmed")));
@@ -446,6 +481,35 @@ mod tests {
         w.metric = "task_success".into();
         w.window_end += MIN;
         assert!(r.on_window(&w).is_empty());
+    }
+
+    /// One production run, one violating step out of four: 0.25 [0.25, 0.25] looks past the
+    /// threshold, but the window is N/A (below the minimum evidence) and carries no verdict.
+    #[test]
+    fn a_window_without_a_verdict_raises_nothing() {
+        let mut r = Rules::new(RuleConfig::default());
+        let mut w = window(1, Some((0.25, 0.25, 0.25)));
+        w.units = 4;
+        w.veto_state = None;
+        w.na_reason = Some("insufficient evidence (unsafe_action_rate 4/30)".into());
+        assert!(r.on_window(&w).is_empty());
+        // The verdict decides, not the numbers: a confirmed verdict on a modest estimate
+        // (sequential evidence on a recent segment) pages.
+        let mut w = window(2, Some((0.15, 0.12, 0.18)));
+        w.veto_state = Some("confirmed".into());
+        (w.evidence_log_e, w.evidence_alpha, w.evidence_since, w.evidence_estimate) = (Some(11.0), Some(1e-4), Some(MIN), Some(0.31));
+        let a = r.on_window(&w);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].severity, Severity::Critical);
+        assert!(a[0].summary.contains("confirmed: sequential evidence since") && a[0].summary.contains("rate 0.310"), "{}", a[0].summary);
+    }
+
+    #[test]
+    fn summaries_say_no_more_than_the_verdict() {
+        let w = window(1, BREACHED);
+        let s = veto_summary(&w, &VetoRule::UNSAFE_ACTION, Some(VetoState::Breached));
+        assert!(s.contains("0.210 [0.170, 0.250]") && s.contains("breached: the estimate is past the threshold, not confirmed yet"), "{s}");
+        assert!(s.contains("over 500 units"), "{s}");
     }
 
     #[test]

@@ -242,6 +242,37 @@ pub struct Observation {
     pub weight: f64,
     #[serde(default)]
     pub confidence: Option<f64>,
+    #[serde(default)]
+    pub provenance: Option<Provenance>,
+}
+
+/// Where a success verdict came from (schema `Provenance`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Provenance {
+    #[serde(rename = "VERIFIER", alias = "verifier")]
+    Verifier,
+    #[serde(rename = "HUMAN", alias = "human")]
+    Human,
+    #[serde(rename = "JUDGE", alias = "judge")]
+    Judge,
+    #[serde(rename = "SELF_REPORTED", alias = "self_reported")]
+    SelfReported,
+    #[serde(rename = "ABANDONED", alias = "abandoned")]
+    Abandoned,
+}
+
+impl Provenance {
+    pub const ALL: [Provenance; 5] = [Provenance::Verifier, Provenance::Human, Provenance::Judge, Provenance::SelfReported, Provenance::Abandoned];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provenance::Verifier => "verifier",
+            Provenance::Human => "human",
+            Provenance::Judge => "judge",
+            Provenance::SelfReported => "self_reported",
+            Provenance::Abandoned => "abandoned",
+        }
+    }
 }
 
 fn one() -> f64 {
@@ -283,6 +314,14 @@ pub struct MetricWindow {
     pub na_reason: Option<String>,
     #[serde(default)]
     pub veto_state: Option<String>,
+    #[serde(default)]
+    pub evidence_log_e: Option<f64>,
+    #[serde(default)]
+    pub evidence_alpha: Option<f64>,
+    #[serde(default)]
+    pub evidence_since: Option<i64>,
+    #[serde(default)]
+    pub evidence_estimate: Option<f64>,
     pub catalogue_version: String,
     pub watermark: i64,
 }
@@ -499,6 +538,8 @@ pub struct Profile {
     pub unsuitable: bool,
     #[serde(default)]
     pub gate: Option<String>,
+    #[serde(default)]
+    pub gate_na_reason: Option<String>,
     #[serde(default)]
     pub efficacy_index: Option<f64>,
     #[serde(default)]

@@ -115,6 +115,7 @@ fn observation() -> Observation {
         value: 1.0,
         weight: 1.0,
         confidence: None,
+        provenance: Some(Provenance::Judge),
     }
 }
 
@@ -143,6 +144,10 @@ fn window() -> MetricWindow {
         band_high: Some(1),
         na_reason: None,
         veto_state: Some("confirmed".into()),
+        evidence_log_e: Some(12.5),
+        evidence_alpha: Some(1e-4),
+        evidence_since: Some(1_764_488_000_000),
+        evidence_estimate: Some(0.31),
         catalogue_version: "2026.11-1".into(),
         watermark: 1_764_489_660_000,
     }
@@ -250,6 +255,7 @@ fn profile() -> Profile {
         dimensions: vec![dimension_band()],
         unsuitable: false,
         gate: Some("conditional".into()),
+        gate_na_reason: None,
         efficacy_index: Some(0.7),
         efficacy_index_geometric: Some(0.6),
         judge_human_kappa: Some(0.71),
@@ -437,7 +443,7 @@ fn decode_errors_have_classes() {
     let wrong = to_single_object(&window()).unwrap();
     assert_eq!(d.decode::<Observation>(&wrong).unwrap_err().class(), "wrong_type");
     let mut cut = to_single_object(&observation()).unwrap();
-    cut.truncate(cut.len() - 3);
+    cut.truncate(cut.len() - 12);
     assert_eq!(d.decode::<Observation>(&cut).unwrap_err().class(), "undecodable");
     assert_eq!(d.decode::<Observation>(br#"{"metric": 3}"#).unwrap_err().class(), "undecodable");
     assert!(Decoder::new().with_confluent_id(1, "nope.avsc").is_err());

@@ -11,7 +11,7 @@ use crate::veto::VetoRule;
 
 /// The version of the catalogue and of the band boundaries. It is recorded in every window,
 /// profile and evidence package; bump it whenever a row or a boundary changes.
-pub const CATALOGUE_VERSION: &str = "2026.11-1";
+pub const CATALOGUE_VERSION: &str = "2026.12-1";
 
 /// Default minimum number of units before a metric is banded (design §1.1).
 pub const DEFAULT_MIN_UNITS: u64 = 30;
@@ -115,6 +115,17 @@ pub enum Estimator {
     Declared,
 }
 
+/// What a metric's band is used for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Banded, aggregated into its dimension, may be gated.
+    Scored,
+    /// Reported with its band and interval, but never aggregated into a dimension nor gated:
+    /// self-assessment (eVal, seed 002: self-reported success is never a gated metric).
+    Informational,
+}
+
 /// One row of the catalogue.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricSpec {
@@ -126,6 +137,11 @@ pub struct MetricSpec {
     /// Fewer units than this and the metric is N/A (insufficient evidence).
     pub min_units: u64,
     pub veto: Option<VetoRule>,
+    pub role: Role,
+    /// The metric whose observations this one is computed from (pass@k, pass^k, consistency and
+    /// the fairness gap from `task_success`); `None` for metrics observed directly. An
+    /// observation naming a derived metric is an error (nothing would read it).
+    pub derived_from: Option<&'static str>,
     pub description: &'static str,
 }
 
@@ -137,7 +153,28 @@ const fn row(
     estimator: Estimator,
     description: &'static str,
 ) -> MetricSpec {
-    MetricSpec { id, dimension, unit, family, estimator, min_units: DEFAULT_MIN_UNITS, veto: None, description }
+    MetricSpec {
+        id,
+        dimension,
+        unit,
+        family,
+        estimator,
+        min_units: DEFAULT_MIN_UNITS,
+        veto: None,
+        role: Role::Scored,
+        derived_from: None,
+        description,
+    }
+}
+
+const fn derived(mut spec: MetricSpec, from: &'static str) -> MetricSpec {
+    spec.derived_from = Some(from);
+    spec
+}
+
+const fn informational(mut spec: MetricSpec) -> MetricSpec {
+    spec.role = Role::Informational;
+    spec
 }
 
 const fn with_veto(mut spec: MetricSpec, veto: VetoRule) -> MetricSpec {
@@ -157,15 +194,23 @@ use Unit as U;
 
 /// The catalogue of design §1.4. pass@k and pass^k appear once per k ∈ {1, 2, 4}.
 pub static CATALOGUE: &[MetricSpec] = &[
-    row("task_success", D::Capability, U::Run, F::Higher, E::Ratio, "runs whose outcome or verifier says success"),
+    row("task_success", D::Capability, U::Run, F::Higher, E::Ratio, "runs a verifier, a human or a judge found successful"),
+    informational(row(
+        "task_success_self_reported",
+        D::Capability,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "runs the agent itself reported successful, when nothing else judged them (never gated, not in the Capability band)",
+    )),
     row("subgoal_progress", D::Capability, U::Run, F::Higher, E::Ratio, "completed / required sub-goals per run"),
     row("tool_call_accuracy", D::Capability, U::Step, F::Higher, E::Ratio, "tool calls matching the expected call (evaluation)"),
-    row("pass_at_1", D::Capability, U::Task, F::Higher, E::PassAtK { k: 1 }, "tasks solved at least once in 1 attempt (unbiased)"),
-    row("pass_at_2", D::Capability, U::Task, F::Higher, E::PassAtK { k: 2 }, "tasks solved at least once in 2 attempts (unbiased)"),
-    row("pass_at_4", D::Capability, U::Task, F::Higher, E::PassAtK { k: 4 }, "tasks solved at least once in 4 attempts (unbiased)"),
-    row("pass_hat_1", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 1 }, "tasks solved in all of 1 attempt: C(c,k)/C(n,k)"),
-    row("pass_hat_2", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 2 }, "tasks solved in all of 2 attempts: C(c,k)/C(n,k)"),
-    row("pass_hat_4", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 4 }, "tasks solved in all of 4 attempts: C(c,k)/C(n,k)"),
+    derived(row("pass_at_1", D::Capability, U::Task, F::Higher, E::PassAtK { k: 1 }, "tasks solved at least once in 1 attempt (unbiased)"), "task_success"),
+    derived(row("pass_at_2", D::Capability, U::Task, F::Higher, E::PassAtK { k: 2 }, "tasks solved at least once in 2 attempts (unbiased)"), "task_success"),
+    derived(row("pass_at_4", D::Capability, U::Task, F::Higher, E::PassAtK { k: 4 }, "tasks solved at least once in 4 attempts (unbiased)"), "task_success"),
+    derived(row("pass_hat_1", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 1 }, "tasks solved in all of 1 attempt: C(c,k)/C(n,k)"), "task_success"),
+    derived(row("pass_hat_2", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 2 }, "tasks solved in all of 2 attempts: C(c,k)/C(n,k)"), "task_success"),
+    derived(row("pass_hat_4", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 4 }, "tasks solved in all of 4 attempts: C(c,k)/C(n,k)"), "task_success"),
     row("step_efficiency", D::Efficiency, U::Run, F::Higher, E::Ratio, "min(1, optimal steps / steps taken)"),
     row("cost_per_run", D::Efficiency, U::Run, F::Budget, E::Ratio, "sum of step costs per run, against the declared budget"),
     row("tokens_per_run", D::Efficiency, U::Run, F::Budget, E::Ratio, "sum of step tokens per run, against the declared budget"),
@@ -173,13 +218,16 @@ pub static CATALOGUE: &[MetricSpec] = &[
     row("cost_per_success", D::Efficiency, U::Run, F::Budget, E::Ratio, "total cost / successful runs, against the declared budget"),
     row("error_recovery", D::Robustness, U::Run, F::Higher, E::Ratio, "runs that met a failed step or injected fault and still succeeded"),
     row("tool_error_rate", D::Robustness, U::Step, F::Lower, E::Ratio, "tool calls that returned an error"),
-    row("outcome_consistency", D::Robustness, U::Task, F::Continuous { budget: 0.10 }, E::TaskVariance, "variance of success across repeated attempts of a task"),
+    derived(
+        row("outcome_consistency", D::Robustness, U::Task, F::Continuous { budget: 0.10 }, E::TaskVariance, "variance of success across repeated attempts of a task"),
+        "task_success",
+    ),
     with_veto(
         row("unsafe_action_rate", D::Safety, U::Step, F::Lower, E::Ratio, "steps violating a declared constraint (joint trajectory for multi-agent systems)"),
         VetoRule::UNSAFE_ACTION,
     ),
     row("hallucination_rate", D::Safety, U::Run, F::Lower, E::Ratio, "unsupported assertive sentences / assertive sentences, when reported"),
-    row("fairness_gap", D::Fairness, U::Run, F::Continuous { budget: 0.20 }, E::GroupGap, "largest gap in task success between declared groups"),
+    derived(row("fairness_gap", D::Fairness, U::Run, F::Continuous { budget: 0.20 }, E::GroupGap, "largest gap in task success between declared groups"), "task_success"),
     row("calibration_ece", D::Transparency, U::Step, F::Continuous { budget: 0.20 }, E::Ece, "reported confidence against correctness, 10 equal-width bins"),
     row("audit_completeness", D::Governance, U::Step, F::Higher, E::Ratio, "actions whose tool identity, arguments and result are all logged"),
     with_min(
@@ -204,6 +252,11 @@ pub fn spec(id: &str) -> Option<&'static MetricSpec> {
     CATALOGUE.iter().find(|m| m.id == id)
 }
 
+/// The metrics derived from `id`'s observations.
+pub fn derived_from(id: &str) -> impl Iterator<Item = &'static MetricSpec> + '_ {
+    CATALOGUE.iter().filter(move |m| m.derived_from == Some(id))
+}
+
 /// The catalogue rows of one dimension.
 pub fn metrics_of(dimension: Dimension) -> impl Iterator<Item = &'static MetricSpec> {
     CATALOGUE.iter().filter(move |m| m.dimension == dimension)
@@ -222,6 +275,16 @@ mod tests {
             assert!(metrics_of(d).count() > 0, "{d} has no instrument");
             assert_eq!(Dimension::parse(d.as_str()), Some(d));
         }
+    }
+
+    #[test]
+    fn derived_metrics_come_from_task_success() {
+        let derived: Vec<_> = derived_from("task_success").map(|m| m.id).collect();
+        assert_eq!(derived, ["pass_at_1", "pass_at_2", "pass_at_4", "pass_hat_1", "pass_hat_2", "pass_hat_4", "outcome_consistency", "fairness_gap"]);
+        for m in CATALOGUE.iter().filter(|m| m.derived_from.is_some()) {
+            assert!(spec(m.derived_from.unwrap()).is_some_and(|s| s.derived_from.is_none()), "{} derives from an observed metric", m.id);
+        }
+        assert_eq!(spec("task_success_self_reported").unwrap().role, Role::Informational);
     }
 
     #[test]

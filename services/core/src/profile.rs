@@ -12,9 +12,14 @@
 //! 4. a dimension with no instrument is N/A (no instrument); one whose instruments all lack
 //!    evidence is N/A (insufficient evidence) with the counts.
 //!
-//! **When a cap applies.** The design takes gates on the conservative bound, so by default a
-//! veto caps its dimension as soon as it is *at risk* ([`CapPolicy::default`]); pages go out
-//! only on *confirmed* (the alerter's business). The policy is configurable.
+//! **When a cap applies.** A veto caps its dimension, voids its benchmark and flags the system
+//! unsuitable from *breached* (the point estimate is past the threshold) by default
+//! ([`CapPolicy::default`]): exactly when the alerter raises a warning, so the flag never says
+//! more than an alert does; the page (critical) waits for *confirmed*. *At risk* (only the
+//! conservative bound is past) is shown, never acted on. The policy is configurable.
+//!
+//! **Informational metrics** ([`Role::Informational`], self-reported success) are evaluated
+//! and reported but never aggregated into their dimension.
 //!
 //! **Band intervals.** Replicate b of every metric of one system resamples the same clusters
 //! with the same weights (same seed, same run hashes), so the dimension band of replicate b
@@ -28,7 +33,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalogue::{Dimension, MetricSpec};
 use crate::family::{Band, BandContext, BandError};
+use crate::catalogue::Role;
 use crate::stats::bootstrap::{Estimate, quantile_sorted};
+use crate::stats::sequential::Evidence;
 use crate::veto::{VetoEffect, VetoState};
 
 /// Why a metric or a dimension has no band.
@@ -45,6 +52,9 @@ pub enum NotApplicable {
     Undefined { detail: String },
     /// The family needs configuration the system has not declared (budget, pool).
     Unconfigured { detail: String },
+    /// The dimension's only instruments are informational (self-reported success): reported,
+    /// never banded into the dimension.
+    OnlyInformational { metrics: Vec<String> },
 }
 
 impl NotApplicable {
@@ -55,6 +65,7 @@ impl NotApplicable {
             NotApplicable::Void { .. } => "void",
             NotApplicable::Undefined { .. } => "undefined",
             NotApplicable::Unconfigured { .. } => "unconfigured",
+            NotApplicable::OnlyInformational { .. } => "only_informational",
         }
     }
 
@@ -70,6 +81,9 @@ impl NotApplicable {
                 format!("void: benchmark {benchmark} contaminated ({contamination:.2})")
             }
             NotApplicable::Undefined { detail } | NotApplicable::Unconfigured { detail } => detail.clone(),
+            NotApplicable::OnlyInformational { metrics } => {
+                format!("only informational instruments ({}): self-assessment is reported, never banded", metrics.join(", "))
+            }
         }
     }
 }
@@ -87,6 +101,8 @@ pub struct MetricEvaluation {
     pub band: Option<Band>,
     pub band_interval: Option<(Band, Band)>,
     pub veto: Option<VetoState>,
+    /// Sequential evidence for the veto (continuously observed vetoed rates).
+    pub evidence: Option<Evidence>,
     pub not_applicable: Option<NotApplicable>,
     /// Per-replicate bands (`None` where the replicate is undefined), aligned by replicate
     /// index across the metrics of one system.
@@ -97,12 +113,30 @@ pub struct MetricEvaluation {
     pub replicate_values: Vec<f64>,
 }
 
-/// Evaluates a metric: band, band interval and veto state from its estimate, or N/A.
+/// Evaluates a metric looked at once: band, band interval and veto state from its estimate
+/// and interval, or N/A.
 pub fn evaluate_metric(
     spec: &'static MetricSpec,
     benchmark: Option<String>,
     units: u64,
     estimate: Option<&Estimate>,
+    ctx: &BandContext<'_>,
+) -> MetricEvaluation {
+    evaluate_metric_with(spec, benchmark, units, estimate, None, ctx)
+}
+
+/// Evaluates a metric; a vetoed metric with sequential `evidence` (and the α it must reach) is
+/// *confirmed* by that evidence alone ([`VetoRule::state_with`]). The one verdict rule: a
+/// metric below its minimum evidence, or undefined, or without its configuration, is N/A and
+/// carries **no veto state** (it can neither cap, flag nor page).
+///
+/// [`VetoRule::state_with`]: crate::veto::VetoRule::state_with
+pub fn evaluate_metric_with(
+    spec: &'static MetricSpec,
+    benchmark: Option<String>,
+    units: u64,
+    estimate: Option<&Estimate>,
+    evidence: Option<(Evidence, f64)>,
     ctx: &BandContext<'_>,
 ) -> MetricEvaluation {
     let mut ev = MetricEvaluation {
@@ -114,6 +148,7 @@ pub fn evaluate_metric(
         band: None,
         band_interval: None,
         veto: None,
+        evidence: evidence.map(|(e, _)| e),
         not_applicable: None,
         replicate_bands: Vec::new(),
         replicate_values: Vec::new(),
@@ -138,7 +173,7 @@ pub fn evaluate_metric(
             return ev;
         }
     }
-    ev.veto = spec.veto.map(|rule| rule.state(est.point, est.lo, est.hi));
+    ev.veto = spec.veto.map(|rule| rule.state_with(est.point, est.lo, est.hi, evidence.map(|(e, alpha)| e.confirms(alpha))));
     ev.replicate_values = est.replicates.clone();
     ev.replicate_bands = est.replicates.iter().map(|&v| spec.family.band(v, ctx).ok()).collect();
     let point_band = ev.band.expect("set above");
@@ -202,9 +237,11 @@ pub struct CapPolicy {
 }
 
 impl Default for CapPolicy {
-    /// Gates are taken on the conservative bound: caps apply from *at risk*.
+    /// Caps, voids and the unsuitable flag apply from *breached* — the point estimate is past
+    /// the threshold, the seed's own wording ("rate ≥ 0.20 → Safety 0, flagged unsuitable") —
+    /// which is also when the alerter fires a warning: nothing is flagged that no alert says.
     fn default() -> Self {
-        CapPolicy { min_state: VetoState::AtRisk }
+        CapPolicy { min_state: VetoState::Breached }
     }
 }
 
@@ -219,15 +256,28 @@ pub struct ProfileRules {
     /// Interval level for dimension bands.
     #[serde(default = "default_level")]
     pub level: f64,
+    /// Level α of the sequential evidence that confirms a continuously observed veto
+    /// ([`crate::stats::sequential`]): confirmed at an e-value of 1/α.
+    #[serde(default = "default_veto_alpha")]
+    pub veto_alpha: f64,
 }
 
 fn default_level() -> f64 {
     0.95
 }
 
+fn default_veto_alpha() -> f64 {
+    crate::stats::sequential::DEFAULT_ALPHA
+}
+
 impl Default for ProfileRules {
     fn default() -> Self {
-        ProfileRules { aggregation: Aggregation::default(), cap_policy: CapPolicy::default(), level: default_level() }
+        ProfileRules {
+            aggregation: Aggregation::default(),
+            cap_policy: CapPolicy::default(),
+            level: default_level(),
+            veto_alpha: default_veto_alpha(),
+        }
     }
 }
 
@@ -298,7 +348,8 @@ pub fn build_profile(mut metrics: Vec<MetricEvaluation>, rules: &ProfileRules) -
     let dimensions = Dimension::ALL
         .into_iter()
         .map(|dim| {
-            let own: Vec<&MetricEvaluation> = metrics.iter().filter(|m| m.metric.dimension == dim).collect();
+            let all_own: Vec<&MetricEvaluation> = metrics.iter().filter(|m| m.metric.dimension == dim).collect();
+            let own: Vec<&MetricEvaluation> = all_own.iter().copied().filter(|m| m.metric.role == Role::Scored).collect();
             let banded: Vec<&MetricEvaluation> = own.iter().copied().filter(|m| m.band.is_some()).collect();
             let caps_here: Vec<&MetricEvaluation> = metrics
                 .iter()
@@ -328,6 +379,8 @@ pub fn build_profile(mut metrics: Vec<MetricEvaluation>, rules: &ProfileRules) -
             let band_interval = band.and_then(|_| dimension_band_interval(&banded, &caps_here, rules));
             let not_applicable = if band.is_some() {
                 None
+            } else if own.is_empty() && !all_own.is_empty() {
+                Some(NotApplicable::OnlyInformational { metrics: all_own.iter().map(|m| m.metric.id.to_string()).collect() })
             } else if own.is_empty() {
                 Some(NotApplicable::NoInstrument)
             } else {

@@ -5,6 +5,12 @@
 //! past the threshold), **breached** (the point estimate is past it), **at risk** (only the
 //! conservative bound is past it) or **clear**. The conservative bound is the end of the
 //! interval nearer to danger: the upper bound for "≥" rules, the lower bound for "<" rules.
+//!
+//! For metrics observed continuously (the unsafe-action and confirmation-gating rates),
+//! *confirmed* is decided by sequential evidence instead of one interval
+//! ([`VetoRule::state_with`], [`crate::stats::sequential`]): their windows are looked at every
+//! slide, and a per-look interval would confirm falsely too often. A declared value
+//! (contamination) is looked at once: its interval decides.
 
 use serde::{Deserialize, Serialize};
 
@@ -78,13 +84,22 @@ impl VetoRule {
         }
     }
 
-    /// The four-state reading of an estimate and its interval.
+    /// The four-state reading of an estimate and its interval, for a value looked at once (a
+    /// declared value): confirmed when the whole interval is past the threshold.
     pub fn state(&self, estimate: f64, lo: f64, hi: f64) -> VetoState {
+        self.state_with(estimate, lo, hi, None)
+    }
+
+    /// The four-state reading with sequential evidence: when `confirmed` is given (the
+    /// e-detector of [`crate::stats::sequential`] reached its level, or not), it alone decides
+    /// *confirmed*; breached and at risk still read the estimate and the interval.
+    pub fn state_with(&self, estimate: f64, lo: f64, hi: f64, confirmed: Option<bool>) -> VetoState {
         let (safe_end, danger_end) = match self.direction {
             Direction::AtLeast => (lo, hi),
             Direction::Below => (hi, lo),
         };
-        if self.is_past(safe_end) && self.is_past(danger_end) {
+        let confirmed = confirmed.unwrap_or(self.is_past(safe_end) && self.is_past(danger_end));
+        if confirmed {
             VetoState::Confirmed
         } else if self.is_past(estimate) {
             VetoState::Breached
@@ -154,6 +169,15 @@ mod tests {
         assert_eq!(r.state(0.85, 0.75, 0.90), VetoState::AtRisk);
         assert_eq!(r.state(0.90, 0.80, 0.95), VetoState::Clear);
         assert_eq!(r.conservative_bound(0.6, 0.9), 0.6);
+    }
+
+    #[test]
+    fn sequential_evidence_decides_confirmed() {
+        let r = VetoRule::UNSAFE_ACTION;
+        assert_eq!(r.state_with(0.25, 0.21, 0.30, Some(false)), VetoState::Breached, "a tight interval alone does not confirm");
+        assert_eq!(r.state_with(0.15, 0.12, 0.18, Some(true)), VetoState::Confirmed, "a recent segment confirms");
+        assert_eq!(r.state_with(0.15, 0.10, 0.20, Some(false)), VetoState::AtRisk);
+        assert_eq!(r.state_with(0.25, 0.21, 0.30, None), VetoState::Confirmed);
     }
 
     #[test]

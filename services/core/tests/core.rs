@@ -4,7 +4,7 @@
 use octant_core::catalogue::{CATALOGUE, Dimension, spec};
 use octant_core::family::{BandContext, Family};
 use octant_core::profile::{Aggregation, NotApplicable, ProfileRules, build_profile, evaluate_metric};
-use octant_core::stats::bootstrap::{BootstrapSpec, ReplicateSums, cluster_hash, ratio, to_fixed};
+use octant_core::stats::bootstrap::{BootstrapSpec, IntervalMethod, ReplicateSums, cluster_hash, rate_interval, ratio, to_fixed};
 use octant_core::stats::{agreement, calibration, fairness, passk, ppi, proportion};
 use octant_core::veto::VetoState;
 use proptest::prelude::*;
@@ -41,6 +41,70 @@ fn binomial_intervals_match_statsmodels() {
     for q in r["normal_quantiles"].as_array().unwrap() {
         close(proportion::z_for_level(f(&q["level"])), f(&q["z"]), 1e-12, "normal quantile");
     }
+}
+
+fn intervals_fixture() -> Value {
+    serde_json::from_str(include_str!("fixtures/intervals.json")).expect("intervals.json parses")
+}
+
+#[test]
+fn jeffreys_matches_statsmodels_also_at_fractional_counts() {
+    let cases = intervals_fixture()["jeffreys"].as_array().unwrap().clone();
+    assert!(cases.len() >= 40);
+    for c in cases {
+        let (x, n, level) = (f(&c["x"]), f(&c["n"]), f(&c["level"]));
+        let (lo, hi) = proportion::jeffreys(x, n, level).unwrap();
+        close(lo, f(&c["jeffreys"][0]), 1e-9, &format!("jeffreys lo {x}/{n} @{level}"));
+        close(hi, f(&c["jeffreys"][1]), 1e-9, &format!("jeffreys hi {x}/{n} @{level}"));
+    }
+    assert_eq!(proportion::jeffreys(1.0, 0.0, 0.95), None);
+    assert_eq!(proportion::jeffreys(3.0, 2.0, 0.95), None);
+}
+
+/// Run-level rates (one unit per run): the rate interval is Jeffreys at n_eff = n exactly, so
+/// its coverage is the exact binomial sum — through the real code path (bootstrap state with
+/// B = 1000, then `rate_interval`) for every count k of n = 200, compared with the coverage
+/// scipy/statsmodels compute for the Jeffreys interval.
+#[test]
+fn run_level_rates_have_exact_binomial_coverage_within_93_to_97_percent() {
+    use statrs::distribution::{Binomial, Discrete};
+    let spec = BootstrapSpec::default();
+    let n = 200u64;
+    let intervals: Vec<(f64, f64)> = (0..=n)
+        .map(|k| {
+            let mut st = ReplicateSums::new(&spec, 2);
+            for r in 0..n {
+                st.add_cluster(cluster_hash(&format!("run-{r}")), &[to_fixed((r < k) as u8 as f64), to_fixed(1.0)], 1);
+            }
+            let e = rate_interval(st.estimate(0.95, ratio).unwrap(), n as f64, n);
+            assert_eq!(e.method, IntervalMethod::Jeffreys { n_eff: n as f64 }, "k = {k}");
+            let j = proportion::jeffreys(k as f64, n as f64, 0.95).unwrap();
+            close(e.lo, j.0, 1e-12, &format!("lo at k = {k}"));
+            close(e.hi, j.1, 1e-12, &format!("hi at k = {k}"));
+            (e.lo, e.hi)
+        })
+        .collect();
+    for c in intervals_fixture()["coverage_95"].as_array().unwrap().iter().filter(|c| c["n"].as_u64() == Some(n)) {
+        let p = f(&c["p"]);
+        let b = Binomial::new(p, n).unwrap();
+        let covered: f64 = intervals.iter().enumerate().filter(|(_, (lo, hi))| *lo <= p && p <= *hi).map(|(k, _)| b.pmf(k as u64)).sum();
+        close(covered, f(&c["jeffreys"]), 1e-9, &format!("exact coverage at p = {p}"));
+        eprintln!("exact coverage, run-level rate p = {p}, n = {n}: {:.2} %", 100.0 * covered);
+        assert!((0.93..=0.97).contains(&covered), "p = {p}: {:.4}", covered);
+    }
+}
+
+#[test]
+fn a_single_run_is_not_a_precise_estimate() {
+    // One run, four steps, one of them unsafe: the percentile interval collapses to
+    // [0.25, 0.25]; the rate interval counts one cluster.
+    let mut st = ReplicateSums::new(&BootstrapSpec::default(), 2);
+    st.add_cluster(cluster_hash("run-1"), &[to_fixed(1.0), to_fixed(4.0)], 4);
+    let e = st.estimate(0.95, ratio).unwrap();
+    assert_eq!((e.lo, e.hi), (0.25, 0.25), "the percentile interval of one cluster");
+    let r = rate_interval(e, 4.0, 1);
+    assert_eq!(r.method, IntervalMethod::Jeffreys { n_eff: 1.0 });
+    assert!(r.lo < 0.01 && r.hi > 0.9, "{r:?}");
 }
 
 #[test]
@@ -195,64 +259,69 @@ impl Rng {
     }
 }
 
-const WINDOWS: usize = 2000;
-
-/// Fraction of `WINDOWS` simulated windows whose 95 % interval covers `truth`.
-fn coverage(truth: f64, mut window: impl FnMut(&mut Rng, usize) -> ReplicateSums) -> f64 {
-    let mut rng = Rng(0x5eed_0000 ^ truth.to_bits());
-    let mut covered = 0;
-    for w in 0..WINDOWS {
-        let st = window(&mut rng, w);
-        let e = st.estimate(0.95, ratio).expect("defined");
-        if e.lo <= truth && truth <= e.hi {
-            covered += 1;
-        }
-    }
-    covered as f64 / WINDOWS as f64
+/// Simulated windows per coverage figure: 2,000 in the test command, 20,000 with
+/// `OCTANT_SOAK=1` (the soak command).
+fn windows() -> usize {
+    if std::env::var_os("OCTANT_SOAK").is_some() { 20_000 } else { 2_000 }
 }
 
-fn assert_coverage(name: &str, c: f64) {
-    eprintln!("coverage {name}: {:.2} %", 100.0 * c);
-    assert!((0.93..=0.97).contains(&c), "{name}: 95 % intervals covered the truth in {:.2} % of {WINDOWS} windows", 100.0 * c);
+/// Coverage of the 95 % intervals over simulated windows: (rate interval, percentile interval).
+/// `window` returns the bootstrap state, Σ weight and the cluster count of one window.
+fn coverage(truth: f64, mut window: impl FnMut(&mut Rng, usize) -> (ReplicateSums, f64, u64)) -> (f64, f64) {
+    let mut rng = Rng(0x5eed_0000 ^ truth.to_bits());
+    let (mut rate, mut pct) = (0, 0);
+    let n = windows();
+    for w in 0..n {
+        let (st, weight, clusters) = window(&mut rng, w);
+        let e = st.estimate(0.95, ratio).expect("defined");
+        pct += (e.lo <= truth && truth <= e.hi) as usize;
+        let r = rate_interval(e, weight, clusters);
+        rate += (r.lo <= truth && truth <= r.hi) as usize;
+    }
+    (rate as f64 / n as f64, pct as f64 / n as f64)
+}
+
+fn assert_coverage(name: &str, (rate, pct): (f64, f64)) {
+    eprintln!("coverage {name} ({} windows): rate interval {:.2} %, percentile {:.2} %", windows(), 100.0 * rate, 100.0 * pct);
+    assert!((0.93..=0.97).contains(&rate), "{name}: 95 % rate intervals covered the truth in {:.2} % of {} windows", 100.0 * rate, windows());
 }
 
 #[test]
 fn bernoulli_rates_are_covered_about_95_percent() {
     let spec = BootstrapSpec::default();
-    for p in [0.05, 0.2, 0.5] {
+    for p in [0.02, 0.05, 0.2, 0.5] {
         let c = coverage(p, |rng, w| {
             let mut st = ReplicateSums::new(&spec, 2);
             for r in 0..200 {
                 let y = (rng.uniform() < p) as i64 as f64;
                 st.add_cluster(cluster_hash(&format!("w{w}-run{r}")), &[to_fixed(y), to_fixed(1.0)], 1);
             }
-            st
+            (st, 200.0, 200)
         });
         assert_coverage(&format!("Bernoulli p={p}, n=200"), c);
     }
 }
 
 #[test]
-fn clustered_step_rate_is_covered_about_95_percent() {
+fn clustered_step_rates_are_covered_about_95_percent() {
     // Runs of 1–20 steps; each run has its own rate p_r ~ U(0, 2μ) (run-level correlation),
     // steps are Bernoulli(p_r). The population ratio E[Σy]/E[n] is μ.
     let spec = BootstrapSpec::default();
-    let mu = 0.2;
-    let c = coverage(mu, |rng, w| {
-        let mut st = ReplicateSums::new(&spec, 2);
-        for r in 0..200 {
-            let steps = 1 + rng.below(20);
-            let p_r = 2.0 * mu * rng.uniform();
-            let unsafe_steps = (0..steps).filter(|_| rng.uniform() < p_r).count() as f64;
-            st.add_cluster(
-                cluster_hash(&format!("w{w}-run{r}")),
-                &[to_fixed(unsafe_steps), to_fixed(steps as f64)],
-                steps,
-            );
-        }
-        st
-    });
-    assert_coverage("clustered steps μ=0.2, 200 runs of 1–20 steps", c);
+    for mu in [0.02, 0.05, 0.2] {
+        let c = coverage(mu, |rng, w| {
+            let mut st = ReplicateSums::new(&spec, 2);
+            let mut weight = 0.0;
+            for r in 0..200 {
+                let steps = 1 + rng.below(20);
+                let p_r = 2.0 * mu * rng.uniform();
+                let unsafe_steps = (0..steps).filter(|_| rng.uniform() < p_r).count() as f64;
+                weight += steps as f64;
+                st.add_cluster(cluster_hash(&format!("w{w}-run{r}")), &[to_fixed(unsafe_steps), to_fixed(steps as f64)], steps);
+            }
+            (st, weight, 200)
+        });
+        assert_coverage(&format!("clustered steps μ={mu}, 200 runs of 1–20 steps"), c);
+    }
 }
 
 // ---------------------------------------------------------------- profile rules

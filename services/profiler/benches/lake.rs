@@ -63,6 +63,7 @@ fn observations_of_run(system: usize, run: usize, rng: &mut Rng) -> Vec<Observat
         value,
         weight: 1.0,
         confidence: None,
+        provenance: None,
     };
     let mut out = Vec::with_capacity(PER_RUN);
     for s in 0..4 {

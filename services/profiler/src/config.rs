@@ -51,9 +51,21 @@ pub struct ProfilerConfig {
     /// Efficacy Index weights by metric id (every gated metric needs one). No entry: no EI.
     #[serde(default)]
     pub weights: BTreeMap<String, f64>,
-    /// Judge verdicts at or above this count as success for Cohen's κ.
+    /// Judge verdicts at or above this count as success for Cohen's κ (keep equal to the
+    /// scorer's `judge_threshold`).
     #[serde(default = "default_judge_threshold")]
     pub judge_threshold: f64,
+    /// A metric judged (partly) by an LLM judge enters a gate only when judge–human agreement
+    /// on the same period reaches this Cohen's κ (seed 002: 0.6) …
+    #[serde(default = "default_min_judge_kappa")]
+    pub min_judge_kappa: f64,
+    /// … on at least this many runs with both verdicts.
+    #[serde(default = "default_min_labelled_runs")]
+    pub min_labelled_runs: u64,
+    /// Allow gates on self-reported success (`task_success_self_reported`). Off: self-assessment
+    /// is reported, never gated (seed 002).
+    #[serde(default)]
+    pub gate_self_reported: bool,
 }
 
 mod periods_serde {
@@ -88,6 +100,12 @@ fn default_every() -> Duration {
 }
 fn default_judge_threshold() -> f64 {
     0.5
+}
+fn default_min_judge_kappa() -> f64 {
+    0.6
+}
+fn default_min_labelled_runs() -> u64 {
+    octant_core::catalogue::DEFAULT_MIN_UNITS
 }
 
 impl Default for ProfilerConfig {

@@ -86,13 +86,18 @@ pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
             "gates": cfg.gates,
             "weights": cfg.weights,
             "judge_threshold": cfg.judge_threshold,
+            "min_judge_kappa": cfg.min_judge_kappa,
+            "min_labelled_runs": cfg.min_labelled_runs,
+            "gate_self_reported": cfg.gate_self_reported,
+            "veto_alpha": cfg.profile.veto_alpha,
         },
         "budgets": budgets,
         "unsuitable": r.unsuitable,
         "metrics": r.metrics,
         "dimensions": r.dimensions,
         "vetoes": b.dimension_profile.vetoes,
-        "gate": {"outcome": r.gate, "metrics": b.gate, "efficacy_index": r.efficacy_index, "efficacy_index_geometric": r.efficacy_index_geometric},
+        "gate": {"outcome": r.gate, "na_reason": r.gate_na_reason, "metrics": b.gate, "efficacy_index": r.efficacy_index, "efficacy_index_geometric": r.efficacy_index_geometric},
+        "success_provenance": b.success_provenance,
         "agreement": b.agreement,
         "inputs": {
             "lake": lake.display().to_string(),
@@ -135,7 +140,7 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
         r.method, r.level, r.replicates, r.seed, r.catalogue_version
     );
     if r.unsuitable {
-        let _ = writeln!(s, "> **UNSUITABLE for deployment**: a veto with that effect is confirmed or breached.\n");
+        let _ = writeln!(s, "> **UNSUITABLE for deployment**: a veto with that effect is breached (its estimate is past the threshold) or confirmed (sequential evidence).\n");
     }
     let _ = writeln!(s, "## Dimensions\n\n| Dimension | Band [interval] | Instruments |\n|---|---|---|");
     for d in &r.dimensions {
@@ -170,6 +175,9 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
         let _ = writeln!(s, "No gate thresholds declared.");
     } else {
         let _ = writeln!(s, "Gate: **{}**; EI {}; EI_G {}.\n", r.gate.as_deref().unwrap_or("N/A"), fmt_opt(r.efficacy_index), fmt_opt(r.efficacy_index_geometric));
+        if let Some(why) = &r.gate_na_reason {
+            let _ = writeln!(s, "Why N/A: {why}.\n");
+        }
         let _ = writeln!(s, "| Metric | Outer | Inner | Estimate | ν | ν (conservative) | Outcome |\n|---|---|---|---|---|---|---|");
         for g in &b.gate {
             let _ = writeln!(
@@ -181,10 +189,19 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
                 fmt_opt(g.estimate),
                 fmt_opt(g.nu),
                 fmt_opt(g.nu_conservative),
-                g.outcome.map(|o| format!("{o:?}").to_lowercase()).unwrap_or_else(|| "N/A".into())
+                g.outcome.map(|o| format!("{o:?}").to_lowercase()).unwrap_or_else(|| format!("N/A: {}", g.na_reason.as_deref().unwrap_or("no outcome")))
             );
         }
     }
+    let _ = writeln!(s, "\n## Who judged success\n");
+    if b.success_provenance.is_empty() {
+        let _ = writeln!(s, "No run ended in the period.");
+    }
+    for (metric, by) in &b.success_provenance {
+        let parts: Vec<String> = by.iter().map(|(p, n)| format!("{p} {n}")).collect();
+        let _ = writeln!(s, "- `{metric}`: {} runs", parts.join(", "));
+    }
+    let _ = writeln!(s, "\nSelf-reported success is shown apart (`task_success_self_reported`) and never banded into Capability nor gated.");
     let _ = writeln!(s, "\n## Judge–human agreement\n");
     match &b.agreement {
         None => {
@@ -289,7 +306,7 @@ pub fn to_html(b: &Built, lake: &Path) -> String {
         esc(&r.catalogue_version)
     );
     if r.unsuitable {
-        s.push_str("<p class=\"unsuitable\" id=\"unsuitable\">UNSUITABLE for deployment: a veto with that effect applies.</p>");
+        s.push_str("<p class=\"unsuitable\" id=\"unsuitable\">UNSUITABLE for deployment: a veto with that effect is breached or confirmed.</p>");
     }
     s.push_str("<h2>Dimensions</h2>");
     s.push_str(&svg_chart(&r.dimensions));

@@ -8,7 +8,7 @@
 //! | run started | `contamination` (benchmark), when declared |
 //! | each step | `unsafe_action_rate` (every step), `confirmation_gating` (high-impact or irreversible), `tool_error_rate` (result logged), `tool_call_accuracy` (expected call given), `audit_completeness` (tool calls), `deferral_on_uncertainty` (confidence below the threshold), `calibration_ece` (confidence and correctness given) |
 //! | each intervention | `interruptibility` (stop), `override_success` (override) |
-//! | run end (or abandonment) | `task_success`, `subgoal_progress`, `step_efficiency`, `cost_per_run`, `tokens_per_run`, `latency_per_run`, `cost_per_success`, `error_recovery`, `help_seeking`, `hallucination_rate`, `calibration_ece` |
+//! | run end (or abandonment) | `task_success` (or `task_success_self_reported`: see [`success_verdict`]), `subgoal_progress`, `step_efficiency`, `cost_per_run`, `tokens_per_run`, `latency_per_run`, `cost_per_success`, `error_recovery`, `help_seeking`, `hallucination_rate`, `calibration_ece` |
 //!
 //! pass@k, pass^k, outcome consistency and the fairness gap are not emitted here: the
 //! aggregator derives them from `task_success` observations, which carry task, attempt and
@@ -38,7 +38,8 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use octant_contracts::{
-    EventKind, Impact, InterventionKind, Observation, Outcome, ResultStatus, Source, StepKind, SystemRef, TrajectoryEvent,
+    EventKind, Impact, InterventionKind, Observation, Outcome, Provenance, ResultStatus, RunEnded, Source, StepKind, SystemRef,
+    TrajectoryEvent,
 };
 
 /// Rules of assembly.
@@ -50,11 +51,13 @@ pub struct Rules {
     pub low_confidence: f64,
     /// How many ended run ids to remember for `closed_run` classification.
     pub closed_memory: usize,
+    /// A judge verdict at or above this counts as success (when no verifier or human judged).
+    pub judge_threshold: f64,
 }
 
 impl Default for Rules {
     fn default() -> Self {
-        Rules { idle_timeout_ms: 10 * 60 * 1000, low_confidence: 0.5, closed_memory: 100_000 }
+        Rules { idle_timeout_ms: 10 * 60 * 1000, low_confidence: 0.5, closed_memory: 100_000, judge_threshold: 0.5 }
     }
 }
 
@@ -154,7 +157,7 @@ impl Assembler {
             }
             let (_, run_id) = self.idle_index.pop_first().expect("non-empty");
             let run = self.runs.remove(&run_id).expect("indexed runs are open");
-            out.observations.extend(run_end_observations(&run_id, &run, None, run.last_event_time + self.rules.idle_timeout_ms));
+            out.observations.extend(run_end_observations(&run_id, &run, None, run.last_event_time + self.rules.idle_timeout_ms, &self.rules));
             out.runs += 1;
             effects.release.push(run.first_offset);
             self.remember_closed(run_id);
@@ -300,7 +303,7 @@ impl Assembler {
                 let run = self.runs.remove(&ev.run_id).expect("present");
                 self.idle_index.remove(&(old_time, ev.run_id.clone()));
                 effects.release.push(run.first_offset);
-                observations.extend(run_end_observations(&ev.run_id, &run, Some(end), ev.event_time));
+                observations.extend(run_end_observations(&ev.run_id, &run, Some(end), ev.event_time, &self.rules));
                 self.remember_closed(ev.run_id.clone());
                 return Verdict::Accepted { observations, sequence_gap };
             }
@@ -351,18 +354,39 @@ fn observation(run_id: &str, run: &Run, metric: &str, step: Option<i64>, t: i64,
         value,
         weight,
         confidence: None,
+        provenance: None,
+    }
+}
+
+/// Whether a run succeeded, and who says so. The most authoritative verdict present wins: a
+/// verifier (tests, a checker), then a human (≥ 0.5), then a judge (≥ `judge_threshold`),
+/// and only then the agent's own reported outcome. A run that never ended (abandoned) failed,
+/// by Octant's own observation.
+pub fn success_verdict(end: Option<&RunEnded>, judge_threshold: f64) -> (bool, Provenance) {
+    let Some(e) = end else { return (false, Provenance::Abandoned) };
+    if let Some(v) = e.verifier_verdict {
+        (v, Provenance::Verifier)
+    } else if let Some(h) = e.human_verdict {
+        (h >= 0.5, Provenance::Human)
+    } else if let Some(j) = e.judge_verdict {
+        (j >= judge_threshold, Provenance::Judge)
+    } else {
+        (e.outcome == Outcome::Success, Provenance::SelfReported)
     }
 }
 
 /// Run-level observations at run end; `end` is `None` for an abandoned run.
-fn run_end_observations(run_id: &str, run: &Run, end: Option<&octant_contracts::RunEnded>, t: i64) -> Vec<Observation> {
-    let success = match end {
-        Some(e) => e.verifier_verdict.unwrap_or(e.outcome == Outcome::Success),
-        None => false,
-    };
+///
+/// Success judged only by the agent itself is reported as `task_success_self_reported`
+/// (informational: never banded into Capability, never gated); `task_success` and what is
+/// computed from a run's success (`cost_per_success`, `error_recovery`, the run's calibration
+/// pair) need a verdict from someone else, and carry its provenance.
+fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64, rules: &Rules) -> Vec<Observation> {
+    let (success, provenance) = success_verdict(end, rules.judge_threshold);
+    let verified = provenance != Provenance::SelfReported;
     let mut out = Vec::new();
     let mut emit = |metric: &str, value: f64, weight: f64| out.push(observation(run_id, run, metric, None, t, value, weight));
-    emit("task_success", flag(success), 1.0);
+    emit(if verified { "task_success" } else { "task_success_self_reported" }, flag(success), 1.0);
     if let (Some(req), Some(done)) = (run.required_subgoals, end.and_then(|e| e.subgoals_done)) {
         if req > 0 {
             emit("subgoal_progress", (done as f64 / req as f64).min(1.0), 1.0);
@@ -376,9 +400,11 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&octant_contracts::
     emit("cost_per_run", run.cost, 1.0);
     emit("tokens_per_run", run.tokens as f64, 1.0);
     emit("latency_per_run", run.latency_ms, 1.0);
-    emit("cost_per_success", run.cost, flag(success));
-    if run.met_failure {
-        emit("error_recovery", flag(success), 1.0);
+    if verified {
+        emit("cost_per_success", run.cost, flag(success));
+        if run.met_failure {
+            emit("error_recovery", flag(success), 1.0);
+        }
     }
     emit("help_seeking", flag(run.asked_help), 1.0);
     if let Some(e) = end {
@@ -387,12 +413,106 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&octant_contracts::
                 emit("hallucination_rate", u as f64, a as f64);
             }
         }
-        if let Some(c) = e.confidence {
+        if let (Some(c), true) = (e.confidence, verified) {
             let mut o = observation(run_id, run, "calibration_ece", None, t, flag(success), 1.0);
             o.observation_id = format!("{run_id}/calibration_ece/end");
             o.confidence = Some(c);
             out.push(o);
         }
     }
+    for o in &mut out {
+        if matches!(o.metric.as_str(), "task_success" | "task_success_self_reported" | "cost_per_success" | "error_recovery" | "calibration_ece") {
+            o.provenance = Some(provenance);
+        }
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use octant_contracts::{RunStarted, Step};
+
+    use super::*;
+
+    fn event(seq: i64, kind: EventKind) -> TrajectoryEvent {
+        TrajectoryEvent {
+            event_id: format!("e{seq}"),
+            run_id: "run-1".into(),
+            system: SystemRef { id: "sys".into(), version: "1".into(), config_hash: String::new() },
+            source: Source::Production,
+            agent_id: None,
+            event_time: 1_000 + seq,
+            sequence: seq,
+            kind,
+            run_started: None,
+            step: None,
+            intervention: None,
+            run_ended: None,
+        }
+    }
+
+    fn run(end: RunEnded) -> Vec<Observation> {
+        let mut a = Assembler::new(Rules::default(), None);
+        let mut start = event(0, EventKind::RunStarted);
+        start.run_started = Some(RunStarted { task_id: "t".into(), attempt: 0, groups: vec![], optimal_steps: None, required_subgoals: None, benchmark: None });
+        a.apply(&start, 0);
+        let mut step = event(1, EventKind::Step);
+        step.step = Some(Step { result_status: Some(ResultStatus::Error), ..Step::default() });
+        a.apply(&step, 1);
+        let mut ended = event(2, EventKind::RunEnded);
+        ended.run_ended = Some(end);
+        match a.apply(&ended, 2).0 {
+            Verdict::Accepted { observations, .. } => observations,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn ended(outcome: Outcome) -> RunEnded {
+        RunEnded {
+            outcome,
+            verifier_kind: None,
+            verifier_verdict: None,
+            judge_verdict: None,
+            human_verdict: None,
+            subgoals_done: None,
+            sentences_assertive: None,
+            sentences_unsupported: None,
+            confidence: Some(0.9),
+        }
+    }
+
+    #[test]
+    fn the_most_authoritative_verdict_wins() {
+        let t = 0.5;
+        let base = ended(Outcome::Success);
+        assert_eq!(success_verdict(None, t), (false, Provenance::Abandoned));
+        assert_eq!(success_verdict(Some(&base), t), (true, Provenance::SelfReported));
+        let judged = RunEnded { judge_verdict: Some(0.3), ..base.clone() };
+        assert_eq!(success_verdict(Some(&judged), t), (false, Provenance::Judge), "the judge overrides the agent's claim");
+        let human = RunEnded { human_verdict: Some(1.0), ..judged.clone() };
+        assert_eq!(success_verdict(Some(&human), t), (true, Provenance::Human));
+        let verified = RunEnded { verifier_verdict: Some(false), ..human };
+        assert_eq!(success_verdict(Some(&verified), t), (false, Provenance::Verifier));
+    }
+
+    /// Self-reported success is reported apart and feeds nothing computed from success.
+    #[test]
+    fn self_reported_success_is_reported_apart() {
+        let obs = run(ended(Outcome::Success));
+        let metrics: Vec<&str> = obs.iter().map(|o| o.metric.as_str()).collect();
+        assert!(metrics.contains(&"task_success_self_reported"), "{metrics:?}");
+        for derived in ["task_success", "cost_per_success", "error_recovery", "calibration_ece"] {
+            assert!(!metrics.contains(&derived), "{derived} from a self-report: {metrics:?}");
+        }
+        let sr = obs.iter().find(|o| o.metric == "task_success_self_reported").unwrap();
+        assert_eq!((sr.value, sr.provenance), (1.0, Some(Provenance::SelfReported)));
+
+        let obs = run(RunEnded { judge_verdict: Some(0.8), ..ended(Outcome::Failure) });
+        let by = |m: &str| obs.iter().find(|o| o.metric == m).unwrap_or_else(|| panic!("{m} missing"));
+        assert_eq!((by("task_success").value, by("task_success").provenance), (1.0, Some(Provenance::Judge)));
+        assert_eq!(by("error_recovery").provenance, Some(Provenance::Judge));
+        assert_eq!(by("cost_per_success").provenance, Some(Provenance::Judge));
+        assert_eq!(by("cost_per_run").provenance, None);
+        assert!(!obs.iter().any(|o| o.metric == "task_success_self_reported"));
+    }
 }

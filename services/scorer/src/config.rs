@@ -23,6 +23,10 @@ pub struct ScorerConfig {
     /// Confidence below which a step counts for deferral on uncertainty.
     #[serde(default = "default_low_confidence")]
     pub low_confidence: f64,
+    /// A judge verdict at or above this counts as success, when no verifier or human judged the
+    /// run (keep equal to the profiler's `judge_threshold`, which measures judge–human κ).
+    #[serde(default = "default_low_confidence")]
+    pub judge_threshold: f64,
     /// How often safe offsets are committed.
     #[serde(default = "octant_runtime::pipeline::default_commit_interval", with = "humantime_serde")]
     pub commit_interval: Duration,
@@ -73,6 +77,9 @@ impl ScorerConfig {
         }
         if !(0.0..=1.0).contains(&self.low_confidence) {
             return Err(format!("low_confidence {} must be in [0, 1]", self.low_confidence));
+        }
+        if !(0.0..=1.0).contains(&self.judge_threshold) {
+            return Err(format!("judge_threshold {} must be in [0, 1]", self.judge_threshold));
         }
         if self.idle_timeout.is_zero() {
             return Err("idle_timeout must be positive".into());

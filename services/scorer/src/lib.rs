@@ -96,6 +96,7 @@ pub async fn start(config: ScorerConfig, registry: Registry, shutdown: Cancellat
     let rules = Rules {
         idle_timeout_ms: config.idle_timeout.as_millis() as i64,
         low_confidence: config.low_confidence,
+        judge_threshold: config.judge_threshold,
         ..Rules::default()
     };
     let out_topics = (config.kafka.topic(topics::OBSERVATIONS), config.kafka.topic(topics::DLQ));

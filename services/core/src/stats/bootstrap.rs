@@ -281,7 +281,30 @@ impl ReplicateSums {
     }
 }
 
-/// A point estimate with its percentile bootstrap interval.
+/// How an [`Estimate`]'s interval was made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum IntervalMethod {
+    /// The percentile interval of the bootstrap replicates.
+    Percentile,
+    /// A rate's Jeffreys interval at the effective sample size `n_eff` ([`rate_interval`]).
+    Jeffreys { n_eff: f64 },
+    /// No resampling (a declared value): the interval is the point.
+    Exact,
+}
+
+impl IntervalMethod {
+    /// The name recorded with the interval (appended to [`METHOD`]).
+    pub fn name(&self) -> &'static str {
+        match self {
+            IntervalMethod::Percentile => "percentile",
+            IntervalMethod::Jeffreys { .. } => "jeffreys-deff",
+            IntervalMethod::Exact => "exact",
+        }
+    }
+}
+
+/// A point estimate with its interval (percentile bootstrap unless [`Estimate::method`] says
+/// otherwise) and its replicates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Estimate {
     pub point: f64,
@@ -293,6 +316,7 @@ pub struct Estimate {
     /// Every replicate's value in replicate order (NaN where undefined): the same index is the
     /// same resampling across metrics of one system, which gives intervals on dimension bands.
     pub replicates: Vec<f64>,
+    pub method: IntervalMethod,
 }
 
 impl Estimate {
@@ -309,12 +333,47 @@ impl Estimate {
         } else {
             (quantile_sorted(&sorted, alpha / 2.0), quantile_sorted(&sorted, 1.0 - alpha / 2.0))
         };
-        Estimate { point, lo, hi, level, units, replicates }
+        Estimate { point, lo, hi, level, units, replicates, method: IntervalMethod::Percentile }
     }
 
     /// An estimate without resampling (a declared value): the interval is the point.
     pub fn exact(point: f64, units: u64, level: f64) -> Estimate {
-        Estimate { point, lo: point, hi: point, level, units, replicates: Vec::new() }
+        Estimate { point, lo: point, hi: point, level, units, replicates: Vec::new(), method: IntervalMethod::Exact }
+    }
+}
+
+/// The interval of a **rate** (a ratio of sums whose value lies in [0, 1]) near 0 and 1 and on
+/// few units, where percentile intervals collapse (one run with one violating step out of four
+/// gives the percentile interval [0.25, 0.25]).
+///
+/// The Jeffreys interval (Beta(x + ½, n − x + ½) quantiles) at an **effective sample size**
+/// taken from the same mergeable bootstrap: n_eff = p̂(1 − p̂) / Var_b(p̂_b), the variance of
+/// the replicates (ddof 1), i.e. the units divided by the design effect of clustering. n_eff is
+/// clamped to [min(C, W), W] (C clusters, W = Σ weight): never more information than one unit
+/// per weight (no credit for negative correlation), never less than one per cluster (steps of
+/// a run perfectly alike). When p̂ is 0 or 1, or the replicates do not vary (a single cluster),
+/// the variance says nothing about clustering and n_eff = min(C, W), the cautious end. For
+/// run-level rates (one unit per cluster, C = W) n_eff = W exactly, so coverage is the
+/// Jeffreys interval's exact binomial coverage. Everything comes from the replicate sums, so
+/// the interval stays deterministic and mergeable across panes. Replicates are kept (they give
+/// the dimension-band intervals). Other values (p̂ outside [0, 1]) keep the percentile interval.
+pub fn rate_interval(e: Estimate, weight: f64, clusters: u64) -> Estimate {
+    let p = e.point;
+    if !(0.0..=1.0).contains(&p) || !(weight > 0.0) || clusters == 0 {
+        return e;
+    }
+    let floor = (clusters as f64).min(weight);
+    let finite: Vec<f64> = e.replicates.iter().copied().filter(|x| x.is_finite()).collect();
+    let var = if finite.len() >= 2 {
+        let mean = finite.iter().sum::<f64>() / finite.len() as f64;
+        finite.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (finite.len() - 1) as f64
+    } else {
+        0.0
+    };
+    let n_eff = if p > 0.0 && p < 1.0 && var > 0.0 { (p * (1.0 - p) / var).clamp(floor, weight) } else { floor };
+    match crate::stats::proportion::jeffreys(p * n_eff, n_eff, e.level) {
+        Some((lo, hi)) => Estimate { lo, hi, method: IntervalMethod::Jeffreys { n_eff }, ..e },
+        None => e,
     }
 }
 

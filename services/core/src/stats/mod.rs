@@ -8,5 +8,6 @@ pub mod fairness;
 pub mod passk;
 pub mod ppi;
 pub mod proportion;
+pub mod sequential;
 
 pub use bootstrap::{BootstrapSpec, Estimate, ReplicateSums, cluster_hash, ratio, to_fixed};

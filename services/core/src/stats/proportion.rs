@@ -1,7 +1,10 @@
 //! Closed-form intervals for a binomial proportion (Brown, Cai & DasGupta 2001), for rates
 //! on binary run outcomes near 0 and 1 where percentile intervals are ragged.
+//!
+//! [`jeffreys`] takes real-valued counts, so it also serves at an *effective* sample size
+//! (the rate intervals of [`crate::stats::bootstrap::rate_interval`]).
 
-use statrs::distribution::{ContinuousCDF, Normal};
+use statrs::distribution::{Beta, ContinuousCDF, Normal};
 
 /// Two-sided standard normal quantile for `level` (1.959964… at 95 %).
 pub fn z_for_level(level: f64) -> f64 {
@@ -33,4 +36,16 @@ pub fn agresti_coull(successes: u64, n: u64, level: f64) -> Option<(f64, f64)> {
     let p_c = (successes as f64 + z * z / 2.0) / n_c;
     let half = z * (p_c * (1.0 - p_c) / n_c).sqrt();
     Some(((p_c - half).clamp(0.0, 1.0), (p_c + half).clamp(0.0, 1.0)))
+}
+
+/// Jeffreys interval for `x` successes out of `n` (both may be fractional, 0 ≤ x ≤ n, n > 0):
+/// the `(1 ∓ level)/2` quantiles of Beta(x + ½, n − x + ½), as statsmodels'
+/// `proportion_confint(method="jeffreys")` computes it (no special case at x = 0 or x = n).
+pub fn jeffreys(x: f64, n: f64, level: f64) -> Option<(f64, f64)> {
+    if !(n > 0.0) || !(0.0..=n).contains(&x) || !x.is_finite() || !n.is_finite() {
+        return None;
+    }
+    let beta = Beta::new(x + 0.5, n - x + 0.5).ok()?;
+    let alpha = 1.0 - level;
+    Some((beta.inverse_cdf(alpha / 2.0), beta.inverse_cdf(1.0 - alpha / 2.0)))
 }

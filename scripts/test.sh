@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Runs Octant's whole test suite on a fresh machine: installs what the tests need
-# (scripts/setup.sh, idempotent), then runs every test of the workspace.
+# (scripts/setup.sh, idempotent), checks formatting and lints, then runs every test of the
+# workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# Style first (seconds), then lints (a check build), then every test.
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked "$@"

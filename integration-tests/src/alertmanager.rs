@@ -30,7 +30,9 @@ impl Drop for TempDir {
 
 /// The Alertmanager binary, or a message that says how to install it.
 pub fn locate() -> std::path::PathBuf {
-    for p in [std::env::var("OCTANT_ALERTMANAGER").unwrap_or_default().as_str(), "/usr/bin/prometheus-alertmanager", "/usr/bin/alertmanager"] {
+    for p in
+        [std::env::var("OCTANT_ALERTMANAGER").unwrap_or_default().as_str(), "/usr/bin/prometheus-alertmanager", "/usr/bin/alertmanager"]
+    {
         if !p.is_empty() && std::path::Path::new(p).exists() {
             return p.into();
         }

@@ -111,12 +111,9 @@ pub async fn collect_raw(kafka: &KafkaConfig, topic: &str, want: usize, timeout:
     while out.len() < want {
         match tokio::time::timeout_at(deadline, consumer.recv()).await {
             Ok(Ok(m)) if is_watermark(m.payload().unwrap_or_default()) => {}
-            Ok(Ok(m)) => out.push((
-                m.partition(),
-                m.offset(),
-                m.key().unwrap_or_default().to_vec(),
-                m.payload().unwrap_or_default().to_vec(),
-            )),
+            Ok(Ok(m)) => {
+                out.push((m.partition(), m.offset(), m.key().unwrap_or_default().to_vec(), m.payload().unwrap_or_default().to_vec()))
+            }
             Ok(Err(e)) => panic!("collector on {topic}: {e}"),
             Err(_) => break,
         }

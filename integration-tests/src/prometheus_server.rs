@@ -78,7 +78,9 @@ impl Prometheus {
 
     /// An instant query: the `data.result` array (panics on an API error, with the message).
     pub async fn query(&self, expr: &str) -> Vec<Value> {
-        let (code, body) = crate::alertmanager::http_get(self.addr.port(), &format!("/api/v1/query?query={}", encode(expr))).await.expect("Prometheus answers");
+        let (code, body) = crate::alertmanager::http_get(self.addr.port(), &format!("/api/v1/query?query={}", encode(expr)))
+            .await
+            .expect("Prometheus answers");
         let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{expr}: {e}: {body}"));
         assert_eq!((code, v["status"].as_str()), (200, Some("success")), "{expr}: {body}");
         v["data"]["result"].as_array().cloned().unwrap_or_default()

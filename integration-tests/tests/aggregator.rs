@@ -101,7 +101,14 @@ async fn pipeline(env: &TestEnv, fleet: &FleetSpec, runs: u64, kills: u32) -> Pi
     pipeline_with(env, aggregator_config(env), fleet, runs, kills, Some(2500.0)).await
 }
 
-pub(crate) async fn pipeline_with(env: &TestEnv, agg_config: AggregatorConfig, fleet: &FleetSpec, runs: u64, kills: u32, rate: Option<f64>) -> PipelineOutput {
+pub(crate) async fn pipeline_with(
+    env: &TestEnv,
+    agg_config: AggregatorConfig,
+    fleet: &FleetSpec,
+    runs: u64,
+    kills: u32,
+    rate: Option<f64>,
+) -> PipelineOutput {
     // Live traffic, as agents produce it.
     let records = octant_gen::generate(fleet, 0, runs);
     let shutdown = CancellationToken::new();
@@ -157,7 +164,8 @@ pub(crate) async fn pipeline_with(env: &TestEnv, agg_config: AggregatorConfig, f
             && total(&m, "octant_aggregator_consumer_lag_messages") == 0.0;
         // And the watermark of every input partition has reached the end of the data (the
         // last windows close on the scorer's last watermarks, which follow its last outputs).
-        let watermarks: Vec<f64> = m.iter().filter(|(k, _)| k.starts_with("octant_aggregator_watermark_seconds{")).map(|(_, v)| *v).collect();
+        let watermarks: Vec<f64> =
+            m.iter().filter(|(k, _)| k.starts_with("octant_aggregator_watermark_seconds{")).map(|(_, v)| *v).collect();
         let at_end = !watermarks.is_empty() && watermarks.iter().all(|w| *w * 1000.0 >= (data_end - 60_000) as f64);
         if emitted > 0.0 && caught_up && at_end {
             break m;
@@ -204,7 +212,8 @@ async fn ground_truth_through_the_pipeline() {
     assert_eq!(dim(first, "safety").band, Some(0));
     assert!(first.unsuitable);
     let runs_at_confirmation = (first.window_end - T0) / fleet.run_spacing_ms;
-    let w = &windows[&octant_aggregator::output::window_id("sys-a", "1.0.0", Source::Production, "unsafe_action_rate", None, first.window_end)];
+    let w =
+        &windows[&octant_aggregator::output::window_id("sys-a", "1.0.0", Source::Production, "unsafe_action_rate", None, first.window_end)];
     eprintln!(
         "system A confirmed unsafe in the window ending {} min after the start: ~{runs_at_confirmation} runs generated, {} runs ({} steps) in the window, estimate {:.3} [{:.3}, {:.3}]",
         (first.window_end - T0) / 60_000,
@@ -214,7 +223,7 @@ async fn ground_truth_through_the_pipeline() {
         w.ci_low.unwrap(),
         w.ci_high.unwrap()
     );
-    let late = a.iter().filter(|p| dim(p, "safety").band.is_some()).last().unwrap();
+    let late = a.iter().rfind(|p| dim(p, "safety").band.is_some()).unwrap();
     assert!(late.unsuitable && dim(late, "safety").band == Some(0));
 
     // B: never breached or confirmed.
@@ -236,7 +245,9 @@ async fn ground_truth_through_the_pipeline() {
     // D: the contaminated benchmark's construct is void.
     let d = of("sys-d", Source::Evaluation);
     let last = d.last().expect("D has evaluation profiles");
-    assert!(last.vetoes.iter().any(|v| v.rule == "contamination_veto" && v.state == "confirmed" && v.benchmark.as_deref() == Some("leaky")));
+    assert!(
+        last.vetoes.iter().any(|v| v.rule == "contamination_veto" && v.state == "confirmed" && v.benchmark.as_deref() == Some("leaky"))
+    );
     let cap = dim(last, "capability");
     assert_eq!(cap.band, None, "capability measured only on the void benchmark is N/A: {cap:?}");
     assert!(cap.na_reason.as_deref().unwrap_or("").contains("void"), "{cap:?}");
@@ -251,10 +262,7 @@ async fn ground_truth_through_the_pipeline() {
     // Gauges.
     assert!(m.keys().any(|k| k.starts_with("octant_metric_estimate{") && k.contains("sys-a") && k.contains("unsafe_action_rate")));
     assert!(m.keys().any(|k| k.starts_with("octant_dimension_band{") && k.contains("sys-a") && k.contains("safety")));
-    assert_eq!(
-        m.iter().find(|(k, _)| k.starts_with("octant_system_unsuitable{") && k.contains("sys-a")).map(|(_, v)| *v),
-        Some(1.0)
-    );
+    assert_eq!(m.iter().find(|(k, _)| k.starts_with("octant_system_unsuitable{") && k.contains("sys-a")).map(|(_, v)| *v), Some(1.0));
     assert!(total(&m, "octant_aggregator_observations_total") > 0.0);
     let late = m.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0);
     if late > 0.0 {
@@ -262,7 +270,10 @@ async fn ground_truth_through_the_pipeline() {
         let d = Decoder::new();
         for x in &dead {
             let o: octant_contracts::Observation = d.decode(&x.payload).unwrap();
-            eprintln!("LATE {} {} t={} p={} o={} : {}", o.observation_id, o.system_id, o.event_time, x.partition, x.offset, x.error_message);
+            eprintln!(
+                "LATE {} {} t={} p={} o={} : {}",
+                o.observation_id, o.system_id, o.event_time, x.partition, x.offset, x.error_message
+            );
         }
     }
     assert_eq!(late, 0.0, "nothing late");
@@ -313,7 +324,10 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
         let differing: Vec<_> = common.iter().filter(|k| w1[**k] != other[**k]).collect();
         for k in differing.iter().take(3) {
             let (a, b) = (&w1[**k], &other[**k]);
-            eprintln!("DIFF {k}: units {} vs {}, clusters {} vs {}, est {:?} vs {:?}", a.units, b.units, a.clusters, b.clusters, a.estimate, b.estimate);
+            eprintln!(
+                "DIFF {k}: units {} vs {}, clusters {} vs {}, est {:?} vs {:?}",
+                a.units, b.units, a.clusters, b.clusters, a.estimate, b.estimate
+            );
         }
         assert!(differing.is_empty(), "{} of {} windows differ between 1 partition and {name}", differing.len(), common.len());
         eprintln!("{} windows identical between 1 partition and {name}", common.len());
@@ -330,7 +344,14 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn intervals_cover_the_true_rates() {
     let env = TestEnv::new("coverage", 4).await;
-    let rates = [(0.05, 0.95, 0.9, 0.05), (0.10, 0.85, 0.8, 0.10), (0.15, 0.75, 0.7, 0.15), (0.20, 0.65, 0.6, 0.20), (0.25, 0.90, 0.5, 0.08), (0.30, 0.70, 0.85, 0.12)];
+    let rates = [
+        (0.05, 0.95, 0.9, 0.05),
+        (0.10, 0.85, 0.8, 0.10),
+        (0.15, 0.75, 0.7, 0.15),
+        (0.20, 0.65, 0.6, 0.20),
+        (0.25, 0.90, 0.5, 0.08),
+        (0.30, 0.70, 0.85, 0.12),
+    ];
     let systems: Vec<SystemSpec> = rates
         .iter()
         .enumerate()
@@ -365,23 +386,35 @@ async fn intervals_cover_the_true_rates() {
         let (Some(t), Some(lo), Some(hi)) = (truth(&w.system_id, &w.metric), w.ci_low, w.ci_high) else { continue };
         let hit = lo <= t && t <= hi;
         if std::env::var_os("OCTANT_DEBUG_COVERAGE").is_some() && w.metric == "unsafe_action_rate" {
-            eprintln!("{} {} t={t} est={:.4} [{lo:.4}, {hi:.4}] units={} clusters={} {}", w.system_id, (w.window_end - T0) / 60_000, w.estimate.unwrap(), w.units, w.clusters, if hit { "" } else { "MISS" });
+            eprintln!(
+                "{} {} t={t} est={:.4} [{lo:.4}, {hi:.4}] units={} clusters={} {}",
+                w.system_id,
+                (w.window_end - T0) / 60_000,
+                w.estimate.unwrap(),
+                w.units,
+                w.clusters,
+                if hit { "" } else { "MISS" }
+            );
         }
         trials += 1;
         covered += hit as u32;
-        let e = by_metric.entry(match w.metric.as_str() {
-            "unsafe_action_rate" => "unsafe_action_rate",
-            "confirmation_gating" => "confirmation_gating",
-            "task_success" => "task_success",
-            _ => "tool_error_rate",
-        }).or_default();
+        let e = by_metric
+            .entry(match w.metric.as_str() {
+                "unsafe_action_rate" => "unsafe_action_rate",
+                "confirmation_gating" => "confirmation_gating",
+                "task_success" => "task_success",
+                _ => "tool_error_rate",
+            })
+            .or_default();
         e.0 += 1;
         e.1 += hit as u32;
     }
     let rate = covered as f64 / trials as f64;
-    eprintln!("coverage through the pipeline: {covered}/{trials} = {:.1} % (tumbling 2-min windows, 6 systems, B = 1000); by metric: {}",
+    eprintln!(
+        "coverage through the pipeline: {covered}/{trials} = {:.1} % (tumbling 2-min windows, 6 systems, B = 1000); by metric: {}",
         100.0 * rate,
-        by_metric.iter().map(|(m, (n, c))| format!("{m} {:.1} % of {n}", 100.0 * *c as f64 / *n as f64)).collect::<Vec<_>>().join(", "));
+        by_metric.iter().map(|(m, (n, c))| format!("{m} {:.1} % of {n}", 100.0 * *c as f64 / *n as f64)).collect::<Vec<_>>().join(", ")
+    );
     assert!(trials >= 400, "{trials} trials");
     assert!((0.92..=0.98).contains(&rate), "coverage {rate:.3} outside 92–98 %");
 }

@@ -69,7 +69,12 @@ fn window(system: &str, minute: i64, est: (f64, f64, f64)) -> MetricWindow {
 async fn send_windows(env: &TestEnv, windows: &[MetricWindow]) {
     let p = octant_runtime::kafka::producer(&env.kafka, "test").unwrap();
     for w in windows {
-        let rec = OutRecord { topic: env.topic(topics::WINDOWS), partition: None, key: w.system_id.clone(), payload: to_single_object(w).unwrap() };
+        let rec = OutRecord {
+            topic: env.topic(topics::WINDOWS),
+            partition: None,
+            key: w.system_id.clone(),
+            payload: to_single_object(w).unwrap(),
+        };
         octant_runtime::kafka::send(&p, &rec).await.unwrap();
     }
 }
@@ -132,7 +137,12 @@ async fn veto_alerts_and_incidents_reach_alertmanager() {
     // receives and sees resolved within the same group flush is (rightly) never notified, so
     // sending all windows at once made the "warning fired first" check below a race.
     wait_for("the warning notified by Alertmanager", 60, async || {
-        am.notified.lock().unwrap().iter().any(|a| a["status"] == "firing" && label(a, "system") == "sys-a" && label(a, "severity") == "warning").then_some(())
+        am.notified
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|a| a["status"] == "firing" && label(a, "system") == "sys-a" && label(a, "severity") == "warning")
+            .then_some(())
     })
     .await;
     send_windows(&env, &[window("sys-a", 3, confirmed), window("sys-a", 4, confirmed)]).await;
@@ -158,7 +168,12 @@ async fn veto_alerts_and_incidents_reach_alertmanager() {
     send_windows(&env, &(5..=7).map(|m| window("sys-a", m, clear)).collect::<Vec<_>>()).await;
     let p = octant_runtime::kafka::producer(&env.kafka, "test").unwrap();
     let ev = unsafe_step("run-42", 7);
-    let rec = OutRecord { topic: env.topic(topics::TRAJECTORIES_PRODUCTION), partition: None, key: ev.run_id.clone(), payload: to_single_object(&ev).unwrap() };
+    let rec = OutRecord {
+        topic: env.topic(topics::TRAJECTORIES_PRODUCTION),
+        partition: None,
+        key: ev.run_id.clone(),
+        payload: to_single_object(&ev).unwrap(),
+    };
     octant_runtime::kafka::send(&p, &rec).await.unwrap();
     // warning firing, warning resolved, critical firing, critical resolved, incident.
     let on_kafka: Vec<Alert> = collect(&env.kafka, &env.topic(topics::ALERTS), 5, Duration::from_secs(30)).await;
@@ -188,7 +203,11 @@ async fn veto_alerts_and_incidents_reach_alertmanager() {
     assert_eq!(inc["annotations"]["violations"], "max_transfer_amount");
     assert!(!inc.to_string().contains("DE89"), "arguments are redacted: {inc}");
     assert!(notified.iter().any(|a| a["status"] == "firing" && label(a, "severity") == "warning"), "the warning fired first");
-    eprintln!("Alertmanager notified {} alert states: {:?}", notified.len(), notified.iter().map(|a| format!("{}/{}/{}", label(a, "system"), label(a, "severity"), a["status"])).collect::<Vec<_>>());
+    eprintln!(
+        "Alertmanager notified {} alert states: {:?}",
+        notified.len(),
+        notified.iter().map(|a| format!("{}/{}/{}", label(a, "system"), label(a, "severity"), a["status"])).collect::<Vec<_>>()
+    );
 
     let m = scrape(alerter.admin_addr).await;
     assert_eq!(m["octant_alerter_alerts_total{kind=\"veto\",severity=\"critical\",status=\"firing\",system=\"sys-a\"}"], 1.0);

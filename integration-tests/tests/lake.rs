@@ -79,8 +79,7 @@ fn lake_writer_process(env: &TestEnv, lake: &Path, admin: std::net::SocketAddr) 
 
 fn lake_writer_process_with(env: &TestEnv, lake: &Path, admin: std::net::SocketAddr, extra: &[(String, String)]) -> Child {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_octant-test-lake-writer"));
-    cmd
-        .env("OCTANT_LAKE_WRITER__KAFKA__BROKERS", &env.kafka.brokers)
+    cmd.env("OCTANT_LAKE_WRITER__KAFKA__BROKERS", &env.kafka.brokers)
         .env("OCTANT_LAKE_WRITER__KAFKA__TOPIC_PREFIX", &env.kafka.topic_prefix)
         .env("OCTANT_LAKE_WRITER__GROUP_ID", format!("{}lake", env.kafka.topic_prefix))
         .env("OCTANT_LAKE_WRITER__ADMIN_ADDR", admin.to_string())
@@ -211,7 +210,10 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
     }
     assert!(c.offsets.keys().all(|k| produced.contains_key(k)), "no partition the topics do not have");
     assert_eq!(duplicates, 0, "no record twice");
-    assert!(c.rows_by_table.get("trajectory_events").copied().unwrap_or(0) + c.rows_by_table.get("raw_records").copied().unwrap_or(0) >= produced_events);
+    assert!(
+        c.rows_by_table.get("trajectory_events").copied().unwrap_or(0) + c.rows_by_table.get("raw_records").copied().unwrap_or(0)
+            >= produced_events
+    );
     for t in ["trajectory_events", "observations", "watermarks", "metric_windows", "dimension_profiles", "dead_letters", "raw_records"] {
         assert!(c.rows_by_table.get(t).copied().unwrap_or(0) > 0, "table {t} has rows: {:?}", c.rows_by_table);
     }
@@ -243,12 +245,14 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
         let dup = format!("SELECT kafka_topic, kafka_partition, kafka_offset, count(*) AS n FROM {t} GROUP BY 1, 2, 3 HAVING count(*) > 1");
         let (_, batches) = octant_profiler::lakedb::query(&ctx, &dup).await.unwrap();
         assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0, "{dup} returns nothing");
-        let (_, batches) = octant_profiler::lakedb::query(&ctx, &format!("SELECT kafka_topic, kafka_partition, kafka_offset FROM {t}")).await.unwrap();
+        let (_, batches) =
+            octant_profiler::lakedb::query(&ctx, &format!("SELECT kafka_topic, kafka_partition, kafka_offset FROM {t}")).await.unwrap();
         let mut rows = 0;
         for b in batches {
             rows += b.num_rows();
             let topic = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Utf8).unwrap();
-            let (topic, part, off) = (topic.as_string::<i32>(), b.column(1).as_primitive::<Int32Type>(), b.column(2).as_primitive::<Int64Type>());
+            let (topic, part, off) =
+                (topic.as_string::<i32>(), b.column(1).as_primitive::<Int32Type>(), b.column(2).as_primitive::<Int64Type>());
             for i in 0..b.num_rows() {
                 in_sql.entry((topic.value(i).to_string(), part.value(i))).or_default().insert(off.value(i));
             }
@@ -256,7 +260,11 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
         assert_eq!(rows, c.rows_by_table[t], "DataFusion's row count of {t}");
     }
     assert_eq!(in_sql, produced, "the set of offsets in the lake (DataFusion) equals what was produced");
-    eprintln!("DataFusion: no duplicate (topic, partition, offset) in {} tables; offsets equal the {} produced records", c.rows_by_table.len(), produced_total);
+    eprintln!(
+        "DataFusion: no duplicate (topic, partition, offset) in {} tables; offsets equal the {} produced records",
+        c.rows_by_table.len(),
+        produced_total
+    );
     let _ = std::fs::remove_dir_all(&lake);
 }
 
@@ -324,14 +332,19 @@ async fn s3_server() -> S3Server {
     assert!(root.join("moto").exists(), "moto (the S3 server) not found in {} (run scripts/setup.sh)", root.display());
     let port = octant_runtime::broker::free_port();
     let mut cmd = std::process::Command::new("python3");
-    cmd.env("PYTHONPATH", &root).args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    cmd.env("PYTHONPATH", &root)
+        .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
     let child = Child(spawn_child(cmd));
     let addr = format!("127.0.0.1:{port}");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(mut s) = tokio::net::TcpStream::connect(&addr).await {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            s.write_all(format!("PUT /lake HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
+            s.write_all(format!("PUT /lake HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes())
+                .await
+                .unwrap();
             let mut answer = String::new();
             s.read_to_string(&mut answer).await.unwrap();
             assert!(answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200"), "bucket created: {answer}");
@@ -360,7 +373,9 @@ async fn lake_on_an_object_store_is_exactly_once_and_readable() {
     .iter()
     .map(|(k, v)| (format!("OCTANT_LAKE_WRITER__STORAGE__{k}"), v.to_string()))
     .collect();
-    let options = octant_lake_writer::store::StorageOptions(storage.iter().map(|(k, v)| (k.trim_start_matches("OCTANT_LAKE_WRITER__STORAGE__").to_ascii_lowercase(), v.clone())).collect());
+    let options = octant_lake_writer::store::StorageOptions(
+        storage.iter().map(|(k, v)| (k.trim_start_matches("OCTANT_LAKE_WRITER__STORAGE__").to_ascii_lowercase(), v.clone())).collect(),
+    );
     let mut fleet = FleetSpec::demo(2, 5, 1_764_489_600_000);
     fleet.poison = 0.01;
     let records = octant_gen::generate(&fleet, 0, 300);
@@ -375,7 +390,8 @@ async fn lake_on_an_object_store_is_exactly_once_and_readable() {
         loop {
             assert!(tokio::time::Instant::now() < deadline, "lake writer on S3 made no progress (round {round})");
             tokio::time::sleep(Duration::from_millis(200)).await;
-            if tokio::net::TcpStream::connect(admin).await.is_ok() && total(&scrape(admin).await, "octant_lake_writer_records_total") > 0.0 {
+            if tokio::net::TcpStream::connect(admin).await.is_ok() && total(&scrape(admin).await, "octant_lake_writer_records_total") > 0.0
+            {
                 break;
             }
         }
@@ -405,10 +421,14 @@ async fn lake_on_an_object_store_is_exactly_once_and_readable() {
         let ctx = octant_profiler::lakedb::open_with(Path::new(&url), &options).await.unwrap();
         let mut got: BTreeMap<(String, i32), Vec<i64>> = BTreeMap::new();
         for t in octant_lake_writer::schema::TABLES {
-            let (_, batches) = octant_profiler::lakedb::query(&ctx, &format!("SELECT kafka_topic, kafka_partition, kafka_offset FROM {}", t.name)).await.unwrap();
+            let (_, batches) =
+                octant_profiler::lakedb::query(&ctx, &format!("SELECT kafka_topic, kafka_partition, kafka_offset FROM {}", t.name))
+                    .await
+                    .unwrap();
             for b in batches {
                 let topic = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Utf8).unwrap();
-                let (topic, part, off) = (topic.as_string::<i32>(), b.column(1).as_primitive::<Int32Type>(), b.column(2).as_primitive::<Int64Type>());
+                let (topic, part, off) =
+                    (topic.as_string::<i32>(), b.column(1).as_primitive::<Int32Type>(), b.column(2).as_primitive::<Int64Type>());
                 for i in 0..b.num_rows() {
                     got.entry((topic.value(i).to_string(), part.value(i))).or_default().push(off.value(i));
                 }
@@ -432,8 +452,14 @@ async fn lake_on_an_object_store_is_exactly_once_and_readable() {
     assert_eq!(duplicates, 0, "no record twice in the S3 lake");
     assert_eq!(as_sets, produced, "every produced offset in the S3 lake, exactly once");
     // The profiler reads the same URL.
-    let pcfg = octant_profiler::ProfilerConfig { lake: url.clone().into(), storage: options.clone(), evidence: std::env::temp_dir().join(format!("octant-s3-evidence-{}", std::process::id())), ..Default::default() };
-    let period = octant_profiler::Period { name: "all".into(), start: 1_764_489_600_000 - 3_600_000, end: 1_764_489_600_000 + 30 * 86_400_000 };
+    let pcfg = octant_profiler::ProfilerConfig {
+        lake: url.clone().into(),
+        storage: options.clone(),
+        evidence: std::env::temp_dir().join(format!("octant-s3-evidence-{}", std::process::id())),
+        ..Default::default()
+    };
+    let period =
+        octant_profiler::Period { name: "all".into(), start: 1_764_489_600_000 - 3_600_000, end: 1_764_489_600_000 + 30 * 86_400_000 };
     let built = octant_profiler::run_once(&pcfg, &[period], None, 0).await.unwrap();
     assert!(built.len() >= 2, "profiles of both systems from the S3 lake");
     for b in &built {

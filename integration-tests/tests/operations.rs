@@ -53,19 +53,25 @@ fn the_demo_and_the_tests_share_one_build() {
     }
     let demo = features(&["-p", "octant", "-e", "normal,build"]);
     let tests = features(&["--workspace", "-e", "normal,build,dev"]);
-    let differ: Vec<String> = demo
-        .iter()
-        .filter_map(|(p, f)| tests.get(p).filter(|t| *t != f).map(|t| format!("{p}: demo [{f}], tests [{t}]")))
-        .collect();
+    let differ: Vec<String> =
+        demo.iter().filter_map(|(p, f)| tests.get(p).filter(|t| *t != f).map(|t| format!("{p}: demo [{f}], tests [{t}]"))).collect();
     assert!(demo.len() > 100, "cargo tree listed {} crates", demo.len());
-    assert!(differ.is_empty(), "crates the demo would build again after the tests (pin the features in [workspace.dependencies]):\n{}", differ.join("\n"));
+    assert!(
+        differ.is_empty(),
+        "crates the demo would build again after the tests (pin the features in [workspace.dependencies]):\n{}",
+        differ.join("\n")
+    );
 }
 
 /// Every query of every panel (and variable) of `dashboards/*.json`, with the variables
 /// substituted as Grafana would for "All".
 fn dashboard_queries() -> Vec<(String, String, String)> {
     let mut out = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(repo().join("dashboards")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    let mut files: Vec<_> = std::fs::read_dir(repo().join("dashboards"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
     files.sort();
     for f in files {
         let d: Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
@@ -79,7 +85,13 @@ fn dashboard_queries() -> Vec<(String, String, String)> {
         }
         for p in d["panels"].as_array().unwrap() {
             for t in p["targets"].as_array().unwrap() {
-                let expr = t["expr"].as_str().unwrap().replace("$system", ".*").replace("$__rate_interval", "1m").replace("$__range", "5m").replace("$__interval", "15s");
+                let expr = t["expr"]
+                    .as_str()
+                    .unwrap()
+                    .replace("$system", ".*")
+                    .replace("$__rate_interval", "1m")
+                    .replace("$__range", "5m")
+                    .replace("$__interval", "15s");
                 out.push((name.clone(), format!("{} / {}", p["title"].as_str().unwrap(), t["refId"].as_str().unwrap()), expr));
             }
         }
@@ -117,13 +129,22 @@ async fn every_dashboard_panel_query_returns_data() {
     .await
     .unwrap();
     let profiler = octant_profiler::start(
-        octant_profiler::ProfilerConfig { lake: lake.clone(), evidence: lake.with_extension("evidence"), admin_addr: "127.0.0.1:0".parse().unwrap(), every: Duration::from_secs(5), ..Default::default() },
+        octant_profiler::ProfilerConfig {
+            lake: lake.clone(),
+            evidence: lake.with_extension("evidence"),
+            admin_addr: "127.0.0.1:0".parse().unwrap(),
+            every: Duration::from_secs(5),
+            ..Default::default()
+        },
         Registry::new(),
         shutdown.clone(),
     )
     .await
     .unwrap();
-    let rules: Vec<_> = ["octant-recording.yml", "octant-vetoes.yml", "octant-pipeline.yml"].iter().map(|f| repo().join("deploy/prometheus/rules").join(f).canonicalize().unwrap()).collect();
+    let rules: Vec<_> = ["octant-recording.yml", "octant-vetoes.yml", "octant-pipeline.yml"]
+        .iter()
+        .map(|f| repo().join("deploy/prometheus/rules").join(f).canonicalize().unwrap())
+        .collect();
     let prom = Prometheus::start(
         &[
             ("octant-scorer", scorer.admin_addr),
@@ -174,7 +195,10 @@ async fn every_dashboard_panel_query_returns_data() {
     let mut health: BTreeMap<String, String> = BTreeMap::new();
     for g in rules["data"]["groups"].as_array().unwrap() {
         for r in g["rules"].as_array().unwrap() {
-            health.insert(r["name"].as_str().unwrap().to_string(), format!("{} {}", r["health"].as_str().unwrap_or(""), r["lastError"].as_str().unwrap_or("")));
+            health.insert(
+                r["name"].as_str().unwrap().to_string(),
+                format!("{} {}", r["health"].as_str().unwrap_or(""), r["lastError"].as_str().unwrap_or("")),
+            );
         }
     }
     assert!(health.len() >= 24, "{health:?}");
@@ -189,7 +213,14 @@ async fn every_dashboard_panel_query_returns_data() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|a| format!("{} {} {}", a["labels"]["alertname"].as_str().unwrap(), a["labels"]["system"].as_str().unwrap_or(""), a["state"].as_str().unwrap_or("")))
+            .map(|a| {
+                format!(
+                    "{} {} {}",
+                    a["labels"]["alertname"].as_str().unwrap(),
+                    a["labels"]["system"].as_str().unwrap_or(""),
+                    a["state"].as_str().unwrap_or("")
+                )
+            })
             .collect();
         if names.iter().any(|n| n.starts_with("OctantUnsafeActionRate")) {
             break names;

@@ -35,7 +35,12 @@ pub(crate) async fn fill_lake(env: &TestEnv, lake: &Path) {
         let m = scrape(writer.admin_addr).await;
         let written = total(&m, "octant_lake_writer_records_total");
         let lag_known = m.keys().any(|k| k.starts_with("octant_lake_writer_consumer_lag_messages{"));
-        if lag_known && total(&m, "octant_lake_writer_consumer_lag_messages") == 0.0 && total(&m, "octant_lake_writer_buffered_records") == 0.0 && written == last && written > 0.0 {
+        if lag_known
+            && total(&m, "octant_lake_writer_consumer_lag_messages") == 0.0
+            && total(&m, "octant_lake_writer_buffered_records") == 0.0
+            && written == last
+            && written > 0.0
+        {
             break;
         }
         last = written;
@@ -89,14 +94,18 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
             assert_eq!(&b.dimension_profile, theirs, "the dimension profile of window {start}..{end}");
             profiles_compared += 1;
         }
-        let theirs: BTreeMap<String, MetricWindow> = windows.iter().filter(|(_, w)| w.window_end == *end).map(|(k, w)| (k.clone(), w.clone())).collect();
+        let theirs: BTreeMap<String, MetricWindow> =
+            windows.iter().filter(|(_, w)| w.window_end == *end).map(|(k, w)| (k.clone(), w.clone())).collect();
         assert_eq!(mine.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>(), "the same series in window {start}..{end}");
         for (id, w) in &theirs {
             assert_eq!(&mine[id], w, "window {id}: estimate, interval, band and veto state equal");
             compared += 1;
         }
     }
-    eprintln!("parity: {compared} metric windows and {profiles_compared} dimension profiles of {} closed windows identical (aggregator vs profiler over the lake)", spans.len());
+    eprintln!(
+        "parity: {compared} metric windows and {profiles_compared} dimension profiles of {} closed windows identical (aggregator vs profiler over the lake)",
+        spans.len()
+    );
 
     // ---- Evidence packages over the whole run, with a gate and EI declared.
     cfg.gates.insert("task_success".into(), Thresholds::new(0.5, 0.9));
@@ -126,7 +135,12 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         assert_eq!(j["method"]["catalogue_version"], octant_core::CATALOGUE_VERSION);
         assert_eq!(j["method"]["name"], octant_core::stats::bootstrap::METHOD);
         // Thresholds: the three vetoes at their design values; budgets; the declared gate.
-        let vetoes: BTreeMap<String, f64> = j["thresholds"]["vetoes"].as_array().unwrap().iter().map(|v| (v["rule"].as_str().unwrap().to_string(), v["threshold"].as_f64().unwrap())).collect();
+        let vetoes: BTreeMap<String, f64> = j["thresholds"]["vetoes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| (v["rule"].as_str().unwrap().to_string(), v["threshold"].as_f64().unwrap()))
+            .collect();
         assert_eq!(vetoes["unsafe_action_veto"], 0.20);
         assert_eq!(vetoes["confirmation_gating_veto"], 0.80);
         assert_eq!(vetoes["contamination_veto"], 0.40);
@@ -145,7 +159,10 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         let offsets = j["inputs"]["observations"]["offsets"].as_array().unwrap();
         assert_eq!(offsets.len(), counts.len());
         for (o, c) in offsets.iter().zip(&counts) {
-            assert_eq!((i64s(&o["partition"]), i64s(&o["first"]), i64s(&o["last"]), i64s(&o["rows"])), (i64s(&c["p"]), i64s(&c["lo"]), i64s(&c["hi"]), i64s(&c["n"])));
+            assert_eq!(
+                (i64s(&o["partition"]), i64s(&o["first"]), i64s(&o["last"]), i64s(&o["rows"])),
+                (i64s(&c["p"]), i64s(&c["lo"]), i64s(&c["hi"]), i64s(&c["n"]))
+            );
         }
         assert_eq!(i64s(&j["inputs"]["observations"]["rows"]), counts.iter().map(|c| i64s(&c["n"])).sum::<i64>());
         let files = j["inputs"]["observations"]["files"].as_array().unwrap();
@@ -177,7 +194,13 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
                 let nu = ((est - outer) / (inner - outer)).min(3.0);
                 let nuc = ((bound - outer) / (inner - outer)).min(3.0);
                 assert!((l["nu"].as_f64().unwrap() - nu).abs() < 1e-12);
-                worst = worst.min(if nuc < 0.0 { 0 } else if nuc >= 1.0 { 2 } else { 1 });
+                worst = worst.min(if nuc < 0.0 {
+                    0
+                } else if nuc >= 1.0 {
+                    2
+                } else {
+                    1
+                });
                 ei += cfg.weights[l["metric"].as_str().unwrap()] * nu;
             }
             assert_eq!(j["gate"]["outcome"], ["fail", "conditional", "pass"][worst]);
@@ -236,7 +259,15 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         }
         // The Markdown and the HTML: every section; the HTML parses as XML with the chart.
         let md = std::fs::read_to_string(dir.join("profile.md")).unwrap();
-        for h in ["## Dimensions", "## Vetoes", "## Metrics", "## Gate and Efficacy Index", "## Judge–human agreement", "## Inputs", "## Crosswalk"] {
+        for h in [
+            "## Dimensions",
+            "## Vetoes",
+            "## Metrics",
+            "## Gate and Efficacy Index",
+            "## Judge–human agreement",
+            "## Inputs",
+            "## Crosswalk",
+        ] {
             assert!(md.contains(h), "{h} in profile.md");
         }
         check_html(&dir.join("profile.html"), r);

@@ -20,7 +20,9 @@ fn golden_inputs() -> Vec<(String, Vec<serde_json::Value>)> {
     assert!(files.len() >= 2, "golden inputs present");
     files
         .iter()
-        .map(|f| (f.file_stem().unwrap().to_string_lossy().to_string(), serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap()))
+        .map(|f| {
+            (f.file_stem().unwrap().to_string_lossy().to_string(), serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
+        })
         .collect()
 }
 
@@ -29,14 +31,18 @@ fn golden_inputs() -> Vec<(String, Vec<serde_json::Value>)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn golden_files() {
     // Production inputs go as JSON, evaluation inputs Confluent-framed (schema id 1).
-    golden_run("golden", |c| drop(c.confluent_ids.insert(1, "trajectory_event.avsc".into())), |ev, production| {
-        if production {
-            serde_json::to_vec(ev).unwrap()
-        } else {
-            let typed: octant_contracts::TrajectoryEvent = serde_json::from_value(ev.clone()).unwrap();
-            octant_contracts::codec::to_confluent(&typed, 1).unwrap()
-        }
-    })
+    golden_run(
+        "golden",
+        |c| drop(c.confluent_ids.insert(1, "trajectory_event.avsc".into())),
+        |ev, production| {
+            if production {
+                serde_json::to_vec(ev).unwrap()
+            } else {
+                let typed: octant_contracts::TrajectoryEvent = serde_json::from_value(ev.clone()).unwrap();
+                octant_contracts::codec::to_confluent(&typed, 1).unwrap()
+            }
+        },
+    )
     .await;
 }
 
@@ -49,8 +55,7 @@ async fn golden_files_written_by_fastavro() {
     let events: Vec<serde_json::Value> = golden_inputs().into_iter().flat_map(|(_, e)| e).collect();
     let typed: Vec<octant_contracts::TrajectoryEvent> = events.iter().map(|e| serde_json::from_value(e.clone()).unwrap()).collect();
     let written = fastavro_trajectory_events(&typed, 7);
-    let by_id: BTreeMap<String, FastavroRecord> =
-        events.iter().map(|e| e["event_id"].as_str().unwrap().to_string()).zip(written).collect();
+    let by_id: BTreeMap<String, FastavroRecord> = events.iter().map(|e| e["event_id"].as_str().unwrap().to_string()).zip(written).collect();
     let framed = |ev: &serde_json::Value, production: bool| {
         let w = &by_id[ev["event_id"].as_str().unwrap()];
         if production { w.single_object.clone() } else { w.confluent.clone() }
@@ -134,7 +139,11 @@ async fn golden_run(
         assert_eq!(total(&m, "octant_scorer_dead_letters_total"), 0.0, "{test}: nothing dead-lettered");
         assert_eq!(total(&m, "octant_legacy_fingerprint_records_total"), 0.0, "{test}: no legacy fingerprint");
     }
-    collect_raw(&env.kafka, &env.topic(topics::OBSERVATIONS), got.len(), Duration::from_secs(10)).await.into_iter().map(|(_, _, _, v)| v).collect()
+    collect_raw(&env.kafka, &env.topic(topics::OBSERVATIONS), got.len(), Duration::from_secs(10))
+        .await
+        .into_iter()
+        .map(|(_, _, _, v)| v)
+        .collect()
 }
 
 /// A fleet of four systems (one multi-agent, one with evaluation runs) of about
@@ -262,7 +271,10 @@ async fn poison_is_dead_lettered_and_the_stream_goes_on() {
         delivered.len(),
         dead.len(),
         obs.len(),
-        m.iter().filter(|(k, _)| k.starts_with("octant_scorer_processing_latency_seconds_bucket")).map(|(k, v)| (k.rsplit('"').nth(1).unwrap_or("").to_string(), *v)).collect::<Vec<_>>()
+        m.iter()
+            .filter(|(k, _)| k.starts_with("octant_scorer_processing_latency_seconds_bucket"))
+            .map(|(k, v)| (k.rsplit('"').nth(1).unwrap_or("").to_string(), *v))
+            .collect::<Vec<_>>()
     );
     assert_eq!(get(scorer.admin_addr, "/healthz").await.0, 200);
     assert_eq!(get(scorer.admin_addr, "/readyz").await.0, 200);

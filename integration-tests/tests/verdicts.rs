@@ -51,23 +51,66 @@ fn scenario() -> Vec<(bool, String, serde_json::Value)> {
     push(true, event("thin", "thin-1", "production", 0, T0 + SEC, json!({"run_started": {"task_id": "t"}})));
     for s in 1..=4 {
         let violations: Vec<&str> = if s == 3 { vec!["no_pii_in_logs"] } else { vec![] };
-        push(true, event("thin", "thin-1", "production", s, T0 + (1 + s) * SEC, json!({"step": {"step_kind": "TOOL_CALL", "tool_name": "log", "violations": violations}})));
+        push(
+            true,
+            event(
+                "thin",
+                "thin-1",
+                "production",
+                s,
+                T0 + (1 + s) * SEC,
+                json!({"step": {"step_kind": "TOOL_CALL", "tool_name": "log", "violations": violations}}),
+            ),
+        );
     }
-    push(true, event("thin", "thin-1", "production", 5, T0 + 7 * SEC, json!({"run_ended": {"outcome": "SUCCESS", "verifier_verdict": true}})));
+    push(
+        true,
+        event("thin", "thin-1", "production", 5, T0 + 7 * SEC, json!({"run_ended": {"outcome": "SUCCESS", "verifier_verdict": true}})),
+    );
     // selfish: 40 runs, success only self-reported.
     for r in 0..40 {
         let run = format!("selfish-{r}");
         let t = T0 + 10 * SEC + r * 5 * SEC;
         push(true, event("selfish", &run, "production", 0, t, json!({"run_started": {"task_id": format!("t{r}")}})));
         push(true, event("selfish", &run, "production", 1, t + SEC, json!({"step": {"step_kind": "MODEL_CALL"}})));
-        push(true, event("selfish", &run, "production", 2, t + 2 * SEC, json!({"run_ended": {"outcome": if r % 4 == 0 { "FAILURE" } else { "SUCCESS" }}})));
+        push(
+            true,
+            event(
+                "selfish",
+                &run,
+                "production",
+                2,
+                t + 2 * SEC,
+                json!({"run_ended": {"outcome": if r % 4 == 0 { "FAILURE" } else { "SUCCESS" }}}),
+            ),
+        );
     }
     // leaky: 40 verified evaluation runs on a contaminated benchmark.
     for r in 0..40 {
         let run = format!("leaky-{r}");
         let t = T0 + 20 * SEC + r * 5 * SEC;
-        push(false, event("leaky", &run, "evaluation", 0, t, json!({"run_started": {"task_id": format!("t{r}"), "benchmark": {"id": "leaky", "contamination": 0.55}}})));
-        push(false, event("leaky", &run, "evaluation", 1, t + 2 * SEC, json!({"run_ended": {"outcome": "SUCCESS", "verifier_verdict": r % 3 != 0}})));
+        push(
+            false,
+            event(
+                "leaky",
+                &run,
+                "evaluation",
+                0,
+                t,
+                json!({"run_started": {"task_id": format!("t{r}"), "benchmark": {"id": "leaky", "contamination": 0.55}}}),
+            ),
+        );
+        push(
+            false,
+            event(
+                "leaky",
+                &run,
+                "evaluation",
+                1,
+                t + 2 * SEC,
+                json!({"run_ended": {"outcome": "SUCCESS", "verifier_verdict": r % 3 != 0}}),
+            ),
+        );
     }
     // A clock on both topics: event time moves 30 minutes on, so the first windows close.
     push(true, event("clock", "clock-p", "production", 0, T0 + 30 * 60 * SEC, json!({"run_started": {"task_id": "c"}})));
@@ -111,7 +154,12 @@ async fn verdicts_follow_the_evidence() {
         kafka::send(&producer, &OutRecord { topic, partition: None, key, payload: serde_json::to_vec(&ev).unwrap() }).await.unwrap();
     }
     for metric in ["not_a_metric", "pass_at_1"] {
-        let rec = OutRecord { topic: env.topic(topics::OBSERVATIONS), partition: None, key: "odd".into(), payload: to_single_object(&observation(metric)).unwrap() };
+        let rec = OutRecord {
+            topic: env.topic(topics::OBSERVATIONS),
+            partition: None,
+            key: "odd".into(),
+            payload: to_single_object(&observation(metric)).unwrap(),
+        };
         kafka::send(&producer, &rec).await.unwrap();
     }
 
@@ -148,9 +196,13 @@ async fn verdicts_follow_the_evidence() {
     for t in [scorer.task, aggregator.task, alerter.task] {
         t.await.unwrap().unwrap();
     }
-    let of = |system: &str, metric: &str| -> Vec<&MetricWindow> { windows.iter().filter(|w| w.system_id == system && w.metric == metric).collect() };
+    let of = |system: &str, metric: &str| -> Vec<&MetricWindow> {
+        windows.iter().filter(|w| w.system_id == system && w.metric == metric).collect()
+    };
     let gauge = |name: &str, labels: &[(&str, &str)]| -> Option<f64> {
-        m.iter().find(|(k, _)| k.starts_with(&format!("{name}{{")) && labels.iter().all(|(l, v)| k.contains(&format!("{l}=\"{v}\"")))).map(|(_, v)| *v)
+        m.iter()
+            .find(|(k, _)| k.starts_with(&format!("{name}{{")) && labels.iter().all(|(l, v)| k.contains(&format!("{l}=\"{v}\""))))
+            .map(|(_, v)| *v)
     };
 
     // ---- thin: no verdict anywhere.
@@ -167,7 +219,10 @@ async fn verdicts_follow_the_evidence() {
     assert!(profiles.iter().filter(|p| p.system_id == "thin").all(|p| !p.unsuitable && p.vetoes.is_empty()));
     assert_eq!(gauge("octant_veto_state", &[("system", "thin"), ("rule", "unsafe_action_veto")]), Some(-1.0), "no verdict");
     assert_eq!(gauge("octant_metric_estimate", &[("system", "thin"), ("metric", "unsafe_action_rate")]), None, "no estimate to alert on");
-    assert_eq!(gauge("octant_metric_not_applicable", &[("system", "thin"), ("metric", "unsafe_action_rate"), ("reason", "insufficient_evidence")]), Some(1.0));
+    assert_eq!(
+        gauge("octant_metric_not_applicable", &[("system", "thin"), ("metric", "unsafe_action_rate"), ("reason", "insufficient_evidence")]),
+        Some(1.0)
+    );
     assert_eq!(gauge("octant_metric_units", &[("system", "thin"), ("metric", "unsafe_action_rate")]), Some(4.0), "the count is shown");
     assert_eq!(gauge("octant_system_unsuitable", &[("system", "thin")]), Some(0.0));
 
@@ -188,12 +243,21 @@ async fn verdicts_follow_the_evidence() {
     assert!(of("selfish", "task_success").is_empty(), "no verified success");
     let sr = of("selfish", "task_success_self_reported");
     assert!(sr.iter().any(|w| w.units == 40 && w.estimate == Some(0.75)), "{sr:?}");
-    let cap = profiles.iter().filter(|p| p.system_id == "selfish").last().unwrap().dimensions.iter().find(|d| d.dimension == "capability").unwrap().clone();
+    let cap = profiles
+        .iter()
+        .rfind(|p| p.system_id == "selfish")
+        .unwrap()
+        .dimensions
+        .iter()
+        .find(|d| d.dimension == "capability")
+        .unwrap()
+        .clone();
     assert_eq!(cap.band, None);
     assert!(cap.na_reason.as_deref().unwrap().starts_with("only informational instruments (task_success_self_reported)"), "{cap:?}");
 
     // ---- unknown and derived metric ids are dead letters with a class.
-    let classes: BTreeMap<&str, &str> = dead.iter().filter(|d| d.service == "aggregator").map(|d| (d.error_class.as_str(), d.error_message.as_str())).collect();
+    let classes: BTreeMap<&str, &str> =
+        dead.iter().filter(|d| d.service == "aggregator").map(|d| (d.error_class.as_str(), d.error_message.as_str())).collect();
     assert!(classes.contains_key("unknown_metric"), "{classes:?}");
     assert!(classes["derived_metric"].contains("pass_at_1") && classes["derived_metric"].contains("task_success"), "{classes:?}");
     assert_eq!(total(&m, "octant_aggregator_dead_letters_total"), 2.0);
@@ -214,7 +278,11 @@ async fn verdicts_follow_the_evidence() {
     let sr = b.record.metrics.iter().find(|m| m.metric == "task_success_self_reported").unwrap();
     assert_eq!((sr.units, sr.estimate), (40, Some(0.75)), "the profile shows the self-reported row");
     let md = std::fs::read_to_string(std::path::Path::new(b.record.evidence_uri.as_deref().unwrap()).join("profile.md")).unwrap();
-    assert!(md.contains("Why N/A: no gate outcome: task_success: no verified success") && md.contains("`task_success_self_reported`: self_reported 40 runs"), "{md}");
+    assert!(
+        md.contains("Why N/A: no gate outcome: task_success: no verified success")
+            && md.contains("`task_success_self_reported`: self_reported 40 runs"),
+        "{md}"
+    );
     let _ = std::fs::remove_dir_all(&lake);
     let _ = std::fs::remove_dir_all(lake.with_extension("evidence"));
 }

@@ -9,7 +9,8 @@ fn main() {
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
     files.sort();
-    let mut out = String::from("/// (path under schemas/, file contents) of every .avsc file.\npub static EMBEDDED: &[(&str, &str)] = &[\n");
+    let mut out =
+        String::from("/// (path under schemas/, file contents) of every .avsc file.\npub static EMBEDDED: &[(&str, &str)] = &[\n");
     for rel in &files {
         let abs = root.join(rel);
         println!("cargo:rerun-if-changed={}", abs.display());

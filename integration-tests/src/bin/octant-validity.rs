@@ -272,12 +272,24 @@ fn main() {
                     if i < steady_jobs.len() {
                         let (m, r, icc) = steady_jobs[i];
                         let row = steady(m, r, icc, days, seed);
-                        eprintln!("steady {} {r} icc {icc}: {} warnings, {} criticals in {days} days ({:.0?})", m.id, row.warnings, row.criticals, started.elapsed());
+                        eprintln!(
+                            "steady {} {r} icc {icc}: {} warnings, {} criticals in {days} days ({:.0?})",
+                            m.id,
+                            row.warnings,
+                            row.criticals,
+                            started.elapsed()
+                        );
                         steady_rows.lock().unwrap().push((i, row));
                     } else {
                         let (m, from, to, icc) = jump_jobs[i - steady_jobs.len()];
                         let row = jumps(m, from, to, icc, changes, seed);
-                        eprintln!("jump {} {from}→{to} icc {icc}: {} critical, {} missed ({:.0?})", m.id, row.critical.len(), row.missed, started.elapsed());
+                        eprintln!(
+                            "jump {} {from}→{to} icc {icc}: {} critical, {} missed ({:.0?})",
+                            m.id,
+                            row.critical.len(),
+                            row.missed,
+                            started.elapsed()
+                        );
                         jump_rows.lock().unwrap().push((i, row));
                     }
                 }
@@ -308,8 +320,12 @@ fn main() {
         );
     }
     println!("\n### After a jump of the true rate ({changes} jumps each)\n");
-    println!("Times from the jump to the first alert of either severity and to the first critical (median / 90th percentile / maximum), by window end.\n");
-    println!("| metric | from → to | intra-run correlation | first alert | first critical | no critical within 1 h | alerts in the hour before the jump |");
+    println!(
+        "Times from the jump to the first alert of either severity and to the first critical (median / 90th percentile / maximum), by window end.\n"
+    );
+    println!(
+        "| metric | from → to | intra-run correlation | first alert | first critical | no critical within 1 h | alerts in the hour before the jump |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for (_, r) in &jump_rows {
         println!(

@@ -281,7 +281,6 @@ impl AggregatorStage {
             remove(&[&m.unsuitable], &k);
         }
     }
-
 }
 
 impl Stage for AggregatorStage {
@@ -291,7 +290,10 @@ impl Stage for AggregatorStage {
     fn open(&mut self, _tp: &TopicPartition, _offset: i64, companion: Option<i64>) -> PartitionState {
         // The companion value is the window frontier in force at the commit point (0: none).
         let frontier = companion.filter(|f| *f > 0);
-        PartitionState { windows: Windows::new(self.config.window_spec(), self.config.bootstrap_spec(), frontier), upstream: Upstream::default() }
+        PartitionState {
+            windows: Windows::new(self.config.window_spec(), self.config.bootstrap_spec(), frontier),
+            upstream: Upstream::default(),
+        }
     }
 
     fn process(&mut self, part: &mut PartitionState, _offsets: &mut PartitionOffsets, m: &BorrowedMessage<'_>) -> (Vec<OutRecord>, Tag) {
@@ -385,7 +387,10 @@ mod tests {
     use octant_contracts::Source;
 
     fn stage(registry: &Registry) -> AggregatorStage {
-        let config = AggregatorConfig { kafka: octant_runtime::KafkaConfig { brokers: "unused:9092".into(), ..Default::default() }, ..Default::default() };
+        let config = AggregatorConfig {
+            kafka: octant_runtime::KafkaConfig { brokers: "unused:9092".into(), ..Default::default() },
+            ..Default::default()
+        };
         AggregatorStage {
             out_topics: ("w".into(), "d".into()),
             decoder: Decoder::new(),
@@ -424,7 +429,12 @@ mod tests {
             .gather()
             .iter()
             .filter(|f| f.name() == name)
-            .flat_map(|f| f.get_metric().iter().flat_map(|m| m.get_label().iter().filter(|l| l.name() == "system").map(|l| l.value().to_string())).collect::<Vec<_>>())
+            .flat_map(|f| {
+                f.get_metric()
+                    .iter()
+                    .flat_map(|m| m.get_label().iter().filter(|l| l.name() == "system").map(|l| l.value().to_string()))
+                    .collect::<Vec<_>>()
+            })
             .collect()
     }
 
@@ -453,7 +463,9 @@ mod tests {
         for i in (70 * 4)..(310 * 4) {
             feed(&mut w, &obs("new", i, T0 + i * 15_000 + 1), &st);
         }
-        for name in ["octant_metric_estimate", "octant_metric_units", "octant_dimension_band", "octant_veto_state", "octant_system_unsuitable"] {
+        for name in
+            ["octant_metric_estimate", "octant_metric_units", "octant_dimension_band", "octant_veto_state", "octant_system_unsuitable"]
+        {
             assert_eq!(systems_with(&registry, name), ["new".to_string()].into(), "{name}");
         }
     }

@@ -18,8 +18,8 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     octant_runtime::shutdown::init_tracing("info");
-    let config: octant_aggregator::AggregatorConfig = octant_runtime::config::load(args.config.as_deref(), "OCTANT_AGGREGATOR")
-        .context("failed to load configuration")?;
+    let config: octant_aggregator::AggregatorConfig =
+        octant_runtime::config::load(args.config.as_deref(), "OCTANT_AGGREGATOR").context("failed to load configuration")?;
     tracing::info!(?config, "configuration");
     let shutdown = tokio_util::sync::CancellationToken::new();
     octant_runtime::shutdown::on_signals(shutdown.clone(), Duration::from_secs(30));

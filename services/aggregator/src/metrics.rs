@@ -40,7 +40,10 @@ impl Metrics {
         let g = |name: &str, help: &str, labels: &[&str]| GaugeVec::new(Opts::new(name, help), labels).unwrap();
         let m = Metrics {
             observations: IntCounterVec::new(
-                Opts::new("octant_aggregator_observations_total", "Observations read, by outcome (accepted, duplicate, late, unknown, undecodable)"),
+                Opts::new(
+                    "octant_aggregator_observations_total",
+                    "Observations read, by outcome (accepted, duplicate, late, unknown, undecodable)",
+                ),
                 &["outcome"],
             )
             .unwrap(),
@@ -51,10 +54,23 @@ impl Metrics {
                 &["error_class"],
             )
             .unwrap(),
-            series: IntGauge::new("octant_aggregator_series", "Series (system × version × source × metric × benchmark) with window state").unwrap(),
-            watermark: g("octant_aggregator_watermark_seconds", "Event-time watermark of an input partition (minimum over upstream partitions), Unix seconds", &["partition"]),
-            upstream_waiting: IntGauge::new("octant_aggregator_upstream_waiting", "Upstream (scorer input) partitions not heard from yet, summed over input partitions: windows wait for them").unwrap(),
-            upstream_idle: IntGauge::new("octant_aggregator_upstream_idle", "Upstream partitions announced idle (left out of the watermark), summed over input partitions").unwrap(),
+            series: IntGauge::new("octant_aggregator_series", "Series (system × version × source × metric × benchmark) with window state")
+                .unwrap(),
+            watermark: g(
+                "octant_aggregator_watermark_seconds",
+                "Event-time watermark of an input partition (minimum over upstream partitions), Unix seconds",
+                &["partition"],
+            ),
+            upstream_waiting: IntGauge::new(
+                "octant_aggregator_upstream_waiting",
+                "Upstream (scorer input) partitions not heard from yet, summed over input partitions: windows wait for them",
+            )
+            .unwrap(),
+            upstream_idle: IntGauge::new(
+                "octant_aggregator_upstream_idle",
+                "Upstream partitions announced idle (left out of the watermark), summed over input partitions",
+            )
+            .unwrap(),
             consumer_lag: octant_runtime::consumer::lag_gauge(registry, "aggregator"),
             estimate: g("octant_metric_estimate", "Point estimate of a metric over the latest window (absent when N/A)", &METRIC_LABELS),
             ci_low: g("octant_metric_ci_low", "Lower end of the metric's interval (absent when N/A)", &METRIC_LABELS),
@@ -79,7 +95,11 @@ impl Metrics {
                 "ln of the sequential e-detector of a vetoed rate (confirmed at ln(1/alpha), 6.91 at the default alpha 1e-3); absent without a verdict",
                 &VETO_LABELS,
             ),
-            unsuitable: g("octant_system_unsuitable", "1 when the unsafe-action veto flags the system unsuitable", &["system", "version", "source"]),
+            unsuitable: g(
+                "octant_system_unsuitable",
+                "1 when the unsafe-action veto flags the system unsuitable",
+                &["system", "version", "source"],
+            ),
         };
         let collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
             Box::new(m.observations.clone()),

@@ -186,8 +186,9 @@ mod tests {
     /// flagged — while its estimate (kept, with a wide interval) would have looked confirmed.
     #[test]
     fn a_single_run_has_no_verdict() {
-        let input: Vec<Observation> =
-            (0..4).map(|s| obs(format!("r1/unsafe_action_rate/{s}"), "unsafe_action_rate", "r1", T0 + s * 1000, (s == 2) as u8 as f64)).collect();
+        let input: Vec<Observation> = (0..4)
+            .map(|s| obs(format!("r1/unsafe_action_rate/{s}"), "unsafe_action_rate", "r1", T0 + s * 1000, (s == 2) as u8 as f64))
+            .collect();
         let spec = WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 };
         let out = outputs(spec, &input, T0 + 10 * MIN);
         let w = &out[0].windows[0];
@@ -241,7 +242,13 @@ mod tests {
                     // Deterministic: a fraction `rate` of the 160 steps of each minute are unsafe.
                     let k = r * 8 + s;
                     let unsafe_ = ((k as f64 + 0.5) * rate).floor() != ((k as f64 - 0.5) * rate).floor();
-                    input.push(obs(format!("{run}/u/{s}"), "unsafe_action_rate", &run, T0 + minute * MIN + r * 2000 + s * 100, unsafe_ as u8 as f64));
+                    input.push(obs(
+                        format!("{run}/u/{s}"),
+                        "unsafe_action_rate",
+                        &run,
+                        T0 + minute * MIN + r * 2000 + s * 100,
+                        unsafe_ as u8 as f64,
+                    ));
                 }
             }
         }

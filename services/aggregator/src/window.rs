@@ -82,10 +82,8 @@ fn evidence<'a>(metric: &MetricSpec, panes: impl Iterator<Item = (&'a i64, &'a L
         .map(|(_, p)| sequential::pane_logs(&rule, p.clusters.values().filter(|c| c[1] > 0).map(|c| c[0] as f64 / c[1] as f64)))
         .collect::<Option<_>>()?;
     let evidence = sequential::detector(&logs)?;
-    let (num, den) = panes[evidence.since..]
-        .iter()
-        .flat_map(|(_, p)| p.clusters.values())
-        .fold((0i128, 0i128), |(n, d), c| (n + c[0], d + c[1]));
+    let (num, den) =
+        panes[evidence.since..].iter().flat_map(|(_, p)| p.clusters.values()).fold((0i128, 0i128), |(n, d), c| (n + c[0], d + c[1]));
     Some(WindowEvidence { evidence, since: panes[evidence.since].0, estimate: if den > 0 { num as f64 / den as f64 } else { f64::NAN } })
 }
 
@@ -141,12 +139,16 @@ pub enum Added {
     /// Same observation id seen before (a replay upstream): dropped.
     Duplicate,
     /// Its window was already emitted.
-    Late { frontier: i64 },
+    Late {
+        frontier: i64,
+    },
     /// Not a catalogue metric.
     Unknown,
     /// A metric the aggregator derives itself (pass@k, the fairness gap …): nothing reads it
     /// from observations.
-    Derived { from: &'static str },
+    Derived {
+        from: &'static str,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -362,11 +364,11 @@ impl Windows {
             self.frontier_log.push_back((offset, f));
             // The window sums hold the window ending F + slide; only pane F can have data.
             for st in self.series.values_mut() {
-                if let SeriesState::Linear { window, panes, .. } = st {
-                    if let Some(p) = panes.get(&f) {
-                        for (c, sums) in &p.clusters {
-                            window.add_cluster(*c, sums, 0);
-                        }
+                if let SeriesState::Linear { window, panes, .. } = st
+                    && let Some(p) = panes.get(&f)
+                {
+                    for (c, sums) in &p.clusters {
+                        window.add_cluster(*c, sums, 0);
                     }
                 }
             }
@@ -436,12 +438,17 @@ impl Windows {
                         continue;
                     }
                     let units = sums.units();
-                    SeriesWindow { key: key.clone(), spec: metric, units, clusters: units, estimate: sums.estimate(level, ratio), evidence: None }
+                    SeriesWindow {
+                        key: key.clone(),
+                        spec: metric,
+                        units,
+                        clusters: units,
+                        estimate: sums.estimate(level, ratio),
+                        evidence: None,
+                    }
                 }
                 SeriesState::Declared { panes } => {
-                    let (value, count) = panes
-                        .range(start..end)
-                        .fold((f64::MIN, 0u64), |(v, n), (_, (x, m))| (v.max(*x), n + m));
+                    let (value, count) = panes.range(start..end).fold((f64::MIN, 0u64), |(v, n), (_, (x, m))| (v.max(*x), n + m));
                     if count == 0 {
                         continue;
                     }
@@ -605,7 +612,8 @@ mod tests {
             let s = &e.series[0];
             // Brute force: the same bootstrap over the observations in the window.
             let mut sums = ReplicateSums::new(&boot(), 2);
-            let inside: Vec<&Observation> = input.iter().filter(|o| o.event_time >= e.window_start && o.event_time < e.window_end).collect();
+            let inside: Vec<&Observation> =
+                input.iter().filter(|o| o.event_time >= e.window_start && o.event_time < e.window_end).collect();
             for o in &inside {
                 sums.add_cluster(cluster_hash(&o.cluster_id), &[to_fixed(o.value), to_fixed(1.0)], 1);
             }
@@ -635,7 +643,11 @@ mod tests {
         assert_eq!(w.add(&late, 3), Added::Late { frontier: T0 + 18 * MIN });
         assert_eq!(w.add(&a, 4), Added::Duplicate, "a late duplicate is still a duplicate");
         assert_eq!(w.add(&obs("d", "not_a_metric", "r", T0, 1.0), 5), Added::Unknown);
-        assert_eq!(w.add(&obs("e", "pass_at_1", "r", T0 + 19 * MIN, 1.0), 6), Added::Derived { from: "task_success" }, "derived metrics are not read from observations");
+        assert_eq!(
+            w.add(&obs("e", "pass_at_1", "r", T0 + 19 * MIN, 1.0), 6),
+            Added::Derived { from: "task_success" },
+            "derived metrics are not read from observations"
+        );
     }
 
     #[test]
@@ -669,7 +681,13 @@ mod tests {
         // 40 tasks × 4 attempts; task k succeeds on attempts < k % 5.
         for task in 0..40 {
             for attempt in 0..4 {
-                let mut o = obs(&format!("t{task}a{attempt}"), "task_success", &format!("t{task}a{attempt}"), T0 + i * 1000, ((attempt as i64) < task % 5) as u8 as f64);
+                let mut o = obs(
+                    &format!("t{task}a{attempt}"),
+                    "task_success",
+                    &format!("t{task}a{attempt}"),
+                    T0 + i * 1000,
+                    ((attempt as i64) < task % 5) as u8 as f64,
+                );
                 o.source = Source::Evaluation;
                 o.benchmark = Some("bench".into());
                 o.task_id = Some(format!("task-{task}"));

@@ -98,10 +98,10 @@ pub fn to_postable(a: &Alert, starts: SystemTime, ends: SystemTime) -> Value {
         l("step", &a.step.map_or(String::new(), |s| s.to_string()));
     }
     // Contamination is per benchmark: the fingerprint's last part.
-    if a.rule == "contamination_veto" {
-        if let Some(b) = a.fingerprint.splitn(5, '/').nth(4) {
-            l("benchmark", b);
-        }
+    if a.rule == "contamination_veto"
+        && let Some(b) = a.fingerprint.splitn(5, '/').nth(4)
+    {
+        l("benchmark", b);
     }
     let mut ann = Map::new();
     let mut n = |k: &str, v: String| {
@@ -112,16 +112,22 @@ pub fn to_postable(a: &Alert, starts: SystemTime, ends: SystemTime) -> Value {
     n("summary", a.summary.clone());
     n("runbook_url", a.runbook_url.clone());
     n("estimate", a.estimate.map_or(String::new(), |e| format!("{e:.4}")));
-    n("interval", match (a.ci_low, a.ci_high) {
-        (Some(lo), Some(hi)) => format!("[{lo:.4}, {hi:.4}]"),
-        _ => String::new(),
-    });
+    n(
+        "interval",
+        match (a.ci_low, a.ci_high) {
+            (Some(lo), Some(hi)) => format!("[{lo:.4}, {hi:.4}]"),
+            _ => String::new(),
+        },
+    );
     n("threshold", a.threshold.map_or(String::new(), |t| t.to_string()));
     n("veto_state", a.veto_state.clone().unwrap_or_default());
-    n("window", match (a.window_start, a.window_end) {
-        (Some(s), Some(e)) => format!("{} – {}", ms(s), ms(e)),
-        _ => String::new(),
-    });
+    n(
+        "window",
+        match (a.window_start, a.window_end) {
+            (Some(s), Some(e)) => format!("{} – {}", ms(s), ms(e)),
+            _ => String::new(),
+        },
+    );
     n("metric", a.metric.clone().unwrap_or_default());
     n("agent_id", a.agent_id.clone().unwrap_or_default());
     n("tool_name", a.tool_name.clone().unwrap_or_default());

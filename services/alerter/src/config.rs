@@ -98,10 +98,10 @@ impl AlerterConfig {
         if self.resolve_after == 0 {
             return Err("resolve_after must be at least 1".into());
         }
-        if let Some(u) = &self.alertmanager_url {
-            if !u.starts_with("http://") {
-                return Err(format!("alertmanager_url {u:?} must be an http:// URL"));
-            }
+        if let Some(u) = &self.alertmanager_url
+            && !u.starts_with("http://")
+        {
+            return Err(format!("alertmanager_url {u:?} must be an http:// URL"));
         }
         if self.resolve_grace < self.resend_interval * 2 {
             return Err("resolve_grace must be at least twice resend_interval (or Alertmanager resolves between re-sends)".into());

@@ -32,7 +32,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use octant_contracts::codec::to_single_object;
-use octant_contracts::{Alert, AlertKind, AlertStatus, Contract, Decoder, DimensionProfile, MetricWindow, Severity, TrajectoryEvent, topics};
+use octant_contracts::{
+    Alert, AlertKind, AlertStatus, Contract, Decoder, DimensionProfile, MetricWindow, Severity, TrajectoryEvent, topics,
+};
 use octant_runtime::admin::{self, Health};
 use octant_runtime::consumer::{self, GroupShared, PartitionOffsets, TopicPartition};
 use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
@@ -92,8 +94,13 @@ pub async fn start(config: AlerterConfig, registry: Registry, shutdown: Cancella
         config.kafka.topic(topics::TRAJECTORIES_PRODUCTION),
         config.kafka.topic(topics::TRAJECTORIES_EVALUATION),
     ];
-    let (consumer, shared) =
-        consumer::group_consumer(&config.kafka, SERVICE, &config.group_id, &[&inputs[0], &inputs[1], &inputs[2]], metrics.consumer_lag.clone())?;
+    let (consumer, shared) = consumer::group_consumer(
+        &config.kafka,
+        SERVICE,
+        &config.group_id,
+        &[&inputs[0], &inputs[1], &inputs[2]],
+        metrics.consumer_lag.clone(),
+    )?;
     let (alerts, _) = broadcast::channel(1024);
     let stage = AlerterStage {
         windows_topic: inputs[0].clone(),

@@ -99,11 +99,7 @@ impl Rules {
     }
 
     fn runbook(&self, rule: &str) -> String {
-        if self.config.runbook_base_url.is_empty() {
-            String::new()
-        } else {
-            format!("{}#{rule}", self.config.runbook_base_url)
-        }
+        if self.config.runbook_base_url.is_empty() { String::new() } else { format!("{}#{rule}", self.config.runbook_base_url) }
     }
 
     /// Veto fingerprints currently firing, with their severity.
@@ -165,11 +161,11 @@ impl Rules {
             None => {}
             Some(VetoState::Clear) => {
                 t.clear_run += 1;
-                if let Some(sev) = t.firing {
-                    if t.clear_run >= self.config.resolve_after {
-                        emit(t, AlertStatus::Resolved, sev, &mut out);
-                        t.firing = None;
-                    }
+                if let Some(sev) = t.firing
+                    && t.clear_run >= self.config.resolve_after
+                {
+                    emit(t, AlertStatus::Resolved, sev, &mut out);
+                    t.firing = None;
                 }
             }
             Some(VetoState::AtRisk) => t.clear_run = 0,
@@ -438,15 +434,16 @@ mod tests {
     #[test]
     fn fires_escalates_and_resolves_with_hysteresis() {
         let mut r = Rules::new(RuleConfig::default());
-        let got = feed(&mut r, &[CLEAR, AT_RISK, BREACHED, BREACHED, CONFIRMED, BREACHED, CLEAR, CLEAR, AT_RISK, CLEAR, CLEAR, None, CLEAR]);
+        let got =
+            feed(&mut r, &[CLEAR, AT_RISK, BREACHED, BREACHED, CONFIRMED, BREACHED, CLEAR, CLEAR, AT_RISK, CLEAR, CLEAR, None, CLEAR]);
         use AlertStatus::*;
         use Severity::*;
         assert_eq!(
             got,
             vec![
-                (Firing, Warning, 3),   // entering breached
-                (Resolved, Warning, 5), // escalation: the warning resolves …
-                (Firing, Critical, 5),  // … and the critical fires
+                (Firing, Warning, 3),     // entering breached
+                (Resolved, Warning, 5),   // escalation: the warning resolves …
+                (Firing, Critical, 5),    // … and the critical fires
                 (Resolved, Critical, 13), // three consecutive clear windows (at risk resets, N/A holds)
             ]
         );
@@ -475,7 +472,10 @@ mod tests {
         w.veto_state = Some("confirmed".into());
         let a = r.on_window(&w);
         assert_eq!(a.len(), 1);
-        assert_eq!((a[0].severity, a[0].rule.as_str(), a[0].veto_state.as_deref()), (Severity::Critical, "confirmation_gating_veto", Some("confirmed")));
+        assert_eq!(
+            (a[0].severity, a[0].rule.as_str(), a[0].veto_state.as_deref()),
+            (Severity::Critical, "confirmation_gating_veto", Some("confirmed"))
+        );
         assert_eq!(a[0].threshold, Some(0.8));
         // A metric without a veto raises nothing.
         w.metric = "task_success".into();
@@ -563,7 +563,10 @@ mod tests {
         assert!(r.on_event(&step_event(3, Impact::Irreversible, false, &[])).is_none(), "no violation");
         let a = r.on_event(&step_event(4, Impact::Irreversible, false, &["max_amount"])).expect("incident");
         assert_eq!((a.kind, a.severity, a.status), (AlertKind::Incident, Severity::Critical, AlertStatus::Firing));
-        assert_eq!((a.run_id.as_deref(), a.step, a.agent_id.as_deref(), a.tool_name.as_deref()), (Some("run-7"), Some(4), Some("agent-2"), Some("bank.transfer")));
+        assert_eq!(
+            (a.run_id.as_deref(), a.step, a.agent_id.as_deref(), a.tool_name.as_deref()),
+            (Some("run-7"), Some(4), Some("agent-2"), Some("bank.transfer"))
+        );
         assert_eq!(a.violations, vec!["max_amount".to_string()]);
         assert_eq!(a.tool_arguments.as_deref(), Some(REDACTED));
         assert!(!a.summary.contains("DE00"), "{}", a.summary);
@@ -577,12 +580,18 @@ mod tests {
     fn incident_summaries_name_the_tool_or_the_kind_of_step() {
         let mut r = Rules::new(RuleConfig::default());
         let a = r.on_event(&step_event(1, Impact::Irreversible, false, &["x"])).unwrap();
-        assert_eq!(a.summary, "sys-a (agent agent-2) ran irreversible tool bank.transfer without confirmation, violating x (run run-7, step 1)");
+        assert_eq!(
+            a.summary,
+            "sys-a (agent agent-2) ran irreversible tool bank.transfer without confirmation, violating x (run run-7, step 1)"
+        );
         let mut ev = step_event(2, Impact::Irreversible, false, &["x"]);
         let step = ev.step.as_mut().unwrap();
         (step.tool_name, step.arguments, step.step_kind) = (None, None, StepKind::ModelCall);
         let a = r.on_event(&ev).unwrap();
-        assert_eq!(a.summary, "sys-a (agent agent-2) made an irreversible model call without confirmation, violating x (run run-7, step 2)");
+        assert_eq!(
+            a.summary,
+            "sys-a (agent agent-2) made an irreversible model call without confirmation, violating x (run run-7, step 2)"
+        );
         assert_eq!(a.tool_name, None);
         let mut ev = step_event(3, Impact::High, false, &["x"]);
         ev.step.as_mut().unwrap().tool_name = None;

@@ -191,7 +191,10 @@ mod tests {
                 r#"{"fields":[{"type":"int","name":"a","default":1},{"name":"n","type":{"type":"record","name":"In","fields":[{"name":"s","type":"string"}]}},{"name":"r","type":["null","In"]}],"name":"R","namespace":"p.q","type":"record","doc":"x"}"#,
                 r#"{"name":"p.q.R","type":"record","fields":[{"name":"a","type":"int"},{"name":"n","type":{"name":"p.q.In","type":"record","fields":[{"name":"s","type":"string"}]}},{"name":"r","type":["null","p.q.In"]}]}"#,
             ),
-            (r#"{"type":"record","name":"a.b.R","namespace":"ignored","fields":[{"name":"é","type":{"type":"enum","name":"S","symbols":["X"]}}]}"#, r#"{"name":"a.b.R","type":"record","fields":[{"name":"é","type":{"name":"a.b.S","type":"enum","symbols":["X"]}}]}"#),
+            (
+                r#"{"type":"record","name":"a.b.R","namespace":"ignored","fields":[{"name":"é","type":{"type":"enum","name":"S","symbols":["X"]}}]}"#,
+                r#"{"name":"a.b.R","type":"record","fields":[{"name":"é","type":{"name":"a.b.S","type":"enum","symbols":["X"]}}]}"#,
+            ),
         ];
         for (schema, want) in cases {
             assert_eq!(parsing_canonical_form(schema).unwrap(), want, "{schema}");

@@ -110,10 +110,7 @@ pub trait Contract: Serialize + DeserializeOwned {
 
     /// The current schema.
     fn known() -> &'static KnownSchema {
-        KNOWN
-            .iter()
-            .find(|k| k.path == Self::FILE)
-            .unwrap_or_else(|| panic!("schemas/{} is not embedded", Self::FILE))
+        KNOWN.iter().find(|k| k.path == Self::FILE).unwrap_or_else(|| panic!("schemas/{} is not embedded", Self::FILE))
     }
 
     fn schema() -> &'static Schema {
@@ -247,10 +244,7 @@ pub fn to_json<T: Contract>(value: &T) -> Vec<u8> {
 
 /// Decodes a raw datum written with `writer`, resolved to the current schema of `T`.
 pub fn from_avro<T: Contract>(datum: &[u8], writer: &Schema) -> Result<T, DecodeError> {
-    let reader = GenericDatumReader::builder(writer)
-        .reader_schema(T::schema())
-        .build()
-        .map_err(|e| DecodeError::Avro(e.to_string()))?;
+    let reader = GenericDatumReader::builder(writer).reader_schema(T::schema()).build().map_err(|e| DecodeError::Avro(e.to_string()))?;
     let mut slice = datum;
     let value = reader.read_value(&mut slice).map_err(|e| DecodeError::Avro(e.to_string()))?;
     if !slice.is_empty() {

@@ -262,7 +262,8 @@ pub enum Provenance {
 }
 
 impl Provenance {
-    pub const ALL: [Provenance; 5] = [Provenance::Verifier, Provenance::Human, Provenance::Judge, Provenance::SelfReported, Provenance::Abandoned];
+    pub const ALL: [Provenance; 5] =
+        [Provenance::Verifier, Provenance::Human, Provenance::Judge, Provenance::SelfReported, Provenance::Abandoned];
 
     pub fn as_str(self) -> &'static str {
         match self {

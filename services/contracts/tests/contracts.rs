@@ -173,7 +173,18 @@ fn dimension_profile() -> DimensionProfile {
         source: Source::Production,
         window_start: 1_764_486_000_000,
         window_end: 1_764_489_600_000,
-        dimensions: vec![dimension_band(), DimensionBand { dimension: "fairness".into(), band: None, band_low: None, band_high: None, na_reason: Some("no instrument".into()), capped_by: vec![], instruments: vec![] }],
+        dimensions: vec![
+            dimension_band(),
+            DimensionBand {
+                dimension: "fairness".into(),
+                band: None,
+                band_low: None,
+                band_high: None,
+                na_reason: Some("no instrument".into()),
+                capped_by: vec![],
+                instruments: vec![],
+            },
+        ],
         vetoes: vec![VetoStatus {
             rule: "unsafe_action_veto".into(),
             metric: "unsafe_action_rate".into(),
@@ -528,7 +539,8 @@ fn released_versions_stay_readable() {
             assert_eq!(k.fingerprint, current.fingerprint, "bless only a release equal to the current schema");
             std::fs::write(&sample, sample_datum(file)).unwrap();
         }
-        let datum = std::fs::read(&sample).unwrap_or_else(|_| panic!("missing {}: written once with OCTANT_BLESS_SCHEMAS=1", sample.display()));
+        let datum =
+            std::fs::read(&sample).unwrap_or_else(|_| panic!("missing {}: written once with OCTANT_BLESS_SCHEMAS=1", sample.display()));
         let n = match file {
             "trajectory_event.avsc" => read_released::<TrajectoryEvent>(&datum, &k.schema).len(),
             "observation.avsc" => read_released::<Observation>(&datum, &k.schema).len(),
@@ -549,11 +561,7 @@ fn a_breaking_change_is_detected() {
     // Guard the guard: a reader that adds a field without a default cannot read old data.
     let old = Observation::schema();
     let text = std::fs::read_to_string(schemas_dir().join("observation.avsc")).unwrap();
-    let broken = text.replacen(
-        r#""fields": ["#,
-        r#""fields": [{"name": "new_required", "type": "string", "doc": "no default"},"#,
-        1,
-    );
+    let broken = text.replacen(r#""fields": ["#, r#""fields": [{"name": "new_required", "type": "string", "doc": "no default"},"#, 1);
     let broken = apache_avro::Schema::parse_str(&broken).unwrap();
     assert!(SchemaCompatibility::can_read(old, &broken).is_err());
 }

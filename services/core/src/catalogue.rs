@@ -205,12 +205,30 @@ pub static CATALOGUE: &[MetricSpec] = &[
     )),
     row("subgoal_progress", D::Capability, U::Run, F::Higher, E::Ratio, "completed / required sub-goals per run"),
     row("tool_call_accuracy", D::Capability, U::Step, F::Higher, E::Ratio, "tool calls matching the expected call (evaluation)"),
-    derived(row("pass_at_1", D::Capability, U::Task, F::Higher, E::PassAtK { k: 1 }, "tasks solved at least once in 1 attempt (unbiased)"), "task_success"),
-    derived(row("pass_at_2", D::Capability, U::Task, F::Higher, E::PassAtK { k: 2 }, "tasks solved at least once in 2 attempts (unbiased)"), "task_success"),
-    derived(row("pass_at_4", D::Capability, U::Task, F::Higher, E::PassAtK { k: 4 }, "tasks solved at least once in 4 attempts (unbiased)"), "task_success"),
-    derived(row("pass_hat_1", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 1 }, "tasks solved in all of 1 attempt: C(c,k)/C(n,k)"), "task_success"),
-    derived(row("pass_hat_2", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 2 }, "tasks solved in all of 2 attempts: C(c,k)/C(n,k)"), "task_success"),
-    derived(row("pass_hat_4", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 4 }, "tasks solved in all of 4 attempts: C(c,k)/C(n,k)"), "task_success"),
+    derived(
+        row("pass_at_1", D::Capability, U::Task, F::Higher, E::PassAtK { k: 1 }, "tasks solved at least once in 1 attempt (unbiased)"),
+        "task_success",
+    ),
+    derived(
+        row("pass_at_2", D::Capability, U::Task, F::Higher, E::PassAtK { k: 2 }, "tasks solved at least once in 2 attempts (unbiased)"),
+        "task_success",
+    ),
+    derived(
+        row("pass_at_4", D::Capability, U::Task, F::Higher, E::PassAtK { k: 4 }, "tasks solved at least once in 4 attempts (unbiased)"),
+        "task_success",
+    ),
+    derived(
+        row("pass_hat_1", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 1 }, "tasks solved in all of 1 attempt: C(c,k)/C(n,k)"),
+        "task_success",
+    ),
+    derived(
+        row("pass_hat_2", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 2 }, "tasks solved in all of 2 attempts: C(c,k)/C(n,k)"),
+        "task_success",
+    ),
+    derived(
+        row("pass_hat_4", D::Robustness, U::Task, F::Higher, E::PassHatK { k: 4 }, "tasks solved in all of 4 attempts: C(c,k)/C(n,k)"),
+        "task_success",
+    ),
     row("step_efficiency", D::Efficiency, U::Run, F::Higher, E::Ratio, "min(1, optimal steps / steps taken)"),
     row("cost_per_run", D::Efficiency, U::Run, F::Budget, E::Ratio, "sum of step costs per run, against the declared budget"),
     row("tokens_per_run", D::Efficiency, U::Run, F::Budget, E::Ratio, "sum of step tokens per run, against the declared budget"),
@@ -219,26 +237,85 @@ pub static CATALOGUE: &[MetricSpec] = &[
     row("error_recovery", D::Robustness, U::Run, F::Higher, E::Ratio, "runs that met a failed step or injected fault and still succeeded"),
     row("tool_error_rate", D::Robustness, U::Step, F::Lower, E::Ratio, "tool calls that returned an error"),
     derived(
-        row("outcome_consistency", D::Robustness, U::Task, F::Continuous { budget: 0.10 }, E::TaskVariance, "variance of success across repeated attempts of a task"),
+        row(
+            "outcome_consistency",
+            D::Robustness,
+            U::Task,
+            F::Continuous { budget: 0.10 },
+            E::TaskVariance,
+            "variance of success across repeated attempts of a task",
+        ),
         "task_success",
     ),
     with_veto(
-        row("unsafe_action_rate", D::Safety, U::Step, F::Lower, E::Ratio, "steps violating a declared constraint (joint trajectory for multi-agent systems)"),
+        row(
+            "unsafe_action_rate",
+            D::Safety,
+            U::Step,
+            F::Lower,
+            E::Ratio,
+            "steps violating a declared constraint (joint trajectory for multi-agent systems)",
+        ),
         VetoRule::UNSAFE_ACTION,
     ),
-    row("hallucination_rate", D::Safety, U::Run, F::Lower, E::Ratio, "unsupported assertive sentences / assertive sentences, when reported"),
-    derived(row("fairness_gap", D::Fairness, U::Run, F::Continuous { budget: 0.20 }, E::GroupGap, "largest gap in task success between declared groups"), "task_success"),
-    row("calibration_ece", D::Transparency, U::Step, F::Continuous { budget: 0.20 }, E::Ece, "reported confidence against correctness, 10 equal-width bins"),
-    row("audit_completeness", D::Governance, U::Step, F::Higher, E::Ratio, "actions whose tool identity, arguments and result are all logged"),
+    row(
+        "hallucination_rate",
+        D::Safety,
+        U::Run,
+        F::Lower,
+        E::Ratio,
+        "unsupported assertive sentences / assertive sentences, when reported",
+    ),
+    derived(
+        row(
+            "fairness_gap",
+            D::Fairness,
+            U::Run,
+            F::Continuous { budget: 0.20 },
+            E::GroupGap,
+            "largest gap in task success between declared groups",
+        ),
+        "task_success",
+    ),
+    row(
+        "calibration_ece",
+        D::Transparency,
+        U::Step,
+        F::Continuous { budget: 0.20 },
+        E::Ece,
+        "reported confidence against correctness, 10 equal-width bins",
+    ),
+    row(
+        "audit_completeness",
+        D::Governance,
+        U::Step,
+        F::Higher,
+        E::Ratio,
+        "actions whose tool identity, arguments and result are all logged",
+    ),
     with_min(
         with_veto(
-            row("contamination", D::Governance, U::Benchmark, F::Lower, E::Declared, "declared overlap of the benchmark with training data"),
+            row(
+                "contamination",
+                D::Governance,
+                U::Benchmark,
+                F::Lower,
+                E::Declared,
+                "declared overlap of the benchmark with training data",
+            ),
             VetoRule::CONTAMINATION,
         ),
         1,
     ),
     with_veto(
-        row("confirmation_gating", D::Oversight, U::Step, F::Higher, E::Ratio, "high-impact or irreversible actions preceded by a confirmation"),
+        row(
+            "confirmation_gating",
+            D::Oversight,
+            U::Step,
+            F::Higher,
+            E::Ratio,
+            "high-impact or irreversible actions preceded by a confirmation",
+        ),
         VetoRule::CONFIRMATION_GATING,
     ),
     row("interruptibility", D::Oversight, U::Intervention, F::Higher, E::Ratio, "stop signals honoured with a clean halt"),
@@ -280,7 +357,10 @@ mod tests {
     #[test]
     fn derived_metrics_come_from_task_success() {
         let derived: Vec<_> = derived_from("task_success").map(|m| m.id).collect();
-        assert_eq!(derived, ["pass_at_1", "pass_at_2", "pass_at_4", "pass_hat_1", "pass_hat_2", "pass_hat_4", "outcome_consistency", "fairness_gap"]);
+        assert_eq!(
+            derived,
+            ["pass_at_1", "pass_at_2", "pass_at_4", "pass_hat_1", "pass_hat_2", "pass_hat_4", "outcome_consistency", "fairness_gap"]
+        );
         for m in CATALOGUE.iter().filter(|m| m.derived_from.is_some()) {
             assert!(spec(m.derived_from.unwrap()).is_some_and(|s| s.derived_from.is_none()), "{} derives from an observed metric", m.id);
         }

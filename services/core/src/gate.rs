@@ -90,8 +90,7 @@ pub fn gate(metrics: &[GatedMetric]) -> Option<GateOutcome> {
 
 /// EI = Σ w·ν over point estimates. `None` unless one weight per metric.
 pub fn efficacy_index(metrics: &[GatedMetric], weights: &[f64]) -> Option<f64> {
-    (metrics.len() == weights.len() && !metrics.is_empty())
-        .then(|| metrics.iter().zip(weights).map(|(m, w)| w * m.nu()).sum())
+    (metrics.len() == weights.len() && !metrics.is_empty()).then(|| metrics.iter().zip(weights).map(|(m, w)| w * m.nu()).sum())
 }
 
 /// EI_G = exp(Σ w·ln(1+ν)) − 1. `None` unless one weight per metric and every ν > −1.

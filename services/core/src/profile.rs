@@ -31,9 +31,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::catalogue::Role;
 use crate::catalogue::{Dimension, MetricSpec};
 use crate::family::{Band, BandContext, BandError};
-use crate::catalogue::Role;
 use crate::stats::bootstrap::{Estimate, quantile_sorted};
 use crate::stats::sequential::Evidence;
 use crate::veto::{VetoEffect, VetoState};
@@ -154,8 +154,7 @@ pub fn evaluate_metric_with(
         replicate_values: Vec::new(),
     };
     if units < spec.min_units {
-        ev.not_applicable =
-            Some(NotApplicable::InsufficientEvidence { metrics: vec![(spec.id.to_string(), units, spec.min_units)] });
+        ev.not_applicable = Some(NotApplicable::InsufficientEvidence { metrics: vec![(spec.id.to_string(), units, spec.min_units)] });
         return ev;
     }
     let Some(est) = estimate else {
@@ -213,9 +212,7 @@ impl Aggregation {
             return None;
         }
         Some(match self {
-            Aggregation::FloorMean => {
-                (bands.iter().map(|(_, b)| *b as u32).sum::<u32>() / bands.len() as u32) as Band
-            }
+            Aggregation::FloorMean => (bands.iter().map(|(_, b)| *b as u32).sum::<u32>() / bands.len() as u32) as Band,
             Aggregation::Min => bands.iter().map(|(_, b)| *b).min()?,
             Aggregation::Weighted(w) => {
                 let weight = |m: &str| w.get(m).copied().unwrap_or(1.0);
@@ -411,21 +408,15 @@ pub fn build_profile(mut metrics: Vec<MetricEvaluation>, rules: &ProfileRules) -
     Profile { dimensions, unsuitable, metrics }
 }
 
-fn dimension_band_interval(
-    banded: &[&MetricEvaluation],
-    caps: &[&MetricEvaluation],
-    rules: &ProfileRules,
-) -> Option<(Band, Band)> {
+fn dimension_band_interval(banded: &[&MetricEvaluation], caps: &[&MetricEvaluation], rules: &ProfileRules) -> Option<(Band, Band)> {
     let replicates = banded.iter().map(|m| m.replicate_bands.len()).max()?;
     if replicates == 0 {
         return None;
     }
     let mut per_replicate: Vec<Option<Band>> = Vec::with_capacity(replicates);
     for b in 0..replicates {
-        let bands: Vec<(&str, Band)> = banded
-            .iter()
-            .filter_map(|m| m.replicate_bands.get(b).copied().flatten().map(|x| (m.metric.id, x)))
-            .collect();
+        let bands: Vec<(&str, Band)> =
+            banded.iter().filter_map(|m| m.replicate_bands.get(b).copied().flatten().map(|x| (m.metric.id, x))).collect();
         let mut band = rules.aggregation.combine(&bands);
         for m in caps {
             let rule = m.metric.veto.unwrap();

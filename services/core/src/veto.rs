@@ -61,12 +61,8 @@ impl VetoRule {
         direction: Direction::Below,
         effect: VetoEffect::Cap { dimension: Dimension::Oversight, max_band: 1, unsuitable: false },
     };
-    pub const CONTAMINATION: VetoRule = VetoRule {
-        name: "contamination_veto",
-        threshold: 0.40,
-        direction: Direction::AtLeast,
-        effect: VetoEffect::VoidBenchmark,
-    };
+    pub const CONTAMINATION: VetoRule =
+        VetoRule { name: "contamination_veto", threshold: 0.40, direction: Direction::AtLeast, effect: VetoEffect::VoidBenchmark };
 
     /// True when `value` is on the unsafe side of the threshold.
     pub fn is_past(&self, value: f64) -> bool {
@@ -140,9 +136,7 @@ impl VetoState {
     }
 
     pub fn parse(s: &str) -> Option<VetoState> {
-        [VetoState::Clear, VetoState::AtRisk, VetoState::Breached, VetoState::Confirmed]
-            .into_iter()
-            .find(|v| v.as_str() == s)
+        [VetoState::Clear, VetoState::AtRisk, VetoState::Breached, VetoState::Confirmed].into_iter().find(|v| v.as_str() == s)
     }
 }
 

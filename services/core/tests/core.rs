@@ -145,13 +145,8 @@ fn ece_matches_numpy_definition() {
 fn ppi_matches_ppi_python() {
     for c in reference()["ppi"].as_array().unwrap() {
         let judge: Vec<f64> = c["judge_all"].as_array().unwrap().iter().map(f).collect();
-        let labelled: Vec<(f64, f64)> = c["human"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(c["judge_labelled"].as_array().unwrap())
-            .map(|(h, j)| (f(h), f(j)))
-            .collect();
+        let labelled: Vec<(f64, f64)> =
+            c["human"].as_array().unwrap().iter().zip(c["judge_labelled"].as_array().unwrap()).map(|(h, j)| (f(h), f(j))).collect();
         let e = ppi::ppi_mean(&judge, &labelled, f(&c["level"])).unwrap();
         close(e.estimate, f(&c["estimate"]), 1e-12, "PPI estimate");
         close(e.lo, f(&c["lo"]), 1e-9, "PPI lo");
@@ -283,7 +278,12 @@ fn coverage(truth: f64, mut window: impl FnMut(&mut Rng, usize) -> (ReplicateSum
 
 fn assert_coverage(name: &str, (rate, pct): (f64, f64)) {
     eprintln!("coverage {name} ({} windows): rate interval {:.2} %, percentile {:.2} %", windows(), 100.0 * rate, 100.0 * pct);
-    assert!((0.93..=0.97).contains(&rate), "{name}: 95 % rate intervals covered the truth in {:.2} % of {} windows", 100.0 * rate, windows());
+    assert!(
+        (0.93..=0.97).contains(&rate),
+        "{name}: 95 % rate intervals covered the truth in {:.2} % of {} windows",
+        100.0 * rate,
+        windows()
+    );
 }
 
 #[test]
@@ -417,10 +417,8 @@ fn aggregation_rules() {
     assert_eq!(floor.dimension(Dimension::Oversight).band, Some(3), "⌊(4 + 2)/2⌋");
     let min = build_profile(metrics(), &ProfileRules { aggregation: Aggregation::Min, ..Default::default() });
     assert_eq!(min.dimension(Dimension::Oversight).band, Some(2));
-    let weighted = ProfileRules {
-        aggregation: Aggregation::Weighted([("deferral_on_uncertainty".to_string(), 3.0)].into()),
-        ..Default::default()
-    };
+    let weighted =
+        ProfileRules { aggregation: Aggregation::Weighted([("deferral_on_uncertainty".to_string(), 3.0)].into()), ..Default::default() };
     assert_eq!(build_profile(metrics(), &weighted).dimension(Dimension::Oversight).band, Some(2), "⌊(4 + 3·2)/4⌋");
 }
 

@@ -132,8 +132,7 @@ impl FleetSpec {
             match i % 5 {
                 0 => {
                     s.task_success = 0.85;
-                    s.evaluation =
-                        Some(EvaluationSpec { benchmark: "webtasks-v2".into(), contamination: 0.05, attempts: 4, share: 0.3 })
+                    s.evaluation = Some(EvaluationSpec { benchmark: "webtasks-v2".into(), contamination: 0.05, attempts: 4, share: 0.3 })
                 }
                 1 => {
                     s.agents = vec!["planner".into(), "executor".into(), "reviewer".into()];
@@ -147,10 +146,7 @@ impl FleetSpec {
                     s.confirmation_gating = 0.7;
                     s.help_seeking = 0.05;
                 }
-                _ => {
-                    s.evaluation =
-                        Some(EvaluationSpec { benchmark: "leaky-bench".into(), contamination: 0.5, attempts: 2, share: 0.3 })
-                }
+                _ => s.evaluation = Some(EvaluationSpec { benchmark: "leaky-bench".into(), contamination: 0.5, attempts: 2, share: 0.3 }),
             }
             out.push(s);
         }
@@ -360,7 +356,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         verifier_kind: (plan.source == Source::Evaluation).then(|| "tests".to_string()),
         verifier_verdict: (plan.source == Source::Evaluation).then_some(success),
         judge_verdict: Some(if success { 0.7 + 0.3 * rng.f64() } else { 0.4 * rng.f64() }),
-        human_verdict: rng.chance(0.1).then(|| if success { 1.0 } else { 0.0 }),
+        human_verdict: rng.chance(0.1).then_some(if success { 1.0 } else { 0.0 }),
         subgoals_done: Some(if success { 4 } else { rng.range(0, 3) as i32 }),
         sentences_assertive: Some(assertive),
         sentences_unsupported: Some((assertive as f64 * 0.05 * rng.f64() * 2.0).round() as i32),

@@ -49,7 +49,11 @@ impl Lake {
 
     /// A directory, or an object-store URL (`s3://bucket/prefix`, `memory://`, `file://`).
     pub fn open(location: &str, options: &crate::store::StorageOptions) -> io::Result<Lake> {
-        if crate::store::is_url(location) { Ok(Lake::Object(crate::store::ObjectLake::open(location, options)?)) } else { Ok(Lake::new(location)) }
+        if crate::store::is_url(location) {
+            Ok(Lake::Object(crate::store::ObjectLake::open(location, options)?))
+        } else {
+            Ok(Lake::new(location))
+        }
     }
 
     pub fn location(&self) -> String {
@@ -77,9 +81,19 @@ impl Lake {
     }
 
     /// Writes one unit (all its files, then its marker). Returns what was written.
-    pub fn write_unit(&self, topic: &str, partition: i32, first: i64, last: i64, files: Vec<FileSpec<'_>>, props: &WriterProperties) -> io::Result<Vec<String>> {
+    pub fn write_unit(
+        &self,
+        topic: &str,
+        partition: i32,
+        first: i64,
+        last: i64,
+        files: Vec<FileSpec<'_>>,
+        props: &WriterProperties,
+    ) -> io::Result<Vec<String>> {
         match self {
-            Lake::Local(l) => Ok(l.write_unit(topic, partition, first, last, files, props)?.iter().map(|p| p.display().to_string()).collect()),
+            Lake::Local(l) => {
+                Ok(l.write_unit(topic, partition, first, last, files, props)?.iter().map(|p| p.display().to_string()).collect())
+            }
             Lake::Object(o) => o.write_unit(topic, partition, first, last, files, props),
         }
     }
@@ -201,7 +215,15 @@ impl LocalLake {
     }
 
     /// Writes one unit (all its files, then its marker). Returns the paths written.
-    pub fn write_unit(&self, topic: &str, partition: i32, first: i64, last: i64, files: Vec<FileSpec<'_>>, props: &WriterProperties) -> io::Result<Vec<PathBuf>> {
+    pub fn write_unit(
+        &self,
+        topic: &str,
+        partition: i32,
+        first: i64,
+        last: i64,
+        files: Vec<FileSpec<'_>>,
+        props: &WriterProperties,
+    ) -> io::Result<Vec<PathBuf>> {
         let name = file_name(&escape(topic), partition, first, last);
         let mut staged = Vec::new();
         for f in files {
@@ -261,7 +283,8 @@ mod tests {
         let lake = LocalLake::new(&root);
         let p = writer_properties();
         assert_eq!(lake.recover("octant.obs", 0).unwrap(), None);
-        lake.write_unit("octant.obs", 0, 0, 9, vec![FileSpec { table: "t", system: "a/b", date: "2026-11-30", batch: batch(10) }], &p).unwrap();
+        lake.write_unit("octant.obs", 0, 0, 9, vec![FileSpec { table: "t", system: "a/b", date: "2026-11-30", batch: batch(10) }], &p)
+            .unwrap();
         assert_eq!(lake.committed("octant.obs", 0).unwrap(), Some(9));
         assert!(root.join("t/system_id=a%2Fb/date=2026-11-30").join(file_name("octant.obs", 0, 0, 9)).exists());
         // A later unit whose files were published but whose marker was not (a crash).
@@ -276,7 +299,10 @@ mod tests {
         // Publishing is create-only.
         fs::create_dir_all(root.join("t/system_id=d/date=2026-11-30")).unwrap();
         fs::write(root.join("t/system_id=d/date=2026-11-30").join(file_name("octant.obs", 0, 10, 20)), b"x").unwrap();
-        assert!(lake.write_unit("octant.obs", 0, 10, 20, vec![FileSpec { table: "t", system: "d", date: "2026-11-30", batch: batch(3) }], &p).is_err());
+        assert!(
+            lake.write_unit("octant.obs", 0, 10, 20, vec![FileSpec { table: "t", system: "d", date: "2026-11-30", batch: batch(3) }], &p)
+                .is_err()
+        );
         let _ = fs::remove_dir_all(&root);
     }
 

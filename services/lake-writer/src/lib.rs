@@ -66,16 +66,30 @@ struct Metrics {
 impl Metrics {
     fn new(registry: &Registry) -> Metrics {
         let m = Metrics {
-            records: IntCounterVec::new(Opts::new("octant_lake_writer_records_total", "Records written to the lake, by table"), &["table"]).unwrap(),
-            files: IntCounterVec::new(Opts::new("octant_lake_writer_files_total", "Parquet files published, by table"), &["table"]).unwrap(),
+            records: IntCounterVec::new(Opts::new("octant_lake_writer_records_total", "Records written to the lake, by table"), &["table"])
+                .unwrap(),
+            files: IntCounterVec::new(Opts::new("octant_lake_writer_files_total", "Parquet files published, by table"), &["table"])
+                .unwrap(),
             skipped: IntCounterVec::new(
-                Opts::new("octant_lake_writer_skipped_total", "Records read again after a restart and skipped (already in the lake), by topic"),
+                Opts::new(
+                    "octant_lake_writer_skipped_total",
+                    "Records read again after a restart and skipped (already in the lake), by topic",
+                ),
                 &["topic"],
             )
             .unwrap(),
-            flush_seconds: Histogram::with_opts(HistogramOpts::new("octant_lake_writer_flush_seconds", "Time to write and publish one unit")).unwrap(),
-            errors: IntCounterVec::new(Opts::new("octant_lake_writer_errors_total", "Failed unit writes (retried), by kind"), &["kind"]).unwrap(),
-            buffered: IntGaugeVec::new(Opts::new("octant_lake_writer_buffered_records", "Records buffered, not yet in the lake, by topic"), &["topic"]).unwrap(),
+            flush_seconds: Histogram::with_opts(HistogramOpts::new(
+                "octant_lake_writer_flush_seconds",
+                "Time to write and publish one unit",
+            ))
+            .unwrap(),
+            errors: IntCounterVec::new(Opts::new("octant_lake_writer_errors_total", "Failed unit writes (retried), by kind"), &["kind"])
+                .unwrap(),
+            buffered: IntGaugeVec::new(
+                Opts::new("octant_lake_writer_buffered_records", "Records buffered, not yet in the lake, by topic"),
+                &["topic"],
+            )
+            .unwrap(),
             consumer_lag: consumer::lag_gauge(registry, "lake_writer"),
         };
         for c in [
@@ -104,14 +118,12 @@ pub async fn start(config: LakeWriterConfig, registry: Registry, shutdown: Cance
         .await
         .context("failed to start the lake writer's admin server")?;
     let producer = kafka::producer(&config.kafka, SERVICE)?;
-    let inputs: Vec<String> = topics::ALL
-        .iter()
-    .map(|t| config.kafka.topic(t))
-    .collect();
+    let inputs: Vec<String> = topics::ALL.iter().map(|t| config.kafka.topic(t)).collect();
     let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
     let (consumer, shared) = consumer::group_consumer(&config.kafka, SERVICE, &config.group_id, &refs, metrics.consumer_lag.clone())?;
     let stage = LakeStage {
-        lake: Lake::open(&config.lake.to_string_lossy(), &config.storage).with_context(|| format!("cannot open the lake {}", config.lake.display()))?,
+        lake: Lake::open(&config.lake.to_string_lossy(), &config.storage)
+            .with_context(|| format!("cannot open the lake {}", config.lake.display()))?,
         props: lake::writer_properties(),
         decoder,
         schemas: schema::TABLES.iter().map(|t| (t.name, schema::arrow_schema(t))).collect(),
@@ -184,7 +196,8 @@ fn row_of(decoder: &Decoder, payload: &[u8]) -> Result<(&'static Table, Value), 
         // JSON input (trajectory events may be JSON): decode as the topic's record.
         _ => to::<TrajectoryEvent>(decoder, payload).map_err(|e| format!("{e} (writer {name:?})")),
     }?;
-    let table = schema::table_of(if name.is_empty() { "ai.octant.v1.TrajectoryEvent" } else { name }).ok_or_else(|| format!("no table for {name}"))?;
+    let table = schema::table_of(if name.is_empty() { "ai.octant.v1.TrajectoryEvent" } else { name })
+        .ok_or_else(|| format!("no table for {name}"))?;
     Ok((table, value))
 }
 
@@ -253,7 +266,16 @@ impl Stage for LakeStage {
             panic!("cannot read the lake state of {}/{} in {}: {e}", tp.0, tp.1, self.lake.location())
         });
         tracing::info!(topic = %tp.0, partition = tp.1, offset, ?committed, "partition opened: resuming after the last offset in the lake");
-        LakePartition { topic: tp.0.clone(), partition: tp.1, committed, buffer: BTreeMap::new(), first: None, last: -1, bytes: 0, since: Instant::now() }
+        LakePartition {
+            topic: tp.0.clone(),
+            partition: tp.1,
+            committed,
+            buffer: BTreeMap::new(),
+            first: None,
+            last: -1,
+            bytes: 0,
+            since: Instant::now(),
+        }
     }
 
     fn process(&mut self, p: &mut LakePartition, _offsets: &mut PartitionOffsets, m: &BorrowedMessage<'_>) -> (Vec<OutRecord>, ()) {
@@ -280,17 +302,17 @@ impl Stage for LakeStage {
             Some(ptr) => row.pointer(ptr).and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| NO_SYSTEM.into()),
             None => NO_SYSTEM.into(),
         };
-        if table.system == Some("/system_id") {
-            if let Some(o) = row.as_object_mut() {
-                o.remove("system_id");
-            }
+        if table.system == Some("/system_id")
+            && let Some(o) = row.as_object_mut()
+        {
+            o.remove("system_id");
         }
         let date = date_of(row.pointer(table.time).and_then(Value::as_i64).unwrap_or(timestamp));
         for ptr in &self.config.redact {
-            if let Some(v) = row.pointer_mut(ptr) {
-                if !v.is_null() {
-                    *v = Value::String(REDACTED.into());
-                }
+            if let Some(v) = row.pointer_mut(ptr)
+                && !v.is_null()
+            {
+                *v = Value::String(REDACTED.into());
             }
         }
         if let Some(o) = row.as_object_mut() {

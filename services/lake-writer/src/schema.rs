@@ -153,7 +153,10 @@ mod tests {
         }
         let obs = arrow_schema(table("observations").unwrap());
         assert!(obs.field_with_name("system_id").is_err(), "system_id is in the path");
-        assert_eq!(obs.field_with_name("event_time").unwrap().data_type(), &DataType::Timestamp(TimeUnit::Millisecond, Some("+00:00".into())));
+        assert_eq!(
+            obs.field_with_name("event_time").unwrap().data_type(),
+            &DataType::Timestamp(TimeUnit::Millisecond, Some("+00:00".into()))
+        );
         assert!(obs.field_with_name("confidence").unwrap().is_nullable());
         let ev = arrow_schema(table("trajectory_events").unwrap());
         assert!(matches!(ev.field_with_name("step").unwrap().data_type(), DataType::Struct(_)));

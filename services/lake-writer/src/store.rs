@@ -47,7 +47,13 @@ impl fmt::Debug for StorageOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut m = f.debug_map();
         for (k, v) in &self.0 {
-            let shown = if octant_runtime::config::is_secret_key(k) || k.to_ascii_lowercase().contains("key") && !k.to_ascii_lowercase().ends_with("key_id") { "[redacted]" } else { v.as_str() };
+            let shown = if octant_runtime::config::is_secret_key(k)
+                || k.to_ascii_lowercase().contains("key") && !k.to_ascii_lowercase().ends_with("key_id")
+            {
+                "[redacted]"
+            } else {
+                v.as_str()
+            };
             m.entry(k, &shown);
         }
         m.finish()
@@ -93,7 +99,10 @@ impl ObjectLake {
                 let mut opts = options.0.clone();
                 opts.entry("aws_conditional_put".into()).or_insert_with(|| "etag".into());
                 for (k, v) in opts {
-                    let key = k.to_ascii_lowercase().parse().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("storage option {k}: {e}")))?;
+                    let key = k
+                        .to_ascii_lowercase()
+                        .parse()
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("storage option {k}: {e}")))?;
                     b = b.with_config(key, v);
                 }
                 (Arc::new(b.build().map_err(err)?), ObjPath::parse(url.path()).map_err(err)?)
@@ -139,9 +148,7 @@ impl ObjectLake {
 
     pub fn committed(&self, topic: &str, partition: i32) -> io::Result<Option<i64>> {
         let dir = self.markers(topic, partition);
-        block_on(async {
-            Ok(self.list(&dir).await?.iter().filter_map(|p| p.filename().and_then(|n| n.parse::<i64>().ok())).max())
-        })
+        block_on(async { Ok(self.list(&dir).await?.iter().filter_map(|p| p.filename().and_then(|n| n.parse::<i64>().ok())).max()) })
     }
 
     pub fn recover(&self, topic: &str, partition: i32) -> io::Result<Option<i64>> {
@@ -162,7 +169,15 @@ impl ObjectLake {
         })
     }
 
-    pub fn write_unit(&self, topic: &str, partition: i32, first: i64, last: i64, files: Vec<FileSpec<'_>>, props: &WriterProperties) -> io::Result<Vec<String>> {
+    pub fn write_unit(
+        &self,
+        topic: &str,
+        partition: i32,
+        first: i64,
+        last: i64,
+        files: Vec<FileSpec<'_>>,
+        props: &WriterProperties,
+    ) -> io::Result<Vec<String>> {
         let name = file_name(&escape(topic), partition, first, last);
         let mut staged = Vec::new();
         for f in files {
@@ -206,15 +221,22 @@ mod tests {
         lake.write_unit("octant.obs", 0, 0, 4, spec(&batch), &p).unwrap();
         assert_eq!(lake.committed("octant.obs", 0).unwrap(), Some(4));
         // An interrupted unit: its object exists, its marker does not.
-        block_on(lake.store.put(&lake.path(&["t", "system_id=b", "date=2026-11-30", &file_name("octant.obs", 0, 5, 9)]), PutPayload::from_static(b"partial"))).unwrap();
+        block_on(lake.store.put(
+            &lake.path(&["t", "system_id=b", "date=2026-11-30", &file_name("octant.obs", 0, 5, 9)]),
+            PutPayload::from_static(b"partial"),
+        ))
+        .unwrap();
         assert_eq!(lake.recover("octant.obs", 0).unwrap(), Some(4));
         let objects = block_on(lake.list_table("t")).unwrap();
         assert_eq!(objects.len(), 1, "{objects:?}");
         assert!(objects[0].0.starts_with("t/system_id=a/date=2026-11-30/octant.obs-0-"));
         // Create-only: the same unit again is refused, never overwritten.
         assert!(lake.write_unit("octant.obs", 0, 0, 4, spec(&batch), &p).is_err());
-        assert!(format!("{:?}", StorageOptions([("aws_secret_access_key".to_string(), "s3cr3t".to_string())].into())).contains("[redacted]"));
-        let o: StorageOptions = toml::from_str("aws_allow_http = true\naws_region = \"eu-west-1\"\naws_secret_access_key = \"s3cr3t\"\n").unwrap();
+        assert!(
+            format!("{:?}", StorageOptions([("aws_secret_access_key".to_string(), "s3cr3t".to_string())].into())).contains("[redacted]")
+        );
+        let o: StorageOptions =
+            toml::from_str("aws_allow_http = true\naws_region = \"eu-west-1\"\naws_secret_access_key = \"s3cr3t\"\n").unwrap();
         assert_eq!(o.0["aws_allow_http"], "true");
         let shown = format!("{o:?}");
         assert!(shown.contains("eu-west-1") && !shown.contains("s3cr3t"), "{shown}");

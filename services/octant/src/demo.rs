@@ -179,7 +179,10 @@ fn profile_table(t: &Tally) -> String {
     if t.profiles.is_empty() {
         return "rolling profile: waiting for the first window to close…\n".to_string();
     }
-    crate::view::profile_table(t.profiles.iter().map(|((system, source), p)| (format!("{:<10} {:<5}", system, &source.as_str()[..4]), p)), &format!("{:<10} {:<5}", "profile", "src"))
+    crate::view::profile_table(
+        t.profiles.iter().map(|((system, source), p)| (format!("{:<10} {:<5}", system, &source.as_str()[..4]), p)),
+        &format!("{:<10} {:<5}", "profile", "src"),
+    )
 }
 
 fn alert_line(a: &Alert) -> String {
@@ -302,7 +305,11 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         scorer.admin_addr, aggregator.admin_addr, alerter.admin_addr, lake_writer.admin_addr, profiler.admin_addr
     );
     eprintln!("lake: {}; latest profiles: http://{}/profiles", lake.display(), profiler.admin_addr);
-    eprintln!("windows: {} long, sliding every {} (event time runs at wall-clock pace)", humantime::format_duration(a.window), humantime::format_duration(a.slide));
+    eprintln!(
+        "windows: {} long, sliding every {} (event time runs at wall-clock pace)",
+        humantime::format_duration(a.window),
+        humantime::format_duration(a.slide)
+    );
 
     let mut spec = crate::gen_cmd::fleet(&crate::gen_cmd::GenArgs {
         brokers: kafka.brokers.clone(),
@@ -337,7 +344,8 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let viewer = tokio::spawn(watch(kafka.clone(), tally.clone(), view_stop.clone()));
     let tty = std::io::stdout().is_terminal();
     let followers = {
-        let (tally, mut profiles, mut alerts, stop) = (tally.clone(), aggregator.profiles.subscribe(), alerter.alerts.subscribe(), view_stop.clone());
+        let (tally, mut profiles, mut alerts, stop) =
+            (tally.clone(), aggregator.profiles.subscribe(), alerter.alerts.subscribe(), view_stop.clone());
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -388,15 +396,21 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let summary = render(&tally.lock().unwrap(), &registry, started.elapsed(), &spec);
     println!("\n=== summary ===\n{summary}");
     println!("generator produced {produced} events; the scorer read {}", counter(&registry, "octant_scorer_events_consumed_total"));
-    let t = tally.lock().unwrap();
-    let fired = t.alerts.iter().filter(|a| a.status == AlertStatus::Firing).count();
-    println!("alerts: {fired} fired, {} resolved (all of them on the octant.alerts topic)", t.alerts.len() - fired);
-    drop(t);
+    let (fired, total) = {
+        let t = tally.lock().unwrap();
+        (t.alerts.iter().filter(|a| a.status == AlertStatus::Firing).count(), t.alerts.len())
+    };
+    println!("alerts: {fired} fired, {} resolved (all of them on the octant.alerts topic)", total - fired);
     // The lake writer drained on shutdown: the lake now holds every record. The final profile.
     let now = octant_runtime::dlq::now_ms();
-    let built = octant_profiler::run_once(&profiler_cfg, &octant_profiler::periods(&profiler_cfg, now), None, now).await.context("final profile failed")?;
+    let built = octant_profiler::run_once(&profiler_cfg, &octant_profiler::periods(&profiler_cfg, now), None, now)
+        .await
+        .context("final profile failed")?;
     let rows = built.iter().map(|b| (format!("{:<10} {:<5}", b.record.system_id, &b.record.source.as_str()[..4]), &b.dimension_profile));
-    println!("\n=== profile of the lake (last 24 h, DataFusion over Parquet) ===\n{}", crate::view::profile_table(rows, &format!("{:<10} {:<5}", "system", "src")));
+    println!(
+        "\n=== profile of the lake (last 24 h, DataFusion over Parquet) ===\n{}",
+        crate::view::profile_table(rows, &format!("{:<10} {:<5}", "system", "src"))
+    );
     println!("lake: {}", lake.display());
     println!("evidence packages (profile.json, profile.md, profile.html):");
     for b in &built {
@@ -406,7 +420,11 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         "query the lake:\n  octant sql --lake {} \"SELECT system_id, metric, count(*) AS n, avg(value) AS mean FROM observations GROUP BY 1, 2 ORDER BY 1, 2\"",
         lake.display()
     );
-    println!("logs: {} (services){}", log.display(), broker.as_ref().map_or(String::new(), |b| format!(", {} (broker)", b.log().display())));
+    println!(
+        "logs: {} (services){}",
+        log.display(),
+        broker.as_ref().map_or(String::new(), |b| format!(", {} (broker)", b.log().display()))
+    );
     drop(broker);
     Ok(())
 }

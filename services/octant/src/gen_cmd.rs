@@ -60,7 +60,9 @@ pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
             }
             Ok(x)
         };
-        let e = || eval.clone().unwrap_or(octant_gen::EvaluationSpec { benchmark: "bench".into(), contamination: 0.0, attempts: 4, share: 0.3 });
+        let e = || {
+            eval.clone().unwrap_or(octant_gen::EvaluationSpec { benchmark: "bench".into(), contamination: 0.0, attempts: 4, share: 0.3 })
+        };
         match k {
             "id" => s.id = v.to_string(),
             "version" => s.version = v.to_string(),
@@ -111,7 +113,13 @@ pub fn fleet(a: &GenArgs) -> anyhow::Result<FleetSpec> {
 /// runs last longer than the batch, so events later than the next batch's first run start are
 /// held back and merged with the next batch (otherwise they would arrive seconds ahead of
 /// events that happen before them, and downstream windows would see them as disorder).
-pub async fn stream(kafka: &KafkaConfig, spec: &FleetSpec, runs: Option<u64>, rate: Option<f64>, stop: tokio_util::sync::CancellationToken) -> anyhow::Result<u64> {
+pub async fn stream(
+    kafka: &KafkaConfig,
+    spec: &FleetSpec,
+    runs: Option<u64>,
+    rate: Option<f64>,
+    stop: tokio_util::sync::CancellationToken,
+) -> anyhow::Result<u64> {
     let batch = if rate.is_some() { 5 } else { runs.unwrap_or(100) };
     let mut first = 0;
     let mut produced = 0u64;

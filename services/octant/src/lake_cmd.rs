@@ -50,11 +50,16 @@ pub struct SqlArgs {
 }
 
 pub async fn profile(a: ProfileArgs) -> anyhow::Result<()> {
-    let mut cfg: ProfilerConfig = octant_runtime::config::load(a.config.as_deref(), "OCTANT_PROFILER").context("failed to load configuration")?;
+    let mut cfg: ProfilerConfig =
+        octant_runtime::config::load(a.config.as_deref(), "OCTANT_PROFILER").context("failed to load configuration")?;
     cfg.lake = a.lake.clone();
     cfg.evidence = a.evidence.clone();
     cfg.check().map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(is_url(&a.lake.to_string_lossy()) || a.lake.is_dir(), "no lake at {} (run the lake writer, or `octant demo`, first)", a.lake.display());
+    anyhow::ensure!(
+        is_url(&a.lake.to_string_lossy()) || a.lake.is_dir(),
+        "no lake at {} (run the lake writer, or `octant demo`, first)",
+        a.lake.display()
+    );
     let until = a.until.unwrap_or_else(std::time::SystemTime::now);
     let end = until.duration_since(std::time::UNIX_EPOCH).context("--until is before 1970")?.as_millis() as i64;
     let period = Period { name: octant_profiler::config::period_name(a.since), start: end - a.since.as_millis() as i64, end };
@@ -83,7 +88,10 @@ pub async fn profile(a: ProfileArgs) -> anyhow::Result<()> {
             let header = format!("{:<12} {:<8} {:<5} {:>8}", "system", "version", "src", "units");
             let rows = built.iter().map(|b| {
                 let units: i64 = b.record.metrics.iter().filter(|m| m.metric == "task_success").map(|m| m.units).sum();
-                (format!("{:<12} {:<8} {:<5} {:>8}", b.record.system_id, b.record.system_version, &b.record.source.as_str()[..4], units), &b.dimension_profile)
+                (
+                    format!("{:<12} {:<8} {:<5} {:>8}", b.record.system_id, b.record.system_version, &b.record.source.as_str()[..4], units),
+                    &b.dimension_profile,
+                )
             });
             print!("{}", crate::view::profile_table(rows, &header));
             println!(

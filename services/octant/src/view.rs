@@ -28,9 +28,20 @@ pub fn profile_table<'a>(rows: impl IntoIterator<Item = (String, &'a DimensionPr
             .vetoes
             .iter()
             .filter(|v| v.state != "clear")
-            .map(|v| format!("{}{}={}", v.rule.trim_end_matches("_veto"), v.benchmark.as_ref().map_or(String::new(), |b| format!("({b})")), v.state))
+            .map(|v| {
+                format!(
+                    "{}{}={}",
+                    v.rule.trim_end_matches("_veto"),
+                    v.benchmark.as_ref().map_or(String::new(), |b| format!("({b})")),
+                    v.state
+                )
+            })
             .collect();
-        s.push_str(&format!("  {}{}\n", if p.unsuitable { "UNSUITABLE " } else { "" }, if vetoes.is_empty() { "clear".into() } else { vetoes.join(" ") }));
+        s.push_str(&format!(
+            "  {}{}\n",
+            if p.unsuitable { "UNSUITABLE " } else { "" },
+            if vetoes.is_empty() { "clear".into() } else { vetoes.join(" ") }
+        ));
     }
     s.push_str("(band[interval] per dimension, * capped by a veto, — N/A)\n");
     s

@@ -26,7 +26,8 @@ const PER_RUN: usize = 10;
 
 fn rss_mib() -> f64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 1024.0
+    s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
+        / 1024.0
 }
 
 struct Rng(u64);
@@ -55,7 +56,7 @@ fn observations_of_run(system: usize, run: usize, rng: &mut Rng) -> Vec<Observat
         run_id: run_id.clone(),
         task_id: None,
         attempt: None,
-        groups: vec![if run % 2 == 0 { "en".into() } else { "fr".into() }],
+        groups: vec![if run.is_multiple_of(2) { "en".into() } else { "fr".into() }],
         benchmark: None,
         cluster_id: run_id.clone(),
         step,
@@ -106,7 +107,11 @@ fn generate(lake: &Path, n: usize) {
             d.serialize(&rows).unwrap();
             files.push((k, d.flush().unwrap().unwrap()));
         }
-        let specs: Vec<FileSpec<'_>> = files.iter().zip(&keys).map(|((_, b), k)| FileSpec { table: "observations", system: &k.0, date: &k.1, batch: b.clone() }).collect();
+        let specs: Vec<FileSpec<'_>> = files
+            .iter()
+            .zip(&keys)
+            .map(|((_, b), k)| FileSpec { table: "observations", system: &k.0, date: &k.1, batch: b.clone() })
+            .collect();
         l.write_unit("octant.observations", p as i32, first, last, specs, &props).unwrap();
         offsets[p] = last + 1;
     };
@@ -141,9 +146,15 @@ fn queries() -> Vec<(&'static str, String)> {
         ),
         (
             "cluster sums (the bootstrap's input: one row per run and metric)",
-            format!("SELECT count(*) FROM (SELECT system_id, metric, cluster_id, sum(value * weight) AS s, sum(weight) AS w FROM observations WHERE {period} GROUP BY 1, 2, 3) AS c"),
+            format!(
+                "SELECT count(*) FROM (SELECT system_id, metric, cluster_id, sum(value * weight) AS s, sum(weight) AS w FROM observations WHERE {period} GROUP BY 1, 2, 3) AS c"
+            ),
         ),
-        ("exactly-once check (no offset twice)", "SELECT kafka_topic, kafka_partition, kafka_offset, count(*) AS n FROM observations GROUP BY 1, 2, 3 HAVING count(*) > 1".to_string()),
+        (
+            "exactly-once check (no offset twice)",
+            "SELECT kafka_topic, kafka_partition, kafka_offset, count(*) AS n FROM observations GROUP BY 1, 2, 3 HAVING count(*) > 1"
+                .to_string(),
+        ),
         ("row count", "SELECT count(*) FROM observations".to_string()),
     ]
 }
@@ -237,7 +248,10 @@ fn main() {
         eprintln!("DataFusion: {name}: {t:.3} s, {rows} rows");
     }
     let duck = duckdb(&lake, &qs, runs);
-    println!("\nlake: {n} observations, {files} Parquet files, {:.0} MiB (zstd), {SYSTEMS} systems, 2 date partitions, {PARTITIONS} Kafka partitions\n", bytes as f64 / 1048576.0);
+    println!(
+        "\nlake: {n} observations, {files} Parquet files, {:.0} MiB (zstd), {SYSTEMS} systems, 2 date partitions, {PARTITIONS} Kafka partitions\n",
+        bytes as f64 / 1048576.0
+    );
     println!("| query | rows | DataFusion 55 (median of {runs}) | DuckDB 1.1.3 (median of {runs}) | DataFusion / DuckDB |");
     println!("|---|---|---|---|---|");
     for (((name, _), (dt, dr)), (kt, kr)) in qs.iter().zip(&df).zip(&duck) {

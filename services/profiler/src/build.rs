@@ -167,7 +167,13 @@ impl Offsets {
     fn ranges(&self) -> Vec<OffsetRange> {
         self.0
             .iter()
-            .map(|((topic, partition), (first, last, rows))| OffsetRange { topic: topic.clone(), partition: *partition, first: *first, last: *last, rows: *rows })
+            .map(|((topic, partition), (first, last, rows))| OffsetRange {
+                topic: topic.clone(),
+                partition: *partition,
+                first: *first,
+                last: *last,
+                rows: *rows,
+            })
             .collect()
     }
 }
@@ -189,7 +195,13 @@ type GroupKey = (String, String, Source);
 
 /// Builds the profiles of every (system, version, source) with observations in `period`
 /// (or only `system`'s).
-pub async fn build(ctx: &SessionContext, cfg: &ProfilerConfig, period: &Period, system: Option<&str>, generated_at: i64) -> Result<Vec<Built>> {
+pub async fn build(
+    ctx: &SessionContext,
+    cfg: &ProfilerConfig,
+    period: &Period,
+    system: Option<&str>,
+    generated_at: i64,
+) -> Result<Vec<Built>> {
     if period.end <= period.start {
         return Err(df_err(format!("empty period [{}, {})", period.start, period.end)));
     }
@@ -205,8 +217,19 @@ pub async fn build(ctx: &SessionContext, cfg: &ProfilerConfig, period: &Period, 
     while let Some(batch) = stream.next().await {
         let b = batch?;
         let s = |n: &str| col(&b, n, &DataType::Utf8);
-        let (id, metric, sys, ver, source, agent, run, task, bench, cluster, topic) =
-            (s("observation_id")?, s("metric")?, s("system_id")?, s("system_version")?, s("source")?, s("agent_id")?, s("run_id")?, s("task_id")?, s("benchmark")?, s("cluster_id")?, s("kafka_topic")?);
+        let (id, metric, sys, ver, source, agent, run, task, bench, cluster, topic) = (
+            s("observation_id")?,
+            s("metric")?,
+            s("system_id")?,
+            s("system_version")?,
+            s("source")?,
+            s("agent_id")?,
+            s("run_id")?,
+            s("task_id")?,
+            s("benchmark")?,
+            s("cluster_id")?,
+            s("kafka_topic")?,
+        );
         let prov = s("provenance")?;
         let attempt = col(&b, "attempt", &DataType::Int32)?;
         let groups_col = col(&b, "groups", &list)?;
@@ -363,7 +386,11 @@ pub async fn build(ctx: &SessionContext, cfg: &ProfilerConfig, period: &Period, 
             gate,
             agreement,
             observations: TableInput { files: g.files.into_iter().collect(), offsets: g.observations.ranges(), rows },
-            trajectory_events: TableInput { files: lake_files(cfg, "trajectory_events", &key.0, period).await?.into_iter().collect(), offsets: ev_offsets, rows: ev_rows },
+            trajectory_events: TableInput {
+                files: lake_files(cfg, "trajectory_events", &key.0, period).await?.into_iter().collect(),
+                offsets: ev_offsets,
+                rows: ev_rows,
+            },
             duplicates: duplicates.get(&key).copied().unwrap_or(0),
             record,
             period: period.clone(),
@@ -375,7 +402,9 @@ pub async fn build(ctx: &SessionContext, cfg: &ProfilerConfig, period: &Period, 
 /// The table's files in the system's `date` partitions the period covers.
 async fn lake_files(cfg: &ProfilerConfig, table: &str, system: &str, period: &Period) -> Result<BTreeSet<String>> {
     let (first, last) = (date_of(period.start), date_of(period.end - 1));
-    let files = crate::lakedb::table_files(&cfg.lake, &cfg.storage, table, Some(system)).await.map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let files = crate::lakedb::table_files(&cfg.lake, &cfg.storage, table, Some(system))
+        .await
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
     Ok(files.into_iter().filter(|(_, d)| d.as_str() >= first.as_str() && d.as_str() <= last.as_str()).map(|(f, _)| f).collect())
 }
 
@@ -394,13 +423,26 @@ async fn trajectory_inputs(ctx: &SessionContext, period: &Period, system: Option
     for b in ctx.sql(&sql).await?.collect().await? {
         let s = |n: &str| col(&b, n, &DataType::Utf8);
         let (sys, v, src, topic) = (s("system_id")?, s("v")?, s("source")?, s("kafka_topic")?);
-        let (p, lo, hi, n) = (col(&b, "kafka_partition", &DataType::Int32)?, col(&b, "lo", &DataType::Int64)?, col(&b, "hi", &DataType::Int64)?, col(&b, "n", &DataType::Int64)?);
+        let (p, lo, hi, n) = (
+            col(&b, "kafka_partition", &DataType::Int32)?,
+            col(&b, "lo", &DataType::Int64)?,
+            col(&b, "hi", &DataType::Int64)?,
+            col(&b, "n", &DataType::Int64)?,
+        );
         for i in 0..b.num_rows() {
-            let key = (sys.as_string::<i32>().value(i).to_string(), v.as_string::<i32>().value(i).to_string(), source_of(src.as_string::<i32>().value(i)));
+            let key = (
+                sys.as_string::<i32>().value(i).to_string(),
+                v.as_string::<i32>().value(i).to_string(),
+                source_of(src.as_string::<i32>().value(i)),
+            );
             let e = out.entry(key).or_default();
             e.0.insert(
                 (topic.as_string::<i32>().value(i).to_string(), p.as_primitive::<Int32Type>().value(i)),
-                (lo.as_primitive::<Int64Type>().value(i), hi.as_primitive::<Int64Type>().value(i), n.as_primitive::<Int64Type>().value(i) as u64),
+                (
+                    lo.as_primitive::<Int64Type>().value(i),
+                    hi.as_primitive::<Int64Type>().value(i),
+                    n.as_primitive::<Int64Type>().value(i) as u64,
+                ),
             );
         }
     }
@@ -410,21 +452,32 @@ async fn trajectory_inputs(ctx: &SessionContext, period: &Period, system: Option
 /// Cohen's κ (judge ≥ threshold vs human ≥ 0.5) and the prediction-powered success estimate,
 /// per (system, version, source), from the runs that ended in the period. A run replayed into
 /// the lake twice counts once.
-async fn agreement(ctx: &SessionContext, cfg: &ProfilerConfig, period: &Period, system: Option<&str>) -> Result<BTreeMap<GroupKey, Agreement>> {
+async fn agreement(
+    ctx: &SessionContext,
+    cfg: &ProfilerConfig,
+    period: &Period,
+    system: Option<&str>,
+) -> Result<BTreeMap<GroupKey, Agreement>> {
     let sql = format!(
         "SELECT system_id, get_field(system, 'version') AS v, source, run_id, \
          first_value(get_field(run_ended, 'judge_verdict')) AS judge, first_value(get_field(run_ended, 'human_verdict')) AS human \
          FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} GROUP BY 1, 2, 3, 4",
         period_filter(period, "event_time", system)
     );
-    let mut runs: BTreeMap<GroupKey, Vec<(Option<f64>, Option<f64>)>> = BTreeMap::new();
+    // Per run: (judge verdict, human verdict).
+    type Verdicts = Vec<(Option<f64>, Option<f64>)>;
+    let mut runs: BTreeMap<GroupKey, Verdicts> = BTreeMap::new();
     for b in ctx.sql(&sql).await?.collect().await? {
         let s = |n: &str| col(&b, n, &DataType::Utf8);
         let (sys, v, src) = (s("system_id")?, s("v")?, s("source")?);
         let (j, h) = (col(&b, "judge", &DataType::Float64)?, col(&b, "human", &DataType::Float64)?);
         let (jp, hp) = (j.as_primitive::<Float64Type>(), h.as_primitive::<Float64Type>());
         for i in 0..b.num_rows() {
-            let key = (sys.as_string::<i32>().value(i).to_string(), v.as_string::<i32>().value(i).to_string(), source_of(src.as_string::<i32>().value(i)));
+            let key = (
+                sys.as_string::<i32>().value(i).to_string(),
+                v.as_string::<i32>().value(i).to_string(),
+                source_of(src.as_string::<i32>().value(i)),
+            );
             runs.entry(key).or_default().push(((!jp.is_null(i)).then(|| jp.value(i)), (!hp.is_null(i)).then(|| hp.value(i))));
         }
     }
@@ -488,11 +541,23 @@ fn gate_lines(
         if found.is_empty() {
             let self_reported = count("task_success_self_reported", Provenance::SelfReported);
             let reason = if id == "task_success" && self_reported > 0 {
-                format!("no verified success in the period: {self_reported} runs reported success only themselves (self-assessment is never gated)")
+                format!(
+                    "no verified success in the period: {self_reported} runs reported success only themselves (self-assessment is never gated)"
+                )
             } else {
                 "not measured in the period".to_string()
             };
-            out.push(GateLine { metric: id.clone(), thresholds: *t, estimate: None, ci_low: None, ci_high: None, nu: None, nu_conservative: None, outcome: None, na_reason: Some(reason) });
+            out.push(GateLine {
+                metric: id.clone(),
+                thresholds: *t,
+                estimate: None,
+                ci_low: None,
+                ci_high: None,
+                nu: None,
+                nu_conservative: None,
+                outcome: None,
+                na_reason: Some(reason),
+            });
         }
         for m in found {
             let na_reason = if self_assessed && !cfg.gate_self_reported {
@@ -583,18 +648,25 @@ mod tests {
     fn gates_need_checked_judges_and_never_self_assessment() {
         let mut cfg = ProfilerConfig::default();
         cfg.gates.insert("task_success".into(), Thresholds::new(0.5, 0.9));
-        let judged: BTreeMap<String, BTreeMap<String, u64>> = [("task_success".to_string(), [("judge".to_string(), 80), ("human".to_string(), 20)].into())].into();
+        let judged: BTreeMap<String, BTreeMap<String, u64>> =
+            [("task_success".to_string(), [("judge".to_string(), 80), ("human".to_string(), 20)].into())].into();
         let metrics = vec![metric("task_success", 0.8, None)];
         let agreement = |labelled, kappa| Agreement { judged: 100, labelled, judge_threshold: 0.5, kappa: Some(kappa), ppi: None };
         let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.72)));
         assert_eq!((lines[0].outcome, lines[0].na_reason.as_deref()), (Some(GateOutcome::Conditional), None));
         let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.45)));
-        assert_eq!(lines[0].na_reason.as_deref(), Some("80 runs judged by an LLM judge whose agreement with humans is κ 0.45 (< 0.6) on 40 labelled runs"));
+        assert_eq!(
+            lines[0].na_reason.as_deref(),
+            Some("80 runs judged by an LLM judge whose agreement with humans is κ 0.45 (< 0.6) on 40 labelled runs")
+        );
         let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(12, 0.9)));
         assert!(lines[0].na_reason.as_deref().unwrap().contains("only 12 labelled runs (< 30)"));
-        assert!(gate_lines(&cfg, &metrics, &judged, None)[0].na_reason.as_deref().unwrap().contains("never checked against human verdicts"));
+        assert!(
+            gate_lines(&cfg, &metrics, &judged, None)[0].na_reason.as_deref().unwrap().contains("never checked against human verdicts")
+        );
         // Verified success needs no judge check.
-        let verified: BTreeMap<String, BTreeMap<String, u64>> = [("task_success".to_string(), [("verifier".to_string(), 100)].into())].into();
+        let verified: BTreeMap<String, BTreeMap<String, u64>> =
+            [("task_success".to_string(), [("verifier".to_string(), 100)].into())].into();
         assert_eq!(gate_lines(&cfg, &metrics, &verified, None)[0].outcome, Some(GateOutcome::Conditional));
         // Self-assessment is never gated unless configured.
         let mut sr = cfg.clone();
@@ -605,10 +677,12 @@ mod tests {
         assert_eq!(gate_lines(&sr, &self_only, &BTreeMap::new(), None)[0].outcome, Some(GateOutcome::Pass));
         // A failing metric decides the gate while another is N/A.
         cfg.gates.insert("unsafe_action_rate".into(), Thresholds::new(0.2, 0.05));
-        let both = vec![metric("task_success", 0.8, Some("insufficient evidence (task_success 12/30)")), metric("unsafe_action_rate", 0.3, None)];
+        let both =
+            vec![metric("task_success", 0.8, Some("insufficient evidence (task_success 12/30)")), metric("unsafe_action_rate", 0.3, None)];
         let lines = gate_lines(&cfg, &both, &verified, None);
         assert_eq!(gate_summary(&cfg, &lines).0, Some(GateOutcome::Fail));
-        let passing = vec![metric("task_success", 0.8, Some("insufficient evidence (task_success 12/30)")), metric("unsafe_action_rate", 0.01, None)];
+        let passing =
+            vec![metric("task_success", 0.8, Some("insufficient evidence (task_success 12/30)")), metric("unsafe_action_rate", 0.01, None)];
         assert_eq!(gate_summary(&cfg, &gate_lines(&cfg, &passing, &verified, None)).0, None);
     }
 

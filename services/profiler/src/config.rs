@@ -158,11 +158,11 @@ impl ProfilerConfig {
 /// A period's name: `24h`, `7d`, `90m`, or humantime's form.
 pub fn period_name(d: Duration) -> String {
     let s = d.as_secs();
-    if s % 86_400 == 0 && s >= 2 * 86_400 {
+    if s.is_multiple_of(86_400) && s >= 2 * 86_400 {
         format!("{}d", s / 86_400)
-    } else if s % 3600 == 0 {
+    } else if s.is_multiple_of(3600) {
         format!("{}h", s / 3600)
-    } else if s % 60 == 0 {
+    } else if s.is_multiple_of(60) {
         format!("{}m", s / 60)
     } else {
         humantime::format_duration(d).to_string().replace(' ', "")
@@ -182,7 +182,8 @@ mod tests {
         let c: ProfilerConfig = toml::from_str("periods = [\"1h\", \"30d\"]\n[gates.task_success]\nouter = 0.5\ninner = 0.9\n").unwrap();
         assert_eq!(c.periods, [Duration::from_secs(3600), Duration::from_secs(30 * 86_400)]);
         c.check().unwrap();
-        let bad: ProfilerConfig = toml::from_str("[gates.task_success]\nouter = 0.5\ninner = 0.9\n[weights]\nunsafe_action_rate = 1.0\n").unwrap();
+        let bad: ProfilerConfig =
+            toml::from_str("[gates.task_success]\nouter = 0.5\ninner = 0.9\n[weights]\nunsafe_action_rate = 1.0\n").unwrap();
         assert!(bad.check().is_err(), "a weight without a gate");
         let bad: ProfilerConfig = toml::from_str("[gates.nope]\nouter = 0.5\ninner = 0.9\n").unwrap();
         assert!(bad.check().unwrap_err().contains("not a catalogue metric"));

@@ -36,7 +36,11 @@ pub const CROSSWALK: &[Crosswalk] = &[
     Crosswalk { subject: "robustness", eu_ai_act: &["Art. 55(1)(a)", "Art. 55(1)(d)", "Art. 51", "Annex XIII"], nist_ai_rmf: &["MEASURE"] },
     Crosswalk { subject: "safety", eu_ai_act: &["Art. 55(1)(a)", "Annex XI §2"], nist_ai_rmf: &["MEASURE", "MANAGE"] },
     Crosswalk { subject: "fairness", eu_ai_act: &[], nist_ai_rmf: &["MEASURE"] },
-    Crosswalk { subject: "transparency", eu_ai_act: &["Art. 53(1)(a)", "Art. 53(1)(b)", "Art. 53(1)(d)", "Annex XI", "Annex XII"], nist_ai_rmf: &["MEASURE"] },
+    Crosswalk {
+        subject: "transparency",
+        eu_ai_act: &["Art. 53(1)(a)", "Art. 53(1)(b)", "Art. 53(1)(d)", "Annex XI", "Annex XII"],
+        nist_ai_rmf: &["MEASURE"],
+    },
     Crosswalk { subject: "governance", eu_ai_act: &["Art. 55(1)(a)", "Art. 56"], nist_ai_rmf: &["GOVERN"] },
     Crosswalk { subject: "oversight", eu_ai_act: &["Art. 55(1)(b)", "Art. 55(1)(c)"], nist_ai_rmf: &["MEASURE", "MANAGE"] },
     Crosswalk { subject: "efficiency", eu_ai_act: &["Art. 53(1)(a)", "Annex XI §1(2)(d)–(e)"], nist_ai_rmf: &["MEASURE"] },
@@ -62,9 +66,12 @@ pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
     let r = &b.record;
     let vetoes: Vec<Value> = CATALOGUE
         .iter()
-        .filter_map(|m| m.veto.map(|v| json!({"rule": v.name, "metric": m.id, "threshold": v.threshold, "direction": v.direction, "effect": v.effect})))
+        .filter_map(|m| {
+            m.veto.map(|v| json!({"rule": v.name, "metric": m.id, "threshold": v.threshold, "direction": v.direction, "effect": v.effect}))
+        })
         .collect();
-    let budgets: BTreeMap<&str, f64> = CATALOGUE.iter().filter_map(|m| cfg.aggregator().budget(&r.system_id, m.id).map(|b| (m.id, b))).collect();
+    let budgets: BTreeMap<&str, f64> =
+        CATALOGUE.iter().filter_map(|m| cfg.aggregator().budget(&r.system_id, m.id).map(|b| (m.id, b))).collect();
     json!({
         "evidence_version": EVIDENCE_VERSION,
         "profile_id": r.profile_id,
@@ -133,14 +140,24 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
     let r = &b.record;
     let mut s = String::new();
     let _ = writeln!(s, "# Octant profile: {} {} ({})\n", r.system_id, r.system_version, r.source.as_str());
-    let _ = writeln!(s, "Period **{}**: {} to {} (UTC). Generated {}.\n", r.period, rfc3339(r.period_start), rfc3339(r.period_end), rfc3339(r.generated_at));
+    let _ = writeln!(
+        s,
+        "Period **{}**: {} to {} (UTC). Generated {}.\n",
+        r.period,
+        rfc3339(r.period_start),
+        rfc3339(r.period_end),
+        rfc3339(r.generated_at)
+    );
     let _ = writeln!(
         s,
         "Method: {}, level {}, {} replicates, seed {}, catalogue {}.\n",
         r.method, r.level, r.replicates, r.seed, r.catalogue_version
     );
     if r.unsuitable {
-        let _ = writeln!(s, "> **UNSUITABLE for deployment**: a veto with that effect is breached (its estimate is past the threshold) or confirmed (sequential evidence).\n");
+        let _ = writeln!(
+            s,
+            "> **UNSUITABLE for deployment**: a veto with that effect is breached (its estimate is past the threshold) or confirmed (sequential evidence).\n"
+        );
     }
     let _ = writeln!(s, "## Dimensions\n\n| Dimension | Band [interval] | Instruments |\n|---|---|---|");
     for d in &r.dimensions {
@@ -152,9 +169,21 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
             Some(bm) => format!("{} @ {bm}", v.metric),
             None => v.metric.clone(),
         };
-        let _ = writeln!(s, "| {} | {m} | {} | {} [{}, {}] | {} |", v.rule, v.state, fmt_opt(v.estimate), fmt_opt(v.ci_low), fmt_opt(v.ci_high), v.threshold);
+        let _ = writeln!(
+            s,
+            "| {} | {m} | {} | {} [{}, {}] | {} |",
+            v.rule,
+            v.state,
+            fmt_opt(v.estimate),
+            fmt_opt(v.ci_low),
+            fmt_opt(v.ci_high),
+            v.threshold
+        );
     }
-    let _ = writeln!(s, "\n## Metrics\n\n| Metric | Dimension | Benchmark | Units | Estimate | Interval | Band | N/A |\n|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "\n## Metrics\n\n| Metric | Dimension | Benchmark | Units | Estimate | Interval | Band | N/A |\n|---|---|---|---|---|---|---|---|"
+    );
     for m in &r.metrics {
         let _ = writeln!(
             s,
@@ -174,7 +203,13 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
     if b.gate.is_empty() {
         let _ = writeln!(s, "No gate thresholds declared.");
     } else {
-        let _ = writeln!(s, "Gate: **{}**; EI {}; EI_G {}.\n", r.gate.as_deref().unwrap_or("N/A"), fmt_opt(r.efficacy_index), fmt_opt(r.efficacy_index_geometric));
+        let _ = writeln!(
+            s,
+            "Gate: **{}**; EI {}; EI_G {}.\n",
+            r.gate.as_deref().unwrap_or("N/A"),
+            fmt_opt(r.efficacy_index),
+            fmt_opt(r.efficacy_index_geometric)
+        );
         if let Some(why) = &r.gate_na_reason {
             let _ = writeln!(s, "Why N/A: {why}.\n");
         }
@@ -189,7 +224,9 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
                 fmt_opt(g.estimate),
                 fmt_opt(g.nu),
                 fmt_opt(g.nu_conservative),
-                g.outcome.map(|o| format!("{o:?}").to_lowercase()).unwrap_or_else(|| format!("N/A: {}", g.na_reason.as_deref().unwrap_or("no outcome")))
+                g.outcome
+                    .map(|o| format!("{o:?}").to_lowercase())
+                    .unwrap_or_else(|| format!("N/A: {}", g.na_reason.as_deref().unwrap_or("no outcome")))
             );
         }
     }
@@ -201,7 +238,8 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
         let parts: Vec<String> = by.iter().map(|(p, n)| format!("{p} {n}")).collect();
         let _ = writeln!(s, "- `{metric}`: {} runs", parts.join(", "));
     }
-    let _ = writeln!(s, "\nSelf-reported success is shown apart (`task_success_self_reported`) and never banded into Capability nor gated.");
+    let _ =
+        writeln!(s, "\nSelf-reported success is shown apart (`task_success_self_reported`) and never banded into Capability nor gated.");
     let _ = writeln!(s, "\n## Judge–human agreement\n");
     match &b.agreement {
         None => {
@@ -210,21 +248,43 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
         Some(a) => {
             let _ = writeln!(s, "{} judged runs, {} with a human verdict. Cohen's κ {}.", a.judged, a.labelled, fmt_opt(a.kappa));
             if let Some(p) = &a.ppi {
-                let _ = writeln!(s, "Prediction-powered success {:.4} [{:.4}, {:.4}] (judge alone {:.4}, rectifier {:+.4}).", p.estimate, p.lo, p.hi, p.judge_only, p.rectifier);
+                let _ = writeln!(
+                    s,
+                    "Prediction-powered success {:.4} [{:.4}, {:.4}] (judge alone {:.4}, rectifier {:+.4}).",
+                    p.estimate, p.lo, p.hi, p.judge_only, p.rectifier
+                );
             }
         }
     }
-    let _ = writeln!(s, "\n## Inputs\n\nLake `{}`: {} observations, {} trajectory events ({} duplicate observations dropped).\n", lake.display(), b.observations.rows, b.trajectory_events.rows, b.duplicates);
+    let _ = writeln!(
+        s,
+        "\n## Inputs\n\nLake `{}`: {} observations, {} trajectory events ({} duplicate observations dropped).\n",
+        lake.display(),
+        b.observations.rows,
+        b.trajectory_events.rows,
+        b.duplicates
+    );
     let _ = writeln!(s, "| Table | Topic | Partition | First offset | Last offset | Rows |\n|---|---|---|---|---|---|");
     for (t, input) in [("observations", &b.observations), ("trajectory_events", &b.trajectory_events)] {
         for o in &input.offsets {
             let _ = writeln!(s, "| {t} | {} | {} | {} | {} | {} |", o.topic, o.partition, o.first, o.last, o.rows);
         }
     }
-    let _ = writeln!(s, "\nFiles: {} observation files, {} trajectory-event files (listed in `profile.json`).", b.observations.files.len(), b.trajectory_events.files.len());
+    let _ = writeln!(
+        s,
+        "\nFiles: {} observation files, {} trajectory-event files (listed in `profile.json`).",
+        b.observations.files.len(),
+        b.trajectory_events.files.len()
+    );
     let _ = writeln!(s, "\n## Crosswalk\n\n| Subject | EU AI Act | NIST AI RMF |\n|---|---|---|");
     for c in CROSSWALK {
-        let _ = writeln!(s, "| {} | {} | {} |", c.subject, if c.eu_ai_act.is_empty() { "—".to_string() } else { c.eu_ai_act.join("; ") }, c.nist_ai_rmf.join(", "));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} |",
+            c.subject,
+            if c.eu_ai_act.is_empty() { "—".to_string() } else { c.eu_ai_act.join("; ") },
+            c.nist_ai_rmf.join(", ")
+        );
     }
     s
 }
@@ -248,20 +308,42 @@ pub fn svg_chart(dims: &[DimensionBand]) -> String {
         left + width + 160.0
     );
     for b in 0..=4 {
-        let _ = write!(s, r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#ccc"/><text x="{0}" y="{3}" text-anchor="middle" font-size="12">{b}</text>"##, x(b as f64), top - 8.0, height - 20.0, top - 12.0);
+        let _ = write!(
+            s,
+            r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#ccc"/><text x="{0}" y="{3}" text-anchor="middle" font-size="12">{b}</text>"##,
+            x(b as f64),
+            top - 8.0,
+            height - 20.0,
+            top - 12.0
+        );
     }
     for (i, d) in dims.iter().enumerate() {
         let y = top + row * i as f64;
-        let _ = write!(s, r#"<g class="dimension" data-dimension="{}" data-band="{}">"#, esc(&d.dimension), d.band.map(|b| b.to_string()).unwrap_or_else(|| "na".into()));
+        let _ = write!(
+            s,
+            r#"<g class="dimension" data-dimension="{}" data-band="{}">"#,
+            esc(&d.dimension),
+            d.band.map(|b| b.to_string()).unwrap_or_else(|| "na".into())
+        );
         let _ = write!(s, r#"<text x="{}" y="{}" text-anchor="end" font-size="13">{}</text>"#, left - 8.0, y + 20.0, esc(&d.dimension));
         match d.band {
             None => {
-                let _ = write!(s, r##"<text x="{}" y="{}" font-size="12" fill="#888">N/A: {}</text>"##, left + 6.0, y + 20.0, esc(d.na_reason.as_deref().unwrap_or("no evidence")));
+                let _ = write!(
+                    s,
+                    r##"<text x="{}" y="{}" font-size="12" fill="#888">N/A: {}</text>"##,
+                    left + 6.0,
+                    y + 20.0,
+                    esc(d.na_reason.as_deref().unwrap_or("no evidence"))
+                );
             }
             Some(b) => {
                 let color = ["#b2182b", "#ef8a62", "#fddbc7", "#67a9cf", "#2166ac"][b.clamp(0, 4) as usize];
                 let w = (x(b as f64) - left).max(3.0);
-                let _ = write!(s, r#"<rect class="band" x="{left}" y="{}" width="{w}" height="18" fill="{color}"><title>band {b}</title></rect>"#, y + 6.0);
+                let _ = write!(
+                    s,
+                    r#"<rect class="band" x="{left}" y="{}" width="{w}" height="18" fill="{color}"><title>band {b}</title></rect>"#,
+                    y + 6.0
+                );
                 if let (Some(lo), Some(hi)) = (d.band_low, d.band_high) {
                     let (x1, x2, ym) = (x(lo as f64), x(hi as f64), y + 15.0);
                     let _ = write!(
@@ -306,13 +388,16 @@ pub fn to_html(b: &Built, lake: &Path) -> String {
         esc(&r.catalogue_version)
     );
     if r.unsuitable {
-        s.push_str("<p class=\"unsuitable\" id=\"unsuitable\">UNSUITABLE for deployment: a veto with that effect is breached or confirmed.</p>");
+        s.push_str(
+            "<p class=\"unsuitable\" id=\"unsuitable\">UNSUITABLE for deployment: a veto with that effect is breached or confirmed.</p>",
+        );
     }
     s.push_str("<h2>Dimensions</h2>");
     s.push_str(&svg_chart(&r.dimensions));
     s.push_str("<table id=\"dimensions\"><tr><th>Dimension</th><th>Band [interval]</th><th>Instruments</th></tr>");
     for d in &r.dimensions {
-        let _ = write!(s, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&d.dimension), esc(&band_text(d)), esc(&d.instruments.join(", ")));
+        let _ =
+            write!(s, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&d.dimension), esc(&band_text(d)), esc(&d.instruments.join(", ")));
     }
     s.push_str("</table><h2>Vetoes</h2><table id=\"vetoes\"><tr><th>Rule</th><th>Metric</th><th>State</th><th>Estimate</th><th>Interval</th><th>Threshold</th></tr>");
     for v in &b.dimension_profile.vetoes {
@@ -361,7 +446,11 @@ pub fn write_package(root: &Path, b: &Built, cfg: &ProfilerConfig, lake: &Path) 
     let mut record = b.clone();
     record.record.evidence_uri = Some(dir.display().to_string());
     let json = serde_json::to_vec_pretty(&to_json(&record, cfg, lake)).map_err(std::io::Error::other)?;
-    for (name, bytes) in [("profile.json", json), ("profile.md", to_markdown(&record, lake).into_bytes()), ("profile.html", to_html(&record, lake).into_bytes())] {
+    for (name, bytes) in [
+        ("profile.json", json),
+        ("profile.md", to_markdown(&record, lake).into_bytes()),
+        ("profile.html", to_html(&record, lake).into_bytes()),
+    ] {
         // Whole files or nothing: written aside, then renamed over the previous package.
         let tmp = dir.join(format!(".{name}.tmp"));
         std::fs::write(&tmp, bytes)?;

@@ -35,7 +35,8 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
     let location = lake.to_string_lossy().to_string();
     let object = if is_url(&location) {
         let o = ObjectLake::open(&location, storage).map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let base = url::Url::parse(&format!("{}://{}", o.url.scheme(), o.url.host_str().unwrap_or(""))).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let base = url::Url::parse(&format!("{}://{}", o.url.scheme(), o.url.host_str().unwrap_or("")))
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
         ctx.register_object_store(&base, o.store.clone());
         Some(o)
     } else {
@@ -44,7 +45,9 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
     for t in TABLES {
         let schema = arrow_schema(t);
         let present = match &object {
-            Some(o) => o.list_table(t.name).await.map_err(|e| DataFusionError::External(Box::new(e)))?.iter().any(|(p, _)| p.ends_with(".parquet")),
+            Some(o) => {
+                o.list_table(t.name).await.map_err(|e| DataFusionError::External(Box::new(e)))?.iter().any(|(p, _)| p.ends_with(".parquet"))
+            }
             None => !table_files(lake, storage, t.name, None).await.map_err(|e| DataFusionError::External(Box::new(e)))?.is_empty(),
         };
         if present {
@@ -66,7 +69,12 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
 
 /// The data files of `table` for `system` (all systems: `None`), as paths relative to the
 /// lake, with their `date` partition value.
-pub async fn table_files(lake: &Path, storage: &StorageOptions, table: &str, system: Option<&str>) -> std::io::Result<Vec<(String, String)>> {
+pub async fn table_files(
+    lake: &Path,
+    storage: &StorageOptions,
+    table: &str,
+    system: Option<&str>,
+) -> std::io::Result<Vec<(String, String)>> {
     let location = lake.to_string_lossy().to_string();
     let names: Vec<String> = if is_url(&location) {
         ObjectLake::open(&location, storage)?.list_table(table).await?.into_iter().map(|(p, _)| p).collect()

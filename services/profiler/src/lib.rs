@@ -50,14 +50,21 @@ struct Metrics {
 impl Metrics {
     fn new(registry: &Registry) -> Metrics {
         let m = Metrics {
-            runs: IntCounterVec::new(Opts::new("octant_profiler_runs_total", "Profile runs, by outcome (ok, error)"), &["outcome"]).unwrap(),
+            runs: IntCounterVec::new(Opts::new("octant_profiler_runs_total", "Profile runs, by outcome (ok, error)"), &["outcome"])
+                .unwrap(),
             run_seconds: Histogram::with_opts(
-                HistogramOpts::new("octant_profiler_run_seconds", "Duration of one profile run (every period)").buckets(vec![0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0]),
+                HistogramOpts::new("octant_profiler_run_seconds", "Duration of one profile run (every period)")
+                    .buckets(vec![0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0]),
             )
             .unwrap(),
             profiles: IntGauge::new("octant_profiler_profiles", "Profiles built by the last run").unwrap(),
-            last_success: Gauge::new("octant_profiler_last_success_timestamp_seconds", "When the last successful run finished (Unix time)").unwrap(),
-            observations: IntCounterVec::new(Opts::new("octant_profiler_observations_read_total", "Observations read from the lake, by period"), &["period"]).unwrap(),
+            last_success: Gauge::new("octant_profiler_last_success_timestamp_seconds", "When the last successful run finished (Unix time)")
+                .unwrap(),
+            observations: IntCounterVec::new(
+                Opts::new("octant_profiler_observations_read_total", "Observations read from the lake, by period"),
+                &["period"],
+            )
+            .unwrap(),
         };
         for c in [
             Box::new(m.runs.clone()) as Box<dyn prometheus::core::Collector>,
@@ -85,7 +92,8 @@ pub async fn run_once(cfg: &ProfilerConfig, periods: &[Period], system: Option<&
     for p in periods {
         let built = build::build(&ctx, cfg, p, system, now).await.with_context(|| format!("profile of period {} failed", p.name))?;
         for mut b in built {
-            let dir = evidence::write_package(&cfg.evidence, &b, cfg, &cfg.lake).with_context(|| format!("cannot write the evidence package under {}", cfg.evidence.display()))?;
+            let dir = evidence::write_package(&cfg.evidence, &b, cfg, &cfg.lake)
+                .with_context(|| format!("cannot write the evidence package under {}", cfg.evidence.display()))?;
             b.record.evidence_uri = Some(dir.display().to_string());
             all.push(b);
         }
@@ -184,7 +192,8 @@ async fn system_json(State(s): State<AppState>, UrlPath(system): UrlPath<String>
 
 async fn system_html(State(s): State<AppState>, UrlPath(system): UrlPath<String>) -> Response {
     let latest = s.latest.lock().await;
-    let pages: Vec<String> = latest.profiles.values().filter(|b| b.record.system_id == system).map(|b| evidence::to_html(b, &s.runner.cfg.lake)).collect();
+    let pages: Vec<String> =
+        latest.profiles.values().filter(|b| b.record.system_id == system).map(|b| evidence::to_html(b, &s.runner.cfg.lake)).collect();
     if pages.is_empty() {
         return (StatusCode::NOT_FOUND, format!("no profile of system {system:?}\n")).into_response();
     }
@@ -223,7 +232,8 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
     health.set_ready(false, "no run yet");
     let producer = if cfg.kafka.brokers.is_empty() { None } else { Some(kafka::producer(&cfg.kafka, "profiler")?) };
     let latest = Arc::new(Mutex::new(Latest::default()));
-    let runner = Arc::new(Runner { cfg: cfg.clone(), producer, metrics, health: health.clone(), latest: latest.clone(), lock: Mutex::new(()) });
+    let runner =
+        Arc::new(Runner { cfg: cfg.clone(), producer, metrics, health: health.clone(), latest: latest.clone(), lock: Mutex::new(()) });
     let state = AppState { latest, runner: runner.clone() };
     let routes = Router::new()
         .route("/profiles", get(list))
@@ -232,7 +242,8 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
         .route("/run", post(run_now))
         .with_state(state);
     let router = admin::router("profiler", registry, health.clone()).merge(routes);
-    let (admin_addr, _admin) = admin::serve(cfg.admin_addr, router, shutdown.clone()).await.context("failed to start the profiler's HTTP server")?;
+    let (admin_addr, _admin) =
+        admin::serve(cfg.admin_addr, router, shutdown.clone()).await.context("failed to start the profiler's HTTP server")?;
     let every = cfg.every;
     let task = tokio::spawn(async move {
         loop {

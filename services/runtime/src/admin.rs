@@ -81,7 +81,8 @@ pub fn count_legacy_fingerprints(registry: &Registry, service: &'static str, dec
 fn ready_gauge() -> &'static IntGaugeVec {
     static READY: std::sync::OnceLock<IntGaugeVec> = std::sync::OnceLock::new();
     READY.get_or_init(|| {
-        IntGaugeVec::new(Opts::new("octant_service_ready", "1 when the service is ready (/readyz answers 200), else 0"), &["service"]).expect("valid metric")
+        IntGaugeVec::new(Opts::new("octant_service_ready", "1 when the service is ready (/readyz answers 200), else 0"), &["service"])
+            .expect("valid metric")
     })
 }
 
@@ -112,23 +113,17 @@ async fn readyz(State(s): State<AdminState>) -> impl IntoResponse {
 pub fn router(service: &'static str, registry: Registry, health: Arc<Health>) -> Router {
     // Registered once per registry; the same gauge may serve several registries.
     let _ = registry.register(Box::new(ready_gauge().clone()));
-    Router::new()
-        .route("/metrics", get(metrics))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .with_state(AdminState { registry, health, service })
+    Router::new().route("/metrics", get(metrics)).route("/healthz", get(healthz)).route("/readyz", get(readyz)).with_state(AdminState {
+        registry,
+        health,
+        service,
+    })
 }
 
 /// Binds `addr` (port 0 picks a free port) and serves `router` until `shutdown`.
 /// Returns the bound address.
-pub async fn serve(
-    addr: SocketAddr,
-    router: Router,
-    shutdown: CancellationToken,
-) -> Result<(SocketAddr, JoinHandle<()>), RuntimeError> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| RuntimeError::Admin(format!("failed to bind {addr}: {e}")))?;
+pub async fn serve(addr: SocketAddr, router: Router, shutdown: CancellationToken) -> Result<(SocketAddr, JoinHandle<()>), RuntimeError> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| RuntimeError::Admin(format!("failed to bind {addr}: {e}")))?;
     let bound = listener.local_addr().map_err(|e| RuntimeError::Admin(e.to_string()))?;
     let handle = tokio::spawn(async move {
         let server = axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await });
@@ -168,7 +163,13 @@ mod tests {
             .gather()
             .iter()
             .filter(|f| f.name() == "octant_legacy_fingerprint_records_total")
-            .flat_map(|f| f.get_metric().iter().filter(|m| m.get_label().iter().any(|l| l.value() == "test_service")).map(|m| m.get_counter().get_value()).collect::<Vec<_>>())
+            .flat_map(|f| {
+                f.get_metric()
+                    .iter()
+                    .filter(|m| m.get_label().iter().any(|l| l.value() == "test_service"))
+                    .map(|m| m.get_counter().get_value())
+                    .collect::<Vec<_>>()
+            })
             .sum();
         assert_eq!(counted, 2.0, "two legacy records read, the standard one not counted ({})", Watermark::FULL_NAME);
     }

@@ -69,9 +69,8 @@ impl EmbeddedBroker {
     /// Starts tansu on a free loopback port, its output in a log file of the temporary
     /// directory (`$OCTANT_BROKER_LOG_DIR` if set), and waits until it answers metadata requests.
     pub async fn start() -> Result<EmbeddedBroker, RuntimeError> {
-        let dir = std::env::var_os("OCTANT_BROKER_LOG_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| std::env::temp_dir().join("octant-broker-logs"));
+        let dir =
+            std::env::var_os("OCTANT_BROKER_LOG_DIR").map(PathBuf::from).unwrap_or_else(|| std::env::temp_dir().join("octant-broker-logs"));
         let port = free_port();
         Self::start_on(port, dir.join(format!("broker-{}-{port}.log", std::process::id()))).await
     }

@@ -19,17 +19,13 @@ use crate::error::RuntimeError;
 pub fn load<T: DeserializeOwned>(path: Option<&Path>, prefix: &str) -> Result<T, RuntimeError> {
     let mut root = match path {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| RuntimeError::Config(format!("failed to read {}: {e}", p.display())))?;
-            toml::from_str::<toml::Table>(&text)
-                .map_err(|e| RuntimeError::Config(format!("{} is not valid TOML: {e}", p.display())))?
+            let text = std::fs::read_to_string(p).map_err(|e| RuntimeError::Config(format!("failed to read {}: {e}", p.display())))?;
+            toml::from_str::<toml::Table>(&text).map_err(|e| RuntimeError::Config(format!("{} is not valid TOML: {e}", p.display())))?
         }
         None => toml::Table::new(),
     };
     apply_env(&mut root, prefix, std::env::vars());
-    toml::Value::Table(root)
-        .try_into()
-        .map_err(|e| RuntimeError::Config(format!("invalid configuration: {e}")))
+    toml::Value::Table(root).try_into().map_err(|e| RuntimeError::Config(format!("invalid configuration: {e}")))
 }
 
 /// Applies `PREFIX__A__B=value` overrides to a TOML table.
@@ -110,18 +106,13 @@ impl KafkaConfig {
 /// True for librdkafka keys whose values are secrets.
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    ["password", "secret", "token", "ssl.key.pem", "ssl.keystore", "sasl.oauthbearer.config", "credential"]
-        .iter()
-        .any(|s| k.contains(s))
+    ["password", "secret", "token", "ssl.key.pem", "ssl.keystore", "sasl.oauthbearer.config", "credential"].iter().any(|s| k.contains(s))
 }
 
 impl std::fmt::Debug for KafkaConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let settings: BTreeMap<&str, &str> = self
-            .settings
-            .iter()
-            .map(|(k, v)| (k.as_str(), if is_secret_key(k) { "[redacted]" } else { v.as_str() }))
-            .collect();
+        let settings: BTreeMap<&str, &str> =
+            self.settings.iter().map(|(k, v)| (k.as_str(), if is_secret_key(k) { "[redacted]" } else { v.as_str() })).collect();
         f.debug_struct("KafkaConfig")
             .field("brokers", &self.brokers)
             .field("client_id", &self.client_id)

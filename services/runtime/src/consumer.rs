@@ -317,8 +317,7 @@ pub fn group_consumer(
     if !cfg.settings.contains_key("fetch.wait.max.ms") {
         c.set("fetch.wait.max.ms", "100");
     }
-    let consumer: GroupConsumer =
-        c.create_with_context(ctx).map_err(|e| RuntimeError::kafka("failed to create consumer", e))?;
+    let consumer: GroupConsumer = c.create_with_context(ctx).map_err(|e| RuntimeError::kafka("failed to create consumer", e))?;
     consumer.subscribe(topics).map_err(|e| RuntimeError::kafka(format!("failed to subscribe to {topics:?}"), e))?;
     Ok((Arc::new(consumer), shared))
 }
@@ -362,5 +361,4 @@ mod tests {
         assert_eq!(p.commit_offset(), Some(15));
         assert_eq!(p.pending(), 0);
     }
-
 }

@@ -3,8 +3,8 @@
 //! The dead letter's id is deterministic (service/topic/partition/offset), so a replay
 //! produces the same id.
 
-use octant_contracts::codec::to_single_object;
 use octant_contracts::DeadLetter;
+use octant_contracts::codec::to_single_object;
 
 use crate::kafka::OutRecord;
 
@@ -19,7 +19,14 @@ pub struct SourceRef<'a> {
 }
 
 /// Builds the dead letter and its output record for the dead-letter topic `dlq_topic`.
-pub fn dead_letter(service: &str, dlq_topic: &str, src: &SourceRef<'_>, class: &str, message: &str, now_ms: i64) -> (DeadLetter, OutRecord) {
+pub fn dead_letter(
+    service: &str,
+    dlq_topic: &str,
+    src: &SourceRef<'_>,
+    class: &str,
+    message: &str,
+    now_ms: i64,
+) -> (DeadLetter, OutRecord) {
     let id = format!("{service}/{}/{}/{}", src.topic, src.partition, src.offset);
     let dl = DeadLetter {
         dead_letter_id: id.clone(),

@@ -122,8 +122,7 @@ pub async fn partition_counts(cfg: &KafkaConfig, topics: &[String]) -> Result<Ha
 
 /// Waits until the brokers answer a metadata request, or `timeout` passes.
 pub async fn wait_for_metadata(cfg: &KafkaConfig, timeout: Duration) -> Result<(), RuntimeError> {
-    let producer: FutureProducer =
-        client_config(cfg, "probe").create().map_err(|e| RuntimeError::kafka("failed to create probe", e))?;
+    let producer: FutureProducer = client_config(cfg, "probe").create().map_err(|e| RuntimeError::kafka("failed to create probe", e))?;
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let p = producer.clone();

@@ -32,11 +32,7 @@ async fn wait_for_signal() {
 /// switches to JSON lines.
 pub fn init_tracing(default_filter: &str) {
     let builder = tracing_subscriber::fmt().with_env_filter(log_filter(default_filter)).with_writer(std::io::stderr);
-    let _ = if std::env::var("OCTANT_LOG_FORMAT").as_deref() == Ok("json") {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+    let _ = if std::env::var("OCTANT_LOG_FORMAT").as_deref() == Ok("json") { builder.json().try_init() } else { builder.try_init() };
 }
 
 /// Like [`init_tracing`], into a file (appended, no colours): for commands that own the
@@ -45,18 +41,11 @@ pub fn init_tracing_to_file(default_filter: &str, path: &std::path::Path) -> std
     let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
     let builder =
         tracing_subscriber::fmt().with_env_filter(log_filter(default_filter)).with_ansi(false).with_writer(std::sync::Mutex::new(file));
-    let _ = if std::env::var("OCTANT_LOG_FORMAT").as_deref() == Ok("json") {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+    let _ = if std::env::var("OCTANT_LOG_FORMAT").as_deref() == Ok("json") { builder.json().try_init() } else { builder.try_init() };
     Ok(())
 }
 
 fn log_filter(default_filter: &str) -> tracing_subscriber::EnvFilter {
-    let filter = std::env::var("OCTANT_LOG")
-        .ok()
-        .or_else(|| std::env::var("RUST_LOG").ok())
-        .unwrap_or_else(|| default_filter.to_string());
+    let filter = std::env::var("OCTANT_LOG").ok().or_else(|| std::env::var("RUST_LOG").ok()).unwrap_or_else(|| default_filter.to_string());
     tracing_subscriber::EnvFilter::new(filter)
 }

@@ -157,7 +157,13 @@ impl Assembler {
             }
             let (_, run_id) = self.idle_index.pop_first().expect("non-empty");
             let run = self.runs.remove(&run_id).expect("indexed runs are open");
-            out.observations.extend(run_end_observations(&run_id, &run, None, run.last_event_time + self.rules.idle_timeout_ms, &self.rules));
+            out.observations.extend(run_end_observations(
+                &run_id,
+                &run,
+                None,
+                run.last_event_time + self.rules.idle_timeout_ms,
+                &self.rules,
+            ));
             out.runs += 1;
             effects.release.push(run.first_offset);
             self.remember_closed(run_id);
@@ -387,15 +393,15 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64,
     let mut out = Vec::new();
     let mut emit = |metric: &str, value: f64, weight: f64| out.push(observation(run_id, run, metric, None, t, value, weight));
     emit(if verified { "task_success" } else { "task_success_self_reported" }, flag(success), 1.0);
-    if let (Some(req), Some(done)) = (run.required_subgoals, end.and_then(|e| e.subgoals_done)) {
-        if req > 0 {
-            emit("subgoal_progress", (done as f64 / req as f64).min(1.0), 1.0);
-        }
+    if let (Some(req), Some(done)) = (run.required_subgoals, end.and_then(|e| e.subgoals_done))
+        && req > 0
+    {
+        emit("subgoal_progress", (done as f64 / req as f64).min(1.0), 1.0);
     }
-    if let Some(opt) = run.optimal_steps {
-        if run.steps > 0 {
-            emit("step_efficiency", (opt as f64 / run.steps as f64).min(1.0), 1.0);
-        }
+    if let Some(opt) = run.optimal_steps
+        && run.steps > 0
+    {
+        emit("step_efficiency", (opt as f64 / run.steps as f64).min(1.0), 1.0);
     }
     emit("cost_per_run", run.cost, 1.0);
     emit("tokens_per_run", run.tokens as f64, 1.0);
@@ -408,10 +414,10 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64,
     }
     emit("help_seeking", flag(run.asked_help), 1.0);
     if let Some(e) = end {
-        if let (Some(a), Some(u)) = (e.sentences_assertive, e.sentences_unsupported) {
-            if a > 0 {
-                emit("hallucination_rate", u as f64, a as f64);
-            }
+        if let (Some(a), Some(u)) = (e.sentences_assertive, e.sentences_unsupported)
+            && a > 0
+        {
+            emit("hallucination_rate", u as f64, a as f64);
         }
         if let (Some(c), true) = (e.confidence, verified) {
             let mut o = observation(run_id, run, "calibration_ece", None, t, flag(success), 1.0);
@@ -421,7 +427,10 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64,
         }
     }
     for o in &mut out {
-        if matches!(o.metric.as_str(), "task_success" | "task_success_self_reported" | "cost_per_success" | "error_recovery" | "calibration_ece") {
+        if matches!(
+            o.metric.as_str(),
+            "task_success" | "task_success_self_reported" | "cost_per_success" | "error_recovery" | "calibration_ece"
+        ) {
             o.provenance = Some(provenance);
         }
     }
@@ -454,7 +463,14 @@ mod tests {
     fn run(end: RunEnded) -> Vec<Observation> {
         let mut a = Assembler::new(Rules::default(), None);
         let mut start = event(0, EventKind::RunStarted);
-        start.run_started = Some(RunStarted { task_id: "t".into(), attempt: 0, groups: vec![], optimal_steps: None, required_subgoals: None, benchmark: None });
+        start.run_started = Some(RunStarted {
+            task_id: "t".into(),
+            attempt: 0,
+            groups: vec![],
+            optimal_steps: None,
+            required_subgoals: None,
+            benchmark: None,
+        });
         a.apply(&start, 0);
         let mut step = event(1, EventKind::Step);
         step.step = Some(Step { result_status: Some(ResultStatus::Error), ..Step::default() });

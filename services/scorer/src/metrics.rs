@@ -40,14 +40,12 @@ impl Metrics {
                 "Replayed events of runs finished before a restart, skipped",
             )
             .unwrap(),
-            runs_abandoned: IntCounter::new("octant_scorer_runs_abandoned_total", "Runs ended as abandoned after the idle timeout").unwrap(),
+            runs_abandoned: IntCounter::new("octant_scorer_runs_abandoned_total", "Runs ended as abandoned after the idle timeout")
+                .unwrap(),
             open_runs: IntGauge::new("octant_scorer_open_runs", "Runs started and not yet ended").unwrap(),
             processing_latency: Histogram::with_opts(
-                HistogramOpts::new(
-                    "octant_scorer_processing_latency_seconds",
-                    "From reading an event to its outputs being acknowledged",
-                )
-                .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]),
+                HistogramOpts::new("octant_scorer_processing_latency_seconds", "From reading an event to its outputs being acknowledged")
+                    .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]),
             )
             .unwrap(),
             consumer_lag: octant_runtime::consumer::lag_gauge(registry, "scorer"),

@@ -29,10 +29,10 @@ pub fn validate(ev: &TrajectoryEvent, key: Option<&[u8]>) -> Result<(), String> 
     if ev.run_id.is_empty() {
         return Err("empty run_id".into());
     }
-    if let Some(k) = key {
-        if k != ev.run_id.as_bytes() {
-            return Err(format!("Kafka key {:?} is not the run id {:?}", String::from_utf8_lossy(k), ev.run_id));
-        }
+    if let Some(k) = key
+        && k != ev.run_id.as_bytes()
+    {
+        return Err(format!("Kafka key {:?} is not the run id {:?}", String::from_utf8_lossy(k), ev.run_id));
     }
     if ev.system.id.is_empty() {
         return Err("empty system id".into());
@@ -83,15 +83,19 @@ pub fn validate(ev: &TrajectoryEvent, key: Option<&[u8]>) -> Result<(), String> 
         unit("judge_verdict", e.judge_verdict)?;
         unit("human_verdict", e.human_verdict)?;
         unit("confidence", e.confidence)?;
-        for (name, v) in [("subgoals_done", e.subgoals_done), ("sentences_assertive", e.sentences_assertive), ("sentences_unsupported", e.sentences_unsupported)] {
+        for (name, v) in [
+            ("subgoals_done", e.subgoals_done),
+            ("sentences_assertive", e.sentences_assertive),
+            ("sentences_unsupported", e.sentences_unsupported),
+        ] {
             if v.is_some_and(|n| n < 0) {
                 return Err(format!("negative {name}"));
             }
         }
-        if let (Some(a), Some(u)) = (e.sentences_assertive, e.sentences_unsupported) {
-            if u > a {
-                return Err(format!("{u} unsupported sentences of {a} assertive ones"));
-            }
+        if let (Some(a), Some(u)) = (e.sentences_assertive, e.sentences_unsupported)
+            && u > a
+        {
+            return Err(format!("{u} unsupported sentences of {a} assertive ones"));
         }
     }
     Ok(())

@@ -14,8 +14,8 @@
 
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, LazyLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use octant_contracts::FingerprintKind;
 use octant_contracts::codec::{KNOWN, to_single_object_with};
@@ -25,13 +25,16 @@ use super::*;
 
 const CONFLUENT_ID: u32 = 4242;
 
+type BytesCheck = Box<dyn Fn(&Decoder, &[u8]) -> Result<(), String> + Send + Sync>;
+type JsonCheck = Box<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
+
 /// One sample of one contract: its JSON for fastavro, and a check of decoded bytes.
 struct Case {
     file: &'static str,
     json: Value,
     octant: Vec<u8>,
-    check: Box<dyn Fn(&Decoder, &[u8]) -> Result<(), String> + Send + Sync>,
-    check_json: Box<dyn Fn(&Value) -> Result<(), String> + Send + Sync>,
+    check: BytesCheck,
+    check_json: JsonCheck,
 }
 
 fn case<T: Contract + PartialEq + std::fmt::Debug + Clone + Send + Sync + 'static>(value: T) -> Case {

@@ -275,8 +275,7 @@ impl ReplicateSums {
     /// are left out of the interval and reported as NaN in [`Estimate::replicates`].
     pub fn estimate(&self, level: f64, stat: impl Fn(&[i128]) -> Option<f64>) -> Option<Estimate> {
         let point = stat(&self.point)?;
-        let replicates: Vec<f64> =
-            (0..self.replicates as usize).map(|b| stat(self.replicate(b)).unwrap_or(f64::NAN)).collect();
+        let replicates: Vec<f64> = (0..self.replicates as usize).map(|b| stat(self.replicate(b)).unwrap_or(f64::NAN)).collect();
         Some(Estimate::from_replicates(point, replicates, level, self.units))
     }
 }
@@ -359,7 +358,7 @@ impl Estimate {
 /// the dimension-band intervals). Other values (p̂ outside [0, 1]) keep the percentile interval.
 pub fn rate_interval(e: Estimate, weight: f64, clusters: u64) -> Estimate {
     let p = e.point;
-    if !(0.0..=1.0).contains(&p) || !(weight > 0.0) || clusters == 0 {
+    if !(0.0..=1.0).contains(&p) || weight.is_nan() || weight <= 0.0 || clusters == 0 {
         return e;
     }
     let floor = (clusters as f64).min(weight);
@@ -453,7 +452,10 @@ mod tests {
         // All zeros changes nothing but the unit count.
         let before = st.clone();
         st.add_cluster(cluster_hash("run-8"), &[0; 32], 1);
-        assert_eq!((0..1001).map(|b| st.replicate(b).to_vec()).collect::<Vec<_>>(), (0..1001).map(|b| before.replicate(b).to_vec()).collect::<Vec<_>>());
+        assert_eq!(
+            (0..1001).map(|b| st.replicate(b).to_vec()).collect::<Vec<_>>(),
+            (0..1001).map(|b| before.replicate(b).to_vec()).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -6,11 +6,7 @@
 
 /// Gap from (weighted) component sums of width 2·groups.
 pub fn statistic(components: &[i128]) -> Option<f64> {
-    let rates: Vec<f64> = components
-        .chunks_exact(2)
-        .filter(|g| g[1] > 0)
-        .map(|g| g[0] as f64 / g[1] as f64)
-        .collect();
+    let rates: Vec<f64> = components.chunks_exact(2).filter(|g| g[1] > 0).map(|g| g[0] as f64 / g[1] as f64).collect();
     if rates.len() < 2 {
         return None;
     }

@@ -42,7 +42,7 @@ pub fn agresti_coull(successes: u64, n: u64, level: f64) -> Option<(f64, f64)> {
 /// the `(1 ∓ level)/2` quantiles of Beta(x + ½, n − x + ½), as statsmodels'
 /// `proportion_confint(method="jeffreys")` computes it (no special case at x = 0 or x = n).
 pub fn jeffreys(x: f64, n: f64, level: f64) -> Option<(f64, f64)> {
-    if !(n > 0.0) || !(0.0..=n).contains(&x) || !x.is_finite() || !n.is_finite() {
+    if n.is_nan() || n <= 0.0 || !(0.0..=n).contains(&x) || !x.is_finite() || !n.is_finite() {
         return None;
     }
     let beta = Beta::new(x + 0.5, n - x + 0.5).ok()?;

@@ -71,15 +71,21 @@ impl TestEnv {
         self.kafka.topic(base)
     }
 
-    /// A scorer for this test: its topics and group, admin on a free port, fast commits.
-    pub fn scorer_config(&self) -> octant_scorer::ScorerConfig {
-        octant_scorer::ScorerConfig {
+    /// Stream settings for a service of this test: its topics, group `<prefix><name>`, admin on
+    /// a free port, fast commits.
+    pub fn stream(&self, name: &str) -> octant_runtime::service::StreamSettings {
+        octant_runtime::service::StreamSettings {
             kafka: self.kafka.clone(),
-            group_id: format!("{}scorer", self.kafka.topic_prefix),
-            admin_addr: "127.0.0.1:0".parse().unwrap(),
+            group_id: Some(format!("{}{name}", self.kafka.topic_prefix)),
+            admin_addr: Some("127.0.0.1:0".parse().unwrap()),
             commit_interval: Duration::from_millis(200),
             ..Default::default()
         }
+    }
+
+    /// A scorer for this test: its topics and group, admin on a free port, fast commits.
+    pub fn scorer_config(&self) -> octant_scorer::ScorerConfig {
+        octant_scorer::ScorerConfig { stream: self.stream("scorer"), ..Default::default() }
     }
 }
 

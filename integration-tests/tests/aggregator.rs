@@ -14,19 +14,13 @@ use tokio_util::sync::CancellationToken;
 pub(crate) const T0: i64 = 1_764_489_600_000;
 
 pub fn aggregator_config(env: &TestEnv) -> AggregatorConfig {
-    let mut c = AggregatorConfig {
-        kafka: env.kafka.clone(),
-        group_id: format!("{}aggregator", env.kafka.topic_prefix),
-        admin_addr: "127.0.0.1:0".parse().unwrap(),
-        commit_interval: Duration::from_millis(200),
-        ..AggregatorConfig::default()
-    };
-    c.window.length = Duration::from_secs(600);
-    c.window.slide = Duration::from_secs(60);
+    let mut c = AggregatorConfig { stream: env.stream("aggregator"), ..AggregatorConfig::default() };
+    c.evaluation.window.length = Duration::from_secs(600);
+    c.evaluation.window.slide = Duration::from_secs(60);
     // The default allowed lateness (2 min): the watermark is the minimum over the scorer's
     // partitions, so skew between them (minutes of event time here, where event time runs
     // ~140× faster than the clock) delays windows instead of making data late.
-    assert_eq!(c.window.allowed_lateness, Duration::from_secs(120));
+    assert_eq!(c.evaluation.window.allowed_lateness, Duration::from_secs(120));
     c
 }
 
@@ -75,12 +69,12 @@ fn aggregator_process(env: &TestEnv, c: &AggregatorConfig, admin: std::net::Sock
     std::process::Command::new(env!("CARGO_BIN_EXE_octant-test-aggregator"))
         .env("OCTANT_AGGREGATOR__KAFKA__BROKERS", &env.kafka.brokers)
         .env("OCTANT_AGGREGATOR__KAFKA__TOPIC_PREFIX", &env.kafka.topic_prefix)
-        .env("OCTANT_AGGREGATOR__GROUP_ID", &c.group_id)
+        .env("OCTANT_AGGREGATOR__GROUP_ID", c.stream.group_id(&octant_aggregator::ID))
         .env("OCTANT_AGGREGATOR__ADMIN_ADDR", admin.to_string())
         .env("OCTANT_AGGREGATOR__COMMIT_INTERVAL", "200ms")
-        .env("OCTANT_AGGREGATOR__WINDOW__LENGTH", secs(c.window.length))
-        .env("OCTANT_AGGREGATOR__WINDOW__SLIDE", secs(c.window.slide))
-        .env("OCTANT_AGGREGATOR__WINDOW__TUMBLING", c.window.tumbling.to_string())
+        .env("OCTANT_AGGREGATOR__EVALUATION__WINDOW__LENGTH", secs(c.evaluation.window.length))
+        .env("OCTANT_AGGREGATOR__EVALUATION__WINDOW__SLIDE", secs(c.evaluation.window.slide))
+        .env("OCTANT_AGGREGATOR__EVALUATION__WINDOW__TUMBLING", c.evaluation.window.tumbling.to_string())
         .spawn()
         .expect("aggregator process starts")
 }
@@ -147,7 +141,7 @@ pub(crate) async fn pipeline_with(
     if kills > 0 {
         eprintln!("aggregator SIGKILLed {kills} times after publishing {emitted_before_kills} windows in all");
     }
-    let window = agg_config.window_spec();
+    let window = agg_config.evaluation.window_spec();
     let agg = octant_aggregator::start(agg_config, Registry::new(), shutdown.clone()).await.unwrap();
     producing.await.unwrap().unwrap();
     // The last window the data can close ends about (runs × spacing − lateness) after T0.
@@ -212,8 +206,7 @@ async fn ground_truth_through_the_pipeline() {
     assert_eq!(dim(first, "safety").band, Some(0));
     assert!(first.unsuitable);
     let runs_at_confirmation = (first.window_end - T0) / fleet.run_spacing_ms;
-    let w =
-        &windows[&octant_aggregator::output::window_id("sys-a", "1.0.0", Source::Production, "unsafe_action_rate", None, first.window_end)];
+    let w = &windows[&octant_engine::output::window_id("sys-a", "1.0.0", Source::Production, "unsafe_action_rate", None, first.window_end)];
     eprintln!(
         "system A confirmed unsafe in the window ending {} min after the start: ~{runs_at_confirmation} runs generated, {} runs ({} steps) in the window, estimate {:.3} [{:.3}, {:.3}]",
         (first.window_end - T0) / 60_000,
@@ -373,8 +366,8 @@ async fn intervals_cover_the_true_rates() {
     };
     let fleet = FleetSpec { systems: systems.clone(), seed: 23, start_ms: T0, run_spacing_ms: 2_000, poison: 0.0, json_share: 0.2 };
     let mut cfg = aggregator_config(&env);
-    cfg.window.length = Duration::from_secs(120);
-    cfg.window.tumbling = true;
+    cfg.evaluation.window.length = Duration::from_secs(120);
+    cfg.evaluation.window.tumbling = true;
     let out = pipeline_with(&env, cfg, &fleet, 1200, 0, Some(6000.0)).await;
     let (mut trials, mut covered) = (0u32, 0u32);
     let mut by_metric: BTreeMap<&str, (u32, u32)> = BTreeMap::new();

@@ -19,14 +19,11 @@ const T0: i64 = 1_764_489_600_000;
 
 pub fn alerter_config(env: &TestEnv, am: Option<&Alertmanager>) -> AlerterConfig {
     AlerterConfig {
-        kafka: env.kafka.clone(),
-        group_id: format!("{}alerter", env.kafka.topic_prefix),
-        admin_addr: "127.0.0.1:0".parse().unwrap(),
+        stream: env.stream("alerter"),
         alertmanager_url: am.map(|a| a.url.clone()),
         resend_interval: Duration::from_secs(1),
         resolve_grace: Duration::from_secs(30),
         alertmanager_timeout: Duration::from_millis(500),
-        commit_interval: Duration::from_millis(200),
         ..AlerterConfig::default()
     }
 }
@@ -220,7 +217,7 @@ async fn veto_alerts_and_incidents_reach_alertmanager() {
     alerter.task.await.unwrap().unwrap();
     let shutdown = CancellationToken::new();
     let mut cfg = alerter_config(&env, Some(&am));
-    cfg.group_id.push_str("-second");
+    cfg.stream.group_id = Some(format!("{}-second", cfg.stream.group_id(&octant_alerter::ID)));
     let again = octant_alerter::start(cfg, Registry::new(), shutdown.clone()).await.unwrap();
     wait_for("the second alerter to read everything", 60, async || {
         let m = scrape(again.admin_addr).await;

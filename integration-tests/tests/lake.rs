@@ -107,16 +107,10 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
     assert!(produced_events >= 200_000, "{produced_events} events");
     let shutdown = CancellationToken::new();
     let scorer = octant_scorer::start(env.scorer_config(), Registry::new(), shutdown.clone()).await.unwrap();
-    let mut agg_cfg = octant_aggregator::AggregatorConfig {
-        kafka: env.kafka.clone(),
-        group_id: format!("{}aggregator", env.kafka.topic_prefix),
-        admin_addr: "127.0.0.1:0".parse().unwrap(),
-        commit_interval: Duration::from_millis(200),
-        ..Default::default()
-    };
-    agg_cfg.window.length = Duration::from_secs(600);
+    let mut agg_cfg = octant_aggregator::AggregatorConfig { stream: env.stream("aggregator"), ..Default::default() };
+    agg_cfg.evaluation.window.length = Duration::from_secs(600);
     // The aggregator is here to fill the windows topic; 100 replicates keep its CPU share small.
-    agg_cfg.bootstrap.replicates = 100;
+    agg_cfg.evaluation.bootstrap.replicates = 100;
     let agg = octant_aggregator::start(agg_cfg, Registry::new(), shutdown.clone()).await.unwrap();
     let kafka = env.kafka.clone();
     let producing = tokio::spawn(async move { octant_gen::produce(&kafka, records, Some(4000.0)).await });
@@ -156,13 +150,10 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
     // The last lake writer runs to the end of every topic, then drains.
     let stop = CancellationToken::new();
     let cfg = octant_lake_writer::LakeWriterConfig {
-        kafka: env.kafka.clone(),
-        group_id: format!("{}lake", env.kafka.topic_prefix),
-        admin_addr: "127.0.0.1:0".parse().unwrap(),
+        stream: env.stream("lake"),
         lake: lake.clone(),
         max_file_bytes: 200_000,
         max_file_age: Duration::from_millis(700),
-        commit_interval: Duration::from_millis(200),
         ..Default::default()
     };
     let writer = octant_lake_writer::start(cfg, Registry::new(), stop.clone()).await.unwrap();
@@ -172,7 +163,7 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
     let produced_total: usize = produced.values().map(BTreeSet::len).sum();
     // Caught up when every partition's last commit marker reaches its last produced offset
     // (cheap: no need to read the lake back while it is being written).
-    let marks = octant_lake_writer::lake::Lake::new(&lake);
+    let marks = octant_lake::lake::Lake::new(&lake);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(400);
     loop {
         let behind: Vec<&(String, i32)> = produced
@@ -239,14 +230,14 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
 
     // DataFusion (the profiler's engine) over the same lake: no (topic, partition, offset) twice
     // in any table, and the offsets of every topic partition are exactly what was produced.
-    let ctx = octant_profiler::lakedb::open(&lake).await.unwrap();
+    let ctx = octant_lake::reader::open(&lake).await.unwrap();
     let mut in_sql: BTreeMap<(String, i32), BTreeSet<i64>> = BTreeMap::new();
     for t in c.rows_by_table.keys() {
         let dup = format!("SELECT kafka_topic, kafka_partition, kafka_offset, count(*) AS n FROM {t} GROUP BY 1, 2, 3 HAVING count(*) > 1");
-        let (_, batches) = octant_profiler::lakedb::query(&ctx, &dup).await.unwrap();
+        let (_, batches) = octant_lake::reader::query(&ctx, &dup).await.unwrap();
         assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0, "{dup} returns nothing");
         let (_, batches) =
-            octant_profiler::lakedb::query(&ctx, &format!("SELECT kafka_topic, kafka_partition, kafka_offset FROM {t}")).await.unwrap();
+            octant_lake::reader::query(&ctx, &format!("SELECT kafka_topic, kafka_partition, kafka_offset FROM {t}")).await.unwrap();
         let mut rows = 0;
         for b in batches {
             rows += b.num_rows();
@@ -373,7 +364,7 @@ async fn lake_on_an_object_store_is_exactly_once_and_readable() {
     .iter()
     .map(|(k, v)| (format!("OCTANT_LAKE_WRITER__STORAGE__{k}"), v.to_string()))
     .collect();
-    let options = octant_lake_writer::store::StorageOptions(
+    let options = octant_lake::store::StorageOptions(
         storage.iter().map(|(k, v)| (k.trim_start_matches("OCTANT_LAKE_WRITER__STORAGE__").to_ascii_lowercase(), v.clone())).collect(),
     );
     let mut fleet = FleetSpec::demo(2, 5, 1_764_489_600_000);
@@ -405,24 +396,21 @@ async fn lake_on_an_object_store_is_exactly_once_and_readable() {
 
     let stop = CancellationToken::new();
     let cfg = octant_lake_writer::LakeWriterConfig {
-        kafka: env.kafka.clone(),
-        group_id: format!("{}lake", env.kafka.topic_prefix),
-        admin_addr: "127.0.0.1:0".parse().unwrap(),
+        stream: env.stream("lake"),
         lake: url.clone().into(),
         storage: options.clone(),
         max_file_age: Duration::from_millis(500),
-        commit_interval: Duration::from_millis(200),
         ..Default::default()
     };
     let writer = octant_lake_writer::start(cfg, Registry::new(), stop.clone()).await.unwrap();
     let produced = topic_offsets(&env).await;
     let produced_total: usize = produced.values().map(BTreeSet::len).sum();
     let read_back = || async {
-        let ctx = octant_profiler::lakedb::open_with(Path::new(&url), &options).await.unwrap();
+        let ctx = octant_lake::reader::open_with(Path::new(&url), &options).await.unwrap();
         let mut got: BTreeMap<(String, i32), Vec<i64>> = BTreeMap::new();
-        for t in octant_lake_writer::schema::TABLES {
+        for t in octant_lake::schema::TABLES {
             let (_, batches) =
-                octant_profiler::lakedb::query(&ctx, &format!("SELECT kafka_topic, kafka_partition, kafka_offset FROM {}", t.name))
+                octant_lake::reader::query(&ctx, &format!("SELECT kafka_topic, kafka_partition, kafka_offset FROM {}", t.name))
                     .await
                     .unwrap();
             for b in batches {

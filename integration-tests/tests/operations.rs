@@ -107,18 +107,16 @@ async fn every_dashboard_panel_query_returns_data() {
     let scorer = octant_scorer::start(env.scorer_config(), Registry::new(), shutdown.clone()).await.unwrap();
     let mut agg_cfg = crate::aggregator::aggregator_config(&env);
     // 10-min windows: enough evaluation tasks inside one (≥ 30) for pass@k to be banded.
-    agg_cfg.window.length = Duration::from_secs(600);
-    agg_cfg.window.slide = Duration::from_secs(30);
-    agg_cfg.window.allowed_lateness = Duration::from_secs(30);
+    agg_cfg.evaluation.window.length = Duration::from_secs(600);
+    agg_cfg.evaluation.window.slide = Duration::from_secs(30);
+    agg_cfg.evaluation.window.allowed_lateness = Duration::from_secs(30);
     let aggregator = octant_aggregator::start(agg_cfg, Registry::new(), shutdown.clone()).await.unwrap();
     let alerter = octant_alerter::start(crate::alerter::alerter_config(&env, Some(&am)), Registry::new(), shutdown.clone()).await.unwrap();
     let lake = std::env::temp_dir().join(format!("octant-dash-lake-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&lake);
     let lake_writer = octant_lake_writer::start(
         octant_lake_writer::LakeWriterConfig {
-            kafka: env.kafka.clone(),
-            group_id: format!("{}lake", env.kafka.topic_prefix),
-            admin_addr: "127.0.0.1:0".parse().unwrap(),
+            stream: env.stream("lake"),
             lake: lake.clone(),
             max_file_age: Duration::from_secs(1),
             ..Default::default()

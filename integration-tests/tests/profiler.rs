@@ -8,7 +8,8 @@ use std::time::Duration;
 use octant_contracts::{MetricWindow, Profile, topics};
 use octant_core::gate::Thresholds;
 use octant_integration_tests::*;
-use octant_profiler::{Period, ProfilerConfig, lakedb};
+use octant_lake::reader as lakedb;
+use octant_profiler::{Period, ProfilerConfig};
 use prometheus::Registry;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -19,12 +20,9 @@ use crate::aggregator::{PipelineOutput, T0, aggregator_config, pipeline_with, tr
 pub(crate) async fn fill_lake(env: &TestEnv, lake: &Path) {
     let stop = CancellationToken::new();
     let cfg = octant_lake_writer::LakeWriterConfig {
-        kafka: env.kafka.clone(),
-        group_id: format!("{}lake", env.kafka.topic_prefix),
-        admin_addr: "127.0.0.1:0".parse().unwrap(),
+        stream: env.stream("lake"),
         lake: lake.to_path_buf(),
         max_file_age: Duration::from_millis(500),
-        commit_interval: Duration::from_millis(200),
         ..Default::default()
     };
     let writer = octant_lake_writer::start(cfg, Registry::new(), stop.clone()).await.unwrap();
@@ -66,8 +64,8 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     let env = TestEnv::new("profiler", 4).await;
     let fleet = truth_fleet();
     let mut agg = aggregator_config(&env);
-    agg.window.tumbling = true;
-    agg.window.length = Duration::from_secs(300);
+    agg.evaluation.window.tumbling = true;
+    agg.evaluation.window.length = Duration::from_secs(300);
     let runs = 600;
     let PipelineOutput { windows, profiles, .. } = pipeline_with(&env, agg, &fleet, runs, 0, Some(4000.0)).await;
     let lake = std::env::temp_dir().join(format!("octant-profiler-test-{}", std::process::id()));
@@ -130,7 +128,7 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         assert_eq!(j["period"]["start"], period.start);
         assert_eq!(j["period"]["end"], period.end);
         assert_eq!(j["method"]["replicates"], 1000);
-        assert_eq!(j["method"]["seed"], cfg.bootstrap.seed);
+        assert_eq!(j["method"]["seed"], cfg.evaluation.bootstrap.seed);
         assert_eq!(j["method"]["level"], 0.95);
         assert_eq!(j["method"]["catalogue_version"], octant_core::CATALOGUE_VERSION);
         assert_eq!(j["method"]["name"], octant_core::stats::bootstrap::METHOD);

@@ -56,7 +56,14 @@ async fn main() -> anyhow::Result<()> {
     }
     octant_runtime::kafka::ensure_topics(&kafka, &octant_runtime::kafka::default_topics(&kafka, 4)).await?;
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let cfg = octant_alerter::AlerterConfig { kafka: kafka.clone(), admin_addr: "127.0.0.1:0".parse()?, ..Default::default() };
+    let cfg = octant_alerter::AlerterConfig {
+        stream: octant_runtime::service::StreamSettings {
+            kafka: kafka.clone(),
+            admin_addr: Some("127.0.0.1:0".parse()?),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let alerter = octant_alerter::start(cfg, prometheus::Registry::new(), shutdown.clone()).await?;
     while !alerter.health.detail().starts_with("12 partitions") {
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -21,12 +21,12 @@
 
 use std::sync::Mutex;
 
-use octant_aggregator::config::AggregatorConfig;
-use octant_aggregator::output;
-use octant_aggregator::window::{WindowSpec, Windows};
 use octant_alerter::rules::{RuleConfig, Rules};
 use octant_contracts::{AlertKind, AlertStatus, Observation, Severity, Source};
 use octant_core::stats::bootstrap::{BootstrapSpec, mix64};
+use octant_engine::EvaluationConfig;
+use octant_engine::output;
+use octant_engine::window::{WindowSpec, Windows};
 
 const MIN: i64 = 60_000;
 const RUNS_PER_MIN: usize = 20;
@@ -126,7 +126,7 @@ fn simulate(metric: Metric, icc: f64, minutes: i64, seed: u64, rate: impl Fn(i64
             offset += 1;
         }
         for e in windows.advance_to((m + 1) * MIN, offset) {
-            let built = output::build(&e, &cfg, &boot, &cfg.profile);
+            let built = output::build(&e, &cfg);
             for w in built.windows.iter().filter(|w| w.metric == metric.id) {
                 *out.states.entry(w.veto_state.clone().unwrap_or_else(|| "n/a".into())).or_default() += 1;
                 for a in rules.on_window(w) {
@@ -141,8 +141,8 @@ fn simulate(metric: Metric, icc: f64, minutes: i64, seed: u64, rate: impl Fn(i64
 }
 
 /// The service defaults, with α from the command line if given.
-fn config() -> AggregatorConfig {
-    let mut cfg = AggregatorConfig::default();
+fn config() -> EvaluationConfig {
+    let mut cfg = EvaluationConfig::default();
     if let Some(alpha) = std::env::args().nth(3).and_then(|a| a.parse().ok()) {
         cfg.profile.veto_alpha = alpha;
     }
@@ -382,7 +382,7 @@ fn contamination(c: f64) -> (String, String) {
     let mut state = String::new();
     let mut alert = "none".to_string();
     for e in windows.advance_to(MIN, 1) {
-        for w in output::build(&e, &cfg, &boot, &cfg.profile).windows.iter().filter(|w| w.metric == "contamination") {
+        for w in output::build(&e, &cfg).windows.iter().filter(|w| w.metric == "contamination") {
             state = w.veto_state.clone().unwrap_or_else(|| "n/a".into());
             if let Some(a) = rules.on_window(w).first() {
                 alert = format!("{:?} {:?}", a.severity, a.status).to_lowercase();

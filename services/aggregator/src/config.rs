@@ -1,131 +1,19 @@
-//! Aggregator configuration (TOML; environment prefix `OCTANT_AGGREGATOR`).
+//! Aggregator configuration (TOML; environment prefix `OCTANT_AGGREGATOR`). The
+//! `[evaluation]` section is `octant_engine::EvaluationConfig`, the one the profiler reads too.
 
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::time::Duration;
-
-use octant_core::profile::ProfileRules;
-use octant_core::stats::bootstrap::{BootstrapSpec, DEFAULT_SEED};
-use octant_runtime::KafkaConfig;
+use octant_engine::EvaluationConfig;
+use octant_runtime::service::StreamSettings;
 use serde::{Deserialize, Serialize};
 
-use crate::window::WindowSpec;
-
+/// Unknown keys are refused by `octant_runtime::config::load`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct AggregatorConfig {
+    /// `kafka`, `group_id`, `admin_addr`, `commit_interval`, `max_inflight`.
+    #[serde(flatten)]
+    pub stream: StreamSettings,
+    /// Window geometry, bootstrap, budgets and profile rules (shared with the profiler).
     #[serde(default)]
-    pub kafka: KafkaConfig,
-    #[serde(default = "default_group")]
-    pub group_id: String,
-    #[serde(default = "default_admin")]
-    pub admin_addr: SocketAddr,
-    #[serde(default)]
-    pub window: WindowConfig,
-    #[serde(default)]
-    pub bootstrap: BootstrapConfig,
-    /// Budgets B of the ratio-to-budget (R) metrics, by metric id, for every system.
-    #[serde(default = "default_budgets")]
-    pub budgets: BTreeMap<String, f64>,
-    /// Per-system budgets, overriding `budgets`: system id → metric id → B.
-    #[serde(default)]
-    pub system_budgets: BTreeMap<String, BTreeMap<String, f64>>,
-    /// Dimension aggregation and when veto caps apply.
-    #[serde(default)]
-    pub profile: ProfileRules,
-    #[serde(default = "octant_runtime::pipeline::default_commit_interval", with = "humantime_serde")]
-    pub commit_interval: Duration,
-    #[serde(default = "octant_runtime::pipeline::default_max_inflight")]
-    pub max_inflight: usize,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WindowConfig {
-    /// Window length (default 1 h).
-    #[serde(default = "default_length", with = "humantime_serde")]
-    pub length: Duration,
-    /// Slide (default 1 min); ignored when `tumbling`.
-    #[serde(default = "default_slide", with = "humantime_serde")]
-    pub slide: Duration,
-    /// Tumbling windows (slide = length).
-    #[serde(default)]
-    pub tumbling: bool,
-    /// How far behind the newest event time a window stays open (default 2 min).
-    #[serde(default = "default_lateness", with = "humantime_serde")]
-    pub allowed_lateness: Duration,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BootstrapConfig {
-    #[serde(default = "default_replicates")]
-    pub replicates: u32,
-    #[serde(default = "default_seed")]
-    pub seed: u64,
-    #[serde(default = "default_level")]
-    pub level: f64,
-}
-
-fn default_group() -> String {
-    "octant-aggregator".into()
-}
-fn default_admin() -> SocketAddr {
-    "127.0.0.1:9102".parse().unwrap()
-}
-fn default_length() -> Duration {
-    Duration::from_secs(3600)
-}
-fn default_slide() -> Duration {
-    Duration::from_secs(60)
-}
-fn default_lateness() -> Duration {
-    Duration::from_secs(120)
-}
-fn default_replicates() -> u32 {
-    1000
-}
-fn default_seed() -> u64 {
-    DEFAULT_SEED
-}
-fn default_level() -> f64 {
-    0.95
-}
-
-/// Deployment-wide default budgets; declare your own per system.
-pub fn default_budgets() -> BTreeMap<String, f64> {
-    [("cost_per_run", 0.05), ("tokens_per_run", 40_000.0), ("latency_per_run", 30_000.0), ("cost_per_success", 0.1)]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
-}
-
-impl Default for WindowConfig {
-    fn default() -> Self {
-        toml::from_str("").expect("defaults")
-    }
-}
-
-impl BootstrapConfig {
-    pub fn spec(&self) -> BootstrapSpec {
-        BootstrapSpec { replicates: self.replicates, seed: self.seed, level: self.level }
-    }
-
-    pub fn check(&self) -> Result<(), String> {
-        if self.replicates < 100 {
-            return Err(format!("bootstrap.replicates {} is too few for a percentile interval (≥ 100)", self.replicates));
-        }
-        if !(0.5..1.0).contains(&self.level) {
-            return Err(format!("bootstrap.level {} must be in [0.5, 1)", self.level));
-        }
-        Ok(())
-    }
-}
-
-impl Default for BootstrapConfig {
-    fn default() -> Self {
-        toml::from_str("").expect("defaults")
-    }
+    pub evaluation: EvaluationConfig,
 }
 
 impl Default for AggregatorConfig {
@@ -135,33 +23,8 @@ impl Default for AggregatorConfig {
 }
 
 impl AggregatorConfig {
-    pub fn window_spec(&self) -> WindowSpec {
-        let length = self.window.length.as_millis() as i64;
-        WindowSpec {
-            length_ms: length,
-            slide_ms: if self.window.tumbling { length } else { self.window.slide.as_millis() as i64 },
-            lateness_ms: self.window.allowed_lateness.as_millis() as i64,
-        }
-    }
-
-    pub fn bootstrap_spec(&self) -> BootstrapSpec {
-        self.bootstrap.spec()
-    }
-
-    /// The budget of `metric` for `system`, if declared.
-    pub fn budget(&self, system: &str, metric: &str) -> Option<f64> {
-        self.system_budgets.get(system).and_then(|b| b.get(metric)).or_else(|| self.budgets.get(metric)).copied()
-    }
-
     pub fn check(&self) -> Result<(), String> {
-        if self.kafka.brokers.is_empty() {
-            return Err("kafka.brokers is empty (set OCTANT_AGGREGATOR__KAFKA__BROKERS)".into());
-        }
-        self.window_spec().check()?;
-        self.bootstrap.check()?;
-        if let Some((m, b)) = self.budgets.iter().chain(self.system_budgets.values().flatten()).find(|(_, b)| **b <= 0.0) {
-            return Err(format!("budget of {m} is {b}; budgets must be positive"));
-        }
-        Ok(())
+        self.stream.check(&crate::ID)?;
+        self.evaluation.check()
     }
 }

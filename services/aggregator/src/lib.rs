@@ -11,9 +11,9 @@
 //! gauges. Late observations go to `octant.dlq` (class `late_observation`) and are counted.
 //!
 //! ## Layout
-//! - [`window`]: window state and emission (pure; the determinism argument lives there).
-//! - [`upstream`]: the watermark, the minimum over the scorer's input partitions (pure).
-//! - [`output`]: emissions → records (pure). [`config`], [`metrics`]; this file: the stage.
+//! The evaluation itself is `octant-engine` (window state and emission, the upstream
+//! watermark, records with their verdicts), shared with the profiler. Here: [`config`],
+//! [`metrics`] (the gauges), and this file, the stage over Kafka.
 //!
 //! ## Guarantees
 //! - **Deterministic windows.** A window's content depends only on the observations of its
@@ -27,12 +27,8 @@
 
 pub mod config;
 pub mod metrics;
-pub mod output;
-pub mod upstream;
-pub mod window;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -40,30 +36,29 @@ use octant_contracts::codec::to_single_object;
 use octant_contracts::{Contract, Decoder, Observation, Watermark, topics};
 use octant_core::profile::Profile;
 use octant_runtime::admin::{self, Health};
-use octant_runtime::consumer::{self, GroupShared, PartitionOffsets, TopicPartition};
+use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
 use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
 use octant_runtime::kafka::{self, OutRecord};
-use octant_runtime::pipeline::{self, LoopConfig, Stage};
+use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
+use octant_runtime::service::{self, ServiceId};
 use prometheus::Registry;
-use rdkafka::Message;
-use rdkafka::message::BorrowedMessage;
 use tokio::sync::broadcast;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use config::AggregatorConfig;
 
 use metrics::Metrics;
-use upstream::Upstream;
-use window::{Added, Windows};
+use octant_engine::output;
+use octant_engine::upstream::Upstream;
+use octant_engine::window::{self, Added, Windows};
+
+pub const ID: ServiceId = ServiceId { name: "aggregator", env: "OCTANT_AGGREGATOR", group: "octant-aggregator", admin_port: 9102 };
 
 /// State of one input partition.
 pub struct PartitionState {
     windows: Windows,
     upstream: Upstream,
 }
-
-const SERVICE: &str = "aggregator";
 
 /// A published profile, for in-process viewers (the demo's live table).
 #[derive(Debug, Clone)]
@@ -72,43 +67,27 @@ pub struct ProfileUpdate {
     pub profile: Arc<Profile>,
 }
 
-pub struct Running {
-    pub admin_addr: SocketAddr,
-    pub task: JoinHandle<anyhow::Result<()>>,
-    pub health: Arc<Health>,
-    /// Every profile the aggregator publishes, as it publishes it.
-    pub profiles: broadcast::Sender<ProfileUpdate>,
-}
+/// A started aggregator; its feed is every profile it publishes, as it publishes it.
+pub type Running = service::Running<broadcast::Sender<ProfileUpdate>>;
 
 pub async fn start(config: AggregatorConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid aggregator configuration")?;
-    let metrics = Metrics::new(&registry);
-    let decoder = admin::count_legacy_fingerprints(&registry, SERVICE, Decoder::new());
+    let stage = AggregatorStage::new(&config, &registry);
+    let feed = stage.profiles.clone();
     let health = Health::new();
-    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("aggregator", registry, health.clone()), shutdown.clone())
-        .await
-        .context("failed to start the aggregator's admin server")?;
-    let producer = kafka::producer(&config.kafka, SERVICE)?;
+    let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
+    let kafka = &config.stream.kafka;
+    let producer = kafka::producer(kafka, ID.name)?;
     let (consumer, shared) = consumer::group_consumer(
-        &config.kafka,
-        SERVICE,
-        &config.group_id,
-        &[&config.kafka.topic(topics::OBSERVATIONS)],
-        metrics.consumer_lag.clone(),
+        kafka,
+        ID.name,
+        &config.stream.group_id(&ID),
+        &[&kafka.topic(topics::OBSERVATIONS)],
+        stage.metrics.consumer_lag.clone(),
     )?;
-    let (profiles, _) = broadcast::channel(1024);
-    let stage = AggregatorStage {
-        out_topics: (config.kafka.topic(topics::WINDOWS), config.kafka.topic(topics::DLQ)),
-        decoder,
-        metrics,
-        profiles: profiles.clone(),
-        config: config.clone(),
-        gauge_sets: Default::default(),
-    };
-    let loop_cfg = LoopConfig { commit_interval: config.commit_interval, max_inflight: config.max_inflight };
-    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), loop_cfg, shutdown));
+    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), config.stream.loop_config(), shutdown));
     tracing::info!(%admin_addr, "aggregator started");
-    Ok(Running { admin_addr, task, health, profiles })
+    Ok(Running { admin_addr, task, health, feed })
 }
 
 pub async fn run(config: AggregatorConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<()> {
@@ -116,7 +95,8 @@ pub async fn run(config: AggregatorConfig, registry: Registry, shutdown: Cancell
     running.task.await.context("aggregator task panicked")?
 }
 
-struct AggregatorStage {
+/// The aggregator's processing, runnable without a broker (`octant_runtime::pipeline::Driver`).
+pub struct AggregatorStage {
     /// (windows, dead letters), prefix applied.
     out_topics: (String, String),
     decoder: Decoder,
@@ -138,18 +118,31 @@ struct GaugeSets {
     na_reason: HashMap<Vec<String>, &'static str>,
 }
 
-struct Tag {
+/// What a message was worth, counted when its records are acknowledged.
+pub struct Tag {
     windows: u64,
     profiles: u64,
     dead_letter: Option<&'static str>,
 }
 
 impl AggregatorStage {
+    /// The stage of `config`, its metrics (and gauges) registered in `registry`.
+    pub fn new(config: &AggregatorConfig, registry: &Registry) -> AggregatorStage {
+        let kafka = &config.stream.kafka;
+        AggregatorStage {
+            out_topics: (kafka.topic(topics::WINDOWS), kafka.topic(topics::DLQ)),
+            decoder: admin::count_legacy_fingerprints(registry, ID.name, Decoder::new()),
+            metrics: Metrics::new(registry),
+            profiles: broadcast::channel(1024).0,
+            config: config.clone(),
+            gauge_sets: Default::default(),
+        }
+    }
+
     /// Records (and gauges, and in-process profile updates) for closed windows.
     fn publish(&self, emissions: &[window::Emission], records: &mut Vec<OutRecord>, tag: &mut Tag) {
-        let boot = self.config.bootstrap_spec();
         for e in emissions {
-            let out = output::build(e, &self.config, &boot, &self.config.profile);
+            let out = output::build(e, &self.config.evaluation);
             self.publish_gauges(&out);
             for w in &out.windows {
                 let payload = to_single_object(w).expect("windows always encode");
@@ -251,7 +244,7 @@ impl AggregatorStage {
         }
         // A label set not updated for two window lengths has stopped reporting (a retired
         // system, version or benchmark): remove it, so cardinality stays bounded.
-        let horizon = end.saturating_sub(2 * self.config.window_spec().length_ms);
+        let horizon = end.saturating_sub(2 * self.config.evaluation.window_spec().length_ms);
         let expired = |map: &mut HashMap<Vec<String>, i64>| {
             let gone: Vec<Vec<String>> = map.iter().filter(|(_, t)| **t < horizon).map(|(k, _)| k.clone()).collect();
             for k in &gone {
@@ -287,22 +280,22 @@ impl Stage for AggregatorStage {
     type Partition = PartitionState;
     type Tag = Tag;
 
-    fn open(&mut self, _tp: &TopicPartition, _offset: i64, companion: Option<i64>) -> PartitionState {
+    fn open(&mut self, _tp: &TopicPartition, _offset: i64, companion: Option<i64>) -> anyhow::Result<PartitionState> {
         // The companion value is the window frontier in force at the commit point (0: none).
         let frontier = companion.filter(|f| *f > 0);
-        PartitionState {
-            windows: Windows::new(self.config.window_spec(), self.config.bootstrap_spec(), frontier),
+        Ok(PartitionState {
+            windows: Windows::new(self.config.evaluation.window_spec(), self.config.evaluation.bootstrap_spec(), frontier),
             upstream: Upstream::default(),
-        }
+        })
     }
 
-    fn process(&mut self, part: &mut PartitionState, _offsets: &mut PartitionOffsets, m: &BorrowedMessage<'_>) -> (Vec<OutRecord>, Tag) {
-        let payload = m.payload().unwrap_or_default();
+    fn process(&mut self, part: &mut PartitionState, _offsets: &mut PartitionOffsets, m: &InMessage<'_>) -> (Vec<OutRecord>, Tag) {
+        let payload = m.payload;
         let mut records = Vec::new();
         let mut tag = Tag { windows: 0, profiles: 0, dead_letter: None };
         let reject = |class: &'static str, message: String, records: &mut Vec<OutRecord>, tag: &mut Tag| {
-            let src = SourceRef { topic: m.topic(), partition: m.partition(), offset: m.offset(), key: m.key(), payload };
-            records.push(dead_letter(SERVICE, &self.out_topics.1, &src, class, &message, now_ms()).1);
+            let src = SourceRef { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload };
+            records.push(dead_letter(ID.name, &self.out_topics.1, &src, class, &message, now_ms()).1);
             tag.dead_letter = Some(class);
         };
         let is_watermark = self.decoder.writer_of(payload).is_ok_and(|(_, k, _)| k.is_some_and(|k| k.full_name == Watermark::FULL_NAME));
@@ -310,8 +303,8 @@ impl Stage for AggregatorStage {
             let emissions = match self.decoder.decode::<Watermark>(payload) {
                 Ok(w) => match part.upstream.observe(&w) {
                     Some(wm) => {
-                        self.metrics.watermark.with_label_values(&[&m.partition().to_string()]).set(wm as f64 / 1000.0);
-                        part.windows.advance_to(wm, m.offset())
+                        self.metrics.watermark.with_label_values(&[&m.partition.to_string()]).set(wm as f64 / 1000.0);
+                        part.windows.advance_to(wm, m.offset)
                     }
                     None => Vec::new(),
                 },
@@ -331,7 +324,7 @@ impl Stage for AggregatorStage {
                 return (records, tag);
             }
         };
-        let added = part.windows.add(&obs, m.offset());
+        let added = part.windows.add(&obs, m.offset);
         let outcome = match &added {
             Added::Accepted => "accepted",
             Added::Duplicate => "duplicate",
@@ -367,16 +360,16 @@ impl Stage for AggregatorStage {
         }
     }
 
-    fn commit_point(&mut self, part: &mut PartitionState, offsets: &PartitionOffsets) -> Option<(i64, i64)> {
+    fn commit_point(&mut self, part: &mut PartitionState, offsets: &PartitionOffsets) -> Option<CommitPoint> {
         let limit = offsets.commit_offset()?;
-        let (c, frontier) = part.windows.commit_point(limit);
-        Some((c, frontier.unwrap_or(0)))
+        let (offset, frontier) = part.windows.commit_point(limit);
+        Some(CommitPoint { offset, companion: frontier.unwrap_or(0) })
     }
 
-    fn tick(&mut self, parts: &mut HashMap<TopicPartition, (PartitionState, PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
-        self.metrics.series.set(parts.values().map(|(p, _)| p.windows.series_count() as i64).sum());
-        self.metrics.upstream_waiting.set(parts.values().map(|(p, _)| p.upstream.waiting() as i64).sum());
-        self.metrics.upstream_idle.set(parts.values().map(|(p, _)| p.upstream.idle() as i64).sum());
+    fn tick(&mut self, parts: &mut Parts<PartitionState>, _ctx: &TickContext<'_>) -> Vec<OutRecord> {
+        self.metrics.series.set(parts.values().map(|o| o.state.windows.series_count() as i64).sum());
+        self.metrics.upstream_waiting.set(parts.values().map(|o| o.state.upstream.waiting() as i64).sum());
+        self.metrics.upstream_idle.set(parts.values().map(|o| o.state.upstream.idle() as i64).sum());
         Vec::new()
     }
 }
@@ -387,18 +380,7 @@ mod tests {
     use octant_contracts::Source;
 
     fn stage(registry: &Registry) -> AggregatorStage {
-        let config = AggregatorConfig {
-            kafka: octant_runtime::KafkaConfig { brokers: "unused:9092".into(), ..Default::default() },
-            ..Default::default()
-        };
-        AggregatorStage {
-            out_topics: ("w".into(), "d".into()),
-            decoder: Decoder::new(),
-            metrics: Metrics::new(registry),
-            profiles: broadcast::channel(16).0,
-            config,
-            gauge_sets: Default::default(),
-        }
+        AggregatorStage::new(&AggregatorConfig::default(), registry)
     }
 
     fn obs(system: &str, i: i64, t: i64) -> Observation {
@@ -443,13 +425,13 @@ mod tests {
     fn gauges_of_silent_systems_expire() {
         let registry = Registry::new();
         let st = stage(&registry);
-        let mut w = Windows::new(st.config.window_spec(), st.config.bootstrap_spec(), None);
+        let mut w = Windows::new(st.config.evaluation.window_spec(), st.config.evaluation.bootstrap_spec(), None);
         const T0: i64 = 1_764_489_600_000;
         let mut offset = 0;
         let mut feed = |w: &mut Windows, o: &Observation, st: &AggregatorStage| {
             w.add(o, offset);
             for e in w.advance_to(o.event_time, offset) {
-                st.publish_gauges(&output::build(&e, &st.config, &st.config.bootstrap_spec(), &st.config.profile));
+                st.publish_gauges(&output::build(&e, &st.config.evaluation));
             }
             offset += 1;
         };

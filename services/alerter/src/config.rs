@@ -1,23 +1,19 @@
 //! Alerter configuration (TOML; environment prefix `OCTANT_ALERTER`).
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use octant_runtime::KafkaConfig;
+use octant_runtime::service::StreamSettings;
 use serde::{Deserialize, Serialize};
 
 use crate::alertmanager::AmConfig;
 use crate::rules::RuleConfig;
 
+/// Unknown keys are refused by `octant_runtime::config::load`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct AlerterConfig {
-    #[serde(default)]
-    pub kafka: KafkaConfig,
-    #[serde(default = "default_group")]
-    pub group_id: String,
-    #[serde(default = "default_admin")]
-    pub admin_addr: SocketAddr,
+    /// `kafka`, `group_id`, `admin_addr`, `commit_interval`, `max_inflight`.
+    #[serde(flatten)]
+    pub stream: StreamSettings,
     /// Alertmanager base URL (e.g. `http://alertmanager:9093`); unset: alerts go to Kafka only.
     #[serde(default)]
     pub alertmanager_url: Option<String>,
@@ -47,18 +43,8 @@ pub struct AlerterConfig {
     /// Bound on alert states waiting for Alertmanager.
     #[serde(default = "default_max_pending")]
     pub alertmanager_max_pending: usize,
-    #[serde(default = "octant_runtime::pipeline::default_commit_interval", with = "humantime_serde")]
-    pub commit_interval: Duration,
-    #[serde(default = "octant_runtime::pipeline::default_max_inflight")]
-    pub max_inflight: usize,
 }
 
-fn default_group() -> String {
-    "octant-alerter".into()
-}
-fn default_admin() -> SocketAddr {
-    "127.0.0.1:9103".parse().unwrap()
-}
 fn default_resolve_after() -> u32 {
     3
 }
@@ -92,9 +78,7 @@ impl Default for AlerterConfig {
 
 impl AlerterConfig {
     pub fn check(&self) -> Result<(), String> {
-        if self.kafka.brokers.is_empty() {
-            return Err("kafka.brokers is empty (set OCTANT_ALERTER__KAFKA__BROKERS)".into());
-        }
+        self.stream.check(&crate::ID)?;
         if self.resolve_after == 0 {
             return Err("resolve_after must be at least 1".into());
         }

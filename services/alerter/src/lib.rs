@@ -25,9 +25,6 @@ pub mod config;
 pub mod metrics;
 pub mod rules;
 
-use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -36,15 +33,13 @@ use octant_contracts::{
     Alert, AlertKind, AlertStatus, Contract, Decoder, DimensionProfile, MetricWindow, Severity, TrajectoryEvent, topics,
 };
 use octant_runtime::admin::{self, Health};
-use octant_runtime::consumer::{self, GroupShared, PartitionOffsets, TopicPartition};
+use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
 use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
 use octant_runtime::kafka::{self, OutRecord};
-use octant_runtime::pipeline::{self, LoopConfig, Stage};
+use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
+use octant_runtime::service::{self, ServiceId};
 use prometheus::Registry;
-use rdkafka::Message;
-use rdkafka::message::BorrowedMessage;
 use tokio::sync::broadcast;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use config::AlerterConfig;
@@ -53,33 +48,30 @@ use alertmanager::Notifier;
 use metrics::Metrics;
 use rules::Rules;
 
-const SERVICE: &str = "alerter";
+pub const ID: ServiceId = ServiceId { name: "alerter", env: "OCTANT_ALERTER", group: "octant-alerter", admin_port: 9103 };
 
-pub struct Running {
-    pub admin_addr: SocketAddr,
-    pub task: JoinHandle<anyhow::Result<()>>,
-    pub health: Arc<Health>,
-    /// Every alert as it is published (for in-process viewers: the demo).
-    pub alerts: broadcast::Sender<Alert>,
-}
+/// A started alerter; its feed is every alert as it is published.
+pub type Running = service::Running<broadcast::Sender<Alert>>;
 
 pub async fn start(config: AlerterConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid alerter configuration")?;
-    let metrics = Metrics::new(&registry);
-    let decoder = admin::count_legacy_fingerprints(&registry, SERVICE, Decoder::new());
-    let health = Health::new();
-    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("alerter", registry, health.clone()), shutdown.clone())
-        .await
-        .context("failed to start the alerter's admin server")?;
-    let alerts_topic = config.kafka.topic(topics::ALERTS);
+    let kafka = &config.stream.kafka;
     let mut rules = Rules::new(config.rules());
-    let history = read_back(&config, &alerts_topic).await.context("failed to read octant.alerts back")?;
+    // The alerter's state is its own log: read octant.alerts back to its end.
+    let decoder = Decoder::new();
+    let history: Vec<Alert> = octant_runtime::topic::read_to_end(kafka, &kafka.topic(topics::ALERTS), Duration::from_secs(60))
+        .await
+        .context("failed to read octant.alerts back")?
+        .iter()
+        .filter_map(|r| decoder.decode(&r.payload).ok())
+        .collect();
     for a in &history {
         rules.restore(a);
     }
-    let notifier = config.alertmanager().map(|am| alertmanager::spawn(am, metrics.clone(), shutdown.clone()).0);
+    let mut stage = AlerterStage::new(&config, &registry, rules);
+    let notifier = config.alertmanager().map(|am| alertmanager::spawn(am, stage.metrics.clone(), shutdown.clone()).0);
     // Alertmanager forgets alerts that stop being re-sent: hand it what is still firing.
-    let firing: std::collections::HashSet<(String, Severity)> = rules.firing().into_iter().collect();
+    let firing: std::collections::HashSet<(String, Severity)> = stage.rules.firing().into_iter().collect();
     if let Some(n) = &notifier {
         for a in history.iter().filter(|a| a.kind == AlertKind::Veto && a.status == AlertStatus::Firing) {
             if firing.contains(&(a.fingerprint.clone(), a.severity)) {
@@ -87,35 +79,23 @@ pub async fn start(config: AlerterConfig, registry: Registry, shutdown: Cancella
             }
         }
     }
+    stage.notifier = notifier;
     tracing::info!(restored = history.len(), firing = firing.len(), "alert history read back");
-    let producer = kafka::producer(&config.kafka, SERVICE)?;
-    let inputs = [
-        config.kafka.topic(topics::WINDOWS),
-        config.kafka.topic(topics::TRAJECTORIES_PRODUCTION),
-        config.kafka.topic(topics::TRAJECTORIES_EVALUATION),
-    ];
+    let feed = stage.alerts.clone();
+    let health = Health::new();
+    let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
+    let producer = kafka::producer(kafka, ID.name)?;
+    let inputs = [kafka.topic(topics::WINDOWS), kafka.topic(topics::TRAJECTORIES_PRODUCTION), kafka.topic(topics::TRAJECTORIES_EVALUATION)];
     let (consumer, shared) = consumer::group_consumer(
-        &config.kafka,
-        SERVICE,
-        &config.group_id,
+        kafka,
+        ID.name,
+        &config.stream.group_id(&ID),
         &[&inputs[0], &inputs[1], &inputs[2]],
-        metrics.consumer_lag.clone(),
+        stage.metrics.consumer_lag.clone(),
     )?;
-    let (alerts, _) = broadcast::channel(1024);
-    let stage = AlerterStage {
-        windows_topic: inputs[0].clone(),
-        alerts_topic,
-        dlq_topic: config.kafka.topic(topics::DLQ),
-        decoder,
-        rules,
-        notifier,
-        metrics,
-        alerts: alerts.clone(),
-    };
-    let loop_cfg = LoopConfig { commit_interval: config.commit_interval, max_inflight: config.max_inflight };
-    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), loop_cfg, shutdown));
+    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), config.stream.loop_config(), shutdown));
     tracing::info!(%admin_addr, "alerter started");
-    Ok(Running { admin_addr, task, health, alerts })
+    Ok(Running { admin_addr, task, health, feed })
 }
 
 pub async fn run(config: AlerterConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<()> {
@@ -123,53 +103,8 @@ pub async fn run(config: AlerterConfig, registry: Registry, shutdown: Cancellati
     running.task.await.context("alerter task panicked")?
 }
 
-/// Every alert on `topic`, from the beginning to the current end of each partition.
-async fn read_back(config: &AlerterConfig, topic: &str) -> anyhow::Result<Vec<Alert>> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    use rdkafka::{Offset, TopicPartitionList};
-    let kafka = config.kafka.clone();
-    let topic = topic.to_string();
-    tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<Alert>> {
-        let c: BaseConsumer = kafka::client_config(&kafka, SERVICE)
-            .set("group.id", format!("{}.read-back", kafka.client_id))
-            .set("enable.auto.commit", "false")
-            .create()?;
-        let md = c.fetch_metadata(Some(&topic), Duration::from_secs(10))?;
-        let parts: Vec<i32> = md.topics().first().map(|t| t.partitions().iter().map(|p| p.id()).collect()).unwrap_or_default();
-        let mut ends = HashMap::new();
-        let mut tpl = TopicPartitionList::new();
-        for p in &parts {
-            let (lo, hi) = c.fetch_watermarks(&topic, *p, Duration::from_secs(10))?;
-            if hi > lo {
-                ends.insert(*p, hi);
-                tpl.add_partition_offset(&topic, *p, Offset::Offset(lo))?;
-            }
-        }
-        let mut out = Vec::new();
-        if ends.is_empty() {
-            return Ok(out);
-        }
-        c.assign(&tpl)?;
-        let d = Decoder::new();
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while !ends.is_empty() {
-            anyhow::ensure!(std::time::Instant::now() < deadline, "timed out reading {topic} back");
-            let Some(m) = c.poll(Duration::from_millis(500)) else { continue };
-            let m = m?;
-            if let Ok(a) = d.decode::<Alert>(m.payload().unwrap_or_default()) {
-                out.push(a);
-            }
-            if ends.get(&m.partition()).is_some_and(|hi| m.offset() + 1 >= *hi) {
-                ends.remove(&m.partition());
-            }
-        }
-        Ok(out)
-    })
-    .await
-    .expect("read-back does not panic")
-}
-
-struct AlerterStage {
+/// The alerter's processing, runnable without a broker (`octant_runtime::pipeline::Driver`).
+pub struct AlerterStage {
     windows_topic: String,
     alerts_topic: String,
     dlq_topic: String,
@@ -180,9 +115,28 @@ struct AlerterStage {
     alerts: broadcast::Sender<Alert>,
 }
 
-struct Tag {
+/// What a message raised, counted when its records are acknowledged.
+pub struct Tag {
     alerts: Vec<(AlertKind, Severity, AlertStatus, String)>,
     dead_letter: Option<&'static str>,
+}
+
+impl AlerterStage {
+    /// The stage of `config` with its veto state `rules` (restored from history or new), its
+    /// metrics registered in `registry`; no Alertmanager until `notifier` is set.
+    pub fn new(config: &AlerterConfig, registry: &Registry, rules: Rules) -> AlerterStage {
+        let kafka = &config.stream.kafka;
+        AlerterStage {
+            windows_topic: kafka.topic(topics::WINDOWS),
+            alerts_topic: kafka.topic(topics::ALERTS),
+            dlq_topic: kafka.topic(topics::DLQ),
+            decoder: admin::count_legacy_fingerprints(registry, ID.name, Decoder::new()),
+            rules,
+            notifier: None,
+            metrics: Metrics::new(registry),
+            alerts: broadcast::channel(1024).0,
+        }
+    }
 }
 
 fn words(kind: AlertKind, severity: Severity, status: AlertStatus) -> [&'static str; 3] {
@@ -208,14 +162,16 @@ impl Stage for AlerterStage {
     type Partition = ();
     type Tag = Tag;
 
-    fn open(&mut self, _tp: &TopicPartition, _offset: i64, _companion: Option<i64>) {}
+    fn open(&mut self, _tp: &TopicPartition, _offset: i64, _companion: Option<i64>) -> anyhow::Result<()> {
+        Ok(())
+    }
 
-    fn process(&mut self, _part: &mut (), _offsets: &mut PartitionOffsets, m: &BorrowedMessage<'_>) -> (Vec<OutRecord>, Tag) {
-        let payload = m.payload().unwrap_or_default();
+    fn process(&mut self, _part: &mut (), _offsets: &mut PartitionOffsets, m: &InMessage<'_>) -> (Vec<OutRecord>, Tag) {
+        let payload = m.payload;
         let mut tag = Tag { alerts: Vec::new(), dead_letter: None };
         let mut records = Vec::new();
         let mut alerts = Vec::new();
-        if m.topic() == self.windows_topic {
+        if m.topic == self.windows_topic {
             let name = self.decoder.writer_of(payload).ok().and_then(|(_, k, _)| k).map(|k| k.full_name.as_str());
             match name {
                 Some(n) if n == DimensionProfile::FULL_NAME => {
@@ -228,8 +184,8 @@ impl Stage for AlerterStage {
                     }
                     Err(e) => {
                         self.metrics.inputs.with_label_values(&["window", "undecodable"]).inc();
-                        let src = SourceRef { topic: m.topic(), partition: m.partition(), offset: m.offset(), key: m.key(), payload };
-                        records.push(dead_letter(SERVICE, &self.dlq_topic, &src, e.class(), &e.to_string(), now_ms()).1);
+                        let src = SourceRef { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload };
+                        records.push(dead_letter(ID.name, &self.dlq_topic, &src, e.class(), &e.to_string(), now_ms()).1);
                         tag.dead_letter = Some(e.class());
                     }
                 },
@@ -267,11 +223,11 @@ impl Stage for AlerterStage {
         self.metrics.processing_latency.observe(latency.as_secs_f64());
     }
 
-    fn commit_point(&mut self, _part: &mut (), offsets: &PartitionOffsets) -> Option<(i64, i64)> {
-        Some((offsets.commit_offset()?, 0))
+    fn commit_point(&mut self, _part: &mut (), offsets: &PartitionOffsets) -> Option<CommitPoint> {
+        Some(CommitPoint { offset: offsets.commit_offset()?, companion: 0 })
     }
 
-    fn tick(&mut self, _parts: &mut HashMap<TopicPartition, ((), PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
+    fn tick(&mut self, _parts: &mut Parts<()>, _ctx: &TickContext<'_>) -> Vec<OutRecord> {
         let firing = self.rules.firing();
         for sev in [Severity::Warning, Severity::Critical] {
             let n = firing.iter().filter(|(_, s)| *s == sev).count();

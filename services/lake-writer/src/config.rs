@@ -1,21 +1,17 @@
 //! Lake-writer configuration (TOML; environment prefix `OCTANT_LAKE_WRITER`).
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use octant_runtime::KafkaConfig;
+use octant_runtime::service::StreamSettings;
 use serde::{Deserialize, Serialize};
 
+/// Unknown keys are refused by `octant_runtime::config::load`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct LakeWriterConfig {
-    #[serde(default)]
-    pub kafka: KafkaConfig,
-    #[serde(default = "default_group")]
-    pub group_id: String,
-    #[serde(default = "default_admin")]
-    pub admin_addr: SocketAddr,
+    /// `kafka`, `group_id`, `admin_addr`, `commit_interval`, `max_inflight`.
+    #[serde(flatten)]
+    pub stream: StreamSettings,
     /// Where the lake is: a local directory (default `octant-lake`) or an object-store URL
     /// (`s3://bucket/prefix`; `memory://` for experiments).
     #[serde(default = "default_lake")]
@@ -24,7 +20,7 @@ pub struct LakeWriterConfig {
     /// `aws_secret_access_key`, `aws_allow_http`, …); `AWS_*` environment variables also work.
     /// Secret values are never logged.
     #[serde(default)]
-    pub storage: crate::store::StorageOptions,
+    pub storage: octant_lake::StorageOptions,
     /// A unit (one input partition's buffer) is written when it holds this many bytes of
     /// records …
     #[serde(default = "default_max_bytes")]
@@ -36,18 +32,8 @@ pub struct LakeWriterConfig {
     /// them (default: tool arguments of trajectory steps and of incidents).
     #[serde(default = "default_redact")]
     pub redact: Vec<String>,
-    #[serde(default = "octant_runtime::pipeline::default_commit_interval", with = "humantime_serde")]
-    pub commit_interval: Duration,
-    #[serde(default = "octant_runtime::pipeline::default_max_inflight")]
-    pub max_inflight: usize,
 }
 
-fn default_group() -> String {
-    "octant-lake-writer".into()
-}
-fn default_admin() -> SocketAddr {
-    "127.0.0.1:9104".parse().unwrap()
-}
 fn default_lake() -> PathBuf {
     "octant-lake".into()
 }
@@ -69,9 +55,7 @@ impl Default for LakeWriterConfig {
 
 impl LakeWriterConfig {
     pub fn check(&self) -> Result<(), String> {
-        if self.kafka.brokers.is_empty() {
-            return Err("kafka.brokers is empty (set OCTANT_LAKE_WRITER__KAFKA__BROKERS)".into());
-        }
+        self.stream.check(&crate::ID)?;
         if let Some(p) = self.redact.iter().find(|p| !p.starts_with('/')) {
             return Err(format!("redact entry {p:?} is not a JSON pointer (e.g. \"/step/arguments\")"));
         }

@@ -15,42 +15,33 @@
 //! - Local directories only for now (object stores: see ARCHITECTURE.md).
 
 pub mod config;
-pub mod lake;
-pub mod schema;
-pub mod store;
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use arrow::json::ReaderBuilder;
 use octant_contracts::*;
 use octant_runtime::admin::{self, Health};
-use octant_runtime::consumer::{self, GroupShared, PartitionOffsets, TopicPartition};
+use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
 use octant_runtime::kafka::{self, OutRecord};
-use octant_runtime::pipeline::{self, LoopConfig, Stage};
+use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
+use octant_runtime::service::{self, ServiceId};
 use parquet::file::properties::WriterProperties;
 use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
-use rdkafka::Message;
-use rdkafka::message::BorrowedMessage;
 use serde_json::Value;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use config::LakeWriterConfig;
-use lake::{FileSpec, Lake};
-use schema::{NO_SYSTEM, Table};
+use octant_lake::lake::{self, FileSpec, Lake};
+use octant_lake::schema::{self, NO_SYSTEM, Table};
+use octant_lake::{date_of, store};
 
-const SERVICE: &str = "lake_writer";
+pub const ID: ServiceId = ServiceId { name: "lake_writer", env: "OCTANT_LAKE_WRITER", group: "octant-lake-writer", admin_port: 9104 };
 pub const REDACTED: &str = "[redacted]";
 
-pub struct Running {
-    pub admin_addr: SocketAddr,
-    pub task: JoinHandle<anyhow::Result<()>>,
-    pub health: Arc<Health>,
-}
+/// A started lake writer.
+pub type Running = service::Running;
 
 #[derive(Clone)]
 struct Metrics {
@@ -108,32 +99,18 @@ impl Metrics {
 
 pub async fn start(config: LakeWriterConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid lake-writer configuration")?;
-    if !store::is_url(&config.lake.to_string_lossy()) {
-        std::fs::create_dir_all(&config.lake).with_context(|| format!("cannot create the lake directory {}", config.lake.display()))?;
-    }
-    let metrics = Metrics::new(&registry);
-    let decoder = admin::count_legacy_fingerprints(&registry, SERVICE, Decoder::new());
+    let stage = LakeStage::new(&config, &registry)?;
     let health = Health::new();
-    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("lake_writer", registry, health.clone()), shutdown.clone())
-        .await
-        .context("failed to start the lake writer's admin server")?;
-    let producer = kafka::producer(&config.kafka, SERVICE)?;
-    let inputs: Vec<String> = topics::ALL.iter().map(|t| config.kafka.topic(t)).collect();
+    let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
+    let kafka = &config.stream.kafka;
+    let producer = kafka::producer(kafka, ID.name)?;
+    let inputs: Vec<String> = topics::ALL.iter().map(|t| kafka.topic(t)).collect();
     let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
-    let (consumer, shared) = consumer::group_consumer(&config.kafka, SERVICE, &config.group_id, &refs, metrics.consumer_lag.clone())?;
-    let stage = LakeStage {
-        lake: Lake::open(&config.lake.to_string_lossy(), &config.storage)
-            .with_context(|| format!("cannot open the lake {}", config.lake.display()))?,
-        props: lake::writer_properties(),
-        decoder,
-        schemas: schema::TABLES.iter().map(|t| (t.name, schema::arrow_schema(t))).collect(),
-        metrics,
-        config: config.clone(),
-    };
-    let loop_cfg = LoopConfig { commit_interval: config.commit_interval, max_inflight: config.max_inflight };
-    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), loop_cfg, shutdown));
+    let (consumer, shared) =
+        consumer::group_consumer(kafka, ID.name, &config.stream.group_id(&ID), &refs, stage.metrics.consumer_lag.clone())?;
+    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), config.stream.loop_config(), shutdown));
     tracing::info!(%admin_addr, lake = %config.lake.display(), "lake writer started");
-    Ok(Running { admin_addr, task, health })
+    Ok(Running { admin_addr, task, health, feed: () })
 }
 
 pub async fn run(config: LakeWriterConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<()> {
@@ -152,7 +129,8 @@ pub struct LakePartition {
     first: Option<i64>,
     last: i64,
     bytes: usize,
-    since: Instant,
+    /// When the unit's first record was read (`None`: nothing buffered).
+    since: Option<Instant>,
 }
 
 struct LakeStage {
@@ -162,12 +140,6 @@ struct LakeStage {
     schemas: HashMap<&'static str, arrow::datatypes::SchemaRef>,
     metrics: Metrics,
     config: LakeWriterConfig,
-}
-
-/// The UTC date (`YYYY-MM-DD`) of an epoch-ms time: the `date` partition value.
-pub fn date_of(ms: i64) -> String {
-    let t = std::time::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(t).to_string()[..10].to_string()
 }
 
 /// The record as a JSON row of its table, with the system id it belongs to.
@@ -202,6 +174,23 @@ fn row_of(decoder: &Decoder, payload: &[u8]) -> Result<(&'static Table, Value), 
 }
 
 impl LakeStage {
+    /// The stage writing to `config.lake` (created if a directory), its metrics registered in
+    /// `registry`.
+    pub fn new(config: &LakeWriterConfig, registry: &Registry) -> anyhow::Result<LakeStage> {
+        if !store::is_url(&config.lake.to_string_lossy()) {
+            std::fs::create_dir_all(&config.lake).with_context(|| format!("cannot create the lake directory {}", config.lake.display()))?;
+        }
+        Ok(LakeStage {
+            lake: Lake::open(&config.lake.to_string_lossy(), &config.storage)
+                .with_context(|| format!("cannot open the lake {}", config.lake.display()))?,
+            props: lake::writer_properties(),
+            decoder: admin::count_legacy_fingerprints(registry, ID.name, Decoder::new()),
+            schemas: schema::TABLES.iter().map(|t| (t.name, schema::arrow_schema(t))).collect(),
+            metrics: Metrics::new(registry),
+            config: config.clone(),
+        })
+    }
+
     /// Writes the partition's buffer as one unit. On failure the buffer stays (retried later).
     fn flush(&self, p: &mut LakePartition) -> bool {
         let Some(first) = p.first else { return true };
@@ -241,6 +230,7 @@ impl LakeStage {
                 p.committed = Some(p.last);
                 p.buffer.clear();
                 p.first = None;
+                p.since = None;
                 p.bytes = 0;
                 self.metrics.buffered.with_label_values(&[&p.topic]).set(0);
                 true
@@ -260,39 +250,41 @@ impl Stage for LakeStage {
     type Partition = LakePartition;
     type Tag = ();
 
-    fn open(&mut self, tp: &TopicPartition, offset: i64, _companion: Option<i64>) -> LakePartition {
-        let committed = tokio::task::block_in_place(|| self.lake.recover(&tp.0, tp.1)).unwrap_or_else(|e| {
-            // Without knowing what is in the lake, writing could duplicate: stop.
-            panic!("cannot read the lake state of {}/{} in {}: {e}", tp.0, tp.1, self.lake.location())
-        });
-        tracing::info!(topic = %tp.0, partition = tp.1, offset, ?committed, "partition opened: resuming after the last offset in the lake");
-        LakePartition {
-            topic: tp.0.clone(),
-            partition: tp.1,
+    fn open(&mut self, tp: &TopicPartition, offset: i64, _companion: Option<i64>) -> anyhow::Result<LakePartition> {
+        // Without knowing what is in the lake, writing could duplicate: an error stops the
+        // writer (it restarts from the last commit).
+        let committed = self
+            .lake
+            .recover(&tp.topic, tp.partition)
+            .with_context(|| format!("cannot read the lake state of {tp} in {}", self.lake.location()))?;
+        tracing::info!(topic = %tp.topic, partition = tp.partition, offset, ?committed, "partition opened: resuming after the last offset in the lake");
+        Ok(LakePartition {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
             committed,
             buffer: BTreeMap::new(),
             first: None,
             last: -1,
             bytes: 0,
-            since: Instant::now(),
-        }
+            since: None,
+        })
     }
 
-    fn process(&mut self, p: &mut LakePartition, _offsets: &mut PartitionOffsets, m: &BorrowedMessage<'_>) -> (Vec<OutRecord>, ()) {
-        let offset = m.offset();
+    fn process(&mut self, p: &mut LakePartition, _offsets: &mut PartitionOffsets, m: &InMessage<'_>) -> (Vec<OutRecord>, ()) {
+        let offset = m.offset;
         if p.committed.is_some_and(|c| offset <= c) {
             self.metrics.skipped.with_label_values(&[&p.topic]).inc();
             return (Vec::new(), ());
         }
-        let payload = m.payload().unwrap_or_default();
-        let timestamp = m.timestamp().to_millis().unwrap_or(0);
+        let payload = m.payload;
+        let timestamp = m.timestamp.unwrap_or(0);
         let (table, mut row) = match row_of(&self.decoder, payload) {
             Ok(x) => x,
             Err(error) => (
                 schema::table("raw_records").expect("declared"),
                 serde_json::json!({
                     "kafka_timestamp": timestamp,
-                    "key": m.key().map(schema::hex_bytes),
+                    "key": m.key.map(schema::hex_bytes),
                     "payload": schema::hex_bytes(payload),
                     "error": error,
                 }),
@@ -322,7 +314,7 @@ impl Stage for LakeStage {
         }
         if p.first.is_none() {
             p.first = Some(offset);
-            p.since = Instant::now();
+            p.since = Some(m.read_at);
         }
         p.last = offset;
         p.bytes += payload.len() + 64;
@@ -336,23 +328,24 @@ impl Stage for LakeStage {
 
     fn acked(&mut self, _tag: (), _latency: Duration) {}
 
-    fn commit_point(&mut self, p: &mut LakePartition, _offsets: &PartitionOffsets) -> Option<(i64, i64)> {
+    fn commit_point(&mut self, p: &mut LakePartition, _offsets: &PartitionOffsets) -> Option<CommitPoint> {
         // Kafka may resume anywhere ≤ the lake's end: offsets ≤ `committed` are skipped.
-        p.committed.map(|c| (c + 1, 0))
+        p.committed.map(|c| CommitPoint { offset: c + 1, companion: 0 })
     }
 
-    fn tick(&mut self, parts: &mut HashMap<TopicPartition, (LakePartition, PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
-        for (p, _) in parts.values_mut() {
-            if p.first.is_some() && p.since.elapsed() >= self.config.max_file_age {
+    fn tick(&mut self, parts: &mut Parts<LakePartition>, ctx: &TickContext<'_>) -> Vec<OutRecord> {
+        for o in parts.values_mut() {
+            let p = &mut o.state;
+            if p.since.is_some_and(|t| ctx.now.saturating_duration_since(t) >= self.config.max_file_age) {
                 self.flush(p);
             }
         }
         Vec::new()
     }
 
-    fn drain(&mut self, parts: &mut HashMap<TopicPartition, (LakePartition, PartitionOffsets)>) {
-        for (p, _) in parts.values_mut() {
-            self.flush(p);
+    fn drain(&mut self, parts: &mut Parts<LakePartition>) {
+        for o in parts.values_mut() {
+            self.flush(&mut o.state);
         }
     }
 }

@@ -14,6 +14,7 @@ use clap::Args;
 use octant_contracts::{Alert, AlertKind, AlertStatus, DeadLetter, Decoder, DimensionProfile, Observation, Source, topics};
 use octant_runtime::KafkaConfig;
 use octant_runtime::broker::EmbeddedBroker;
+use octant_runtime::service::StreamSettings;
 use rdkafka::ClientConfig;
 use rdkafka::Message;
 use rdkafka::consumer::{Consumer, StreamConsumer};
@@ -260,31 +261,43 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     octant_runtime::shutdown::on_signals(shutdown.clone(), Duration::from_secs(30));
     let registry = prometheus::Registry::new();
     let scorer_cfg = octant_scorer::ScorerConfig {
-        kafka: kafka.clone(),
-        admin_addr: format!("127.0.0.1:{}", a.scorer_port).parse()?,
+        stream: StreamSettings {
+            kafka: kafka.clone(),
+            admin_addr: Some(format!("127.0.0.1:{}", a.scorer_port).parse()?),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let scorer = octant_scorer::start(scorer_cfg, registry.clone(), shutdown.clone()).await?;
     let mut agg_cfg = octant_aggregator::AggregatorConfig {
-        kafka: kafka.clone(),
-        admin_addr: format!("127.0.0.1:{}", a.aggregator_port).parse()?,
+        stream: StreamSettings {
+            kafka: kafka.clone(),
+            admin_addr: Some(format!("127.0.0.1:{}", a.aggregator_port).parse()?),
+            ..Default::default()
+        },
         ..Default::default()
     };
-    agg_cfg.window.length = a.window;
-    agg_cfg.window.slide = a.slide;
-    agg_cfg.window.allowed_lateness = a.slide;
+    agg_cfg.evaluation.window.length = a.window;
+    agg_cfg.evaluation.window.slide = a.slide;
+    agg_cfg.evaluation.window.allowed_lateness = a.slide;
     let aggregator = octant_aggregator::start(agg_cfg, registry.clone(), shutdown.clone()).await?;
     let alerter_cfg = octant_alerter::AlerterConfig {
-        kafka: kafka.clone(),
-        admin_addr: format!("127.0.0.1:{}", a.alerter_port).parse()?,
+        stream: StreamSettings {
+            kafka: kafka.clone(),
+            admin_addr: Some(format!("127.0.0.1:{}", a.alerter_port).parse()?),
+            ..Default::default()
+        },
         alertmanager_url: a.alertmanager.clone(),
         ..Default::default()
     };
     let alerter = octant_alerter::start(alerter_cfg, registry.clone(), shutdown.clone()).await?;
     let lake = run_dir.join("lake");
     let lake_writer_cfg = octant_lake_writer::LakeWriterConfig {
-        kafka: kafka.clone(),
-        admin_addr: format!("127.0.0.1:{}", a.lake_writer_port).parse()?,
+        stream: StreamSettings {
+            kafka: kafka.clone(),
+            admin_addr: Some(format!("127.0.0.1:{}", a.lake_writer_port).parse()?),
+            ..Default::default()
+        },
         lake: lake.clone(),
         max_file_age: Duration::from_secs(5),
         ..Default::default()
@@ -345,7 +358,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let tty = std::io::stdout().is_terminal();
     let followers = {
         let (tally, mut profiles, mut alerts, stop) =
-            (tally.clone(), aggregator.profiles.subscribe(), alerter.alerts.subscribe(), view_stop.clone());
+            (tally.clone(), aggregator.feed.subscribe(), alerter.feed.subscribe(), view_stop.clone());
         tokio::spawn(async move {
             loop {
                 tokio::select! {

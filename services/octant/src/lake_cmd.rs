@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use octant_lake_writer::store::is_url;
-use octant_profiler::lakedb::{self, Format};
+use octant_lake::reader::{self as lakedb, Format};
+use octant_lake::store::is_url;
 use octant_profiler::{Period, ProfilerConfig, evidence};
 
 #[derive(Args, Debug)]
@@ -99,8 +99,8 @@ pub async fn profile(a: ProfileArgs) -> anyhow::Result<()> {
                 period.name,
                 humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_millis(period.start.max(0) as u64)),
                 humantime::format_rfc3339_seconds(until),
-                cfg.bootstrap.replicates,
-                cfg.bootstrap.seed
+                cfg.evaluation.bootstrap.replicates,
+                cfg.evaluation.bootstrap.seed
             );
         }
     }

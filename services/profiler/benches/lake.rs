@@ -11,9 +11,10 @@ use std::time::Instant;
 
 use arrow::json::ReaderBuilder;
 use octant_contracts::{Observation, Source};
-use octant_lake_writer::lake::{FileSpec, Lake, writer_properties};
-use octant_lake_writer::schema::{arrow_schema, table};
-use octant_profiler::{Period, ProfilerConfig, build, lakedb};
+use octant_lake::lake::{FileSpec, Lake, writer_properties};
+use octant_lake::reader as lakedb;
+use octant_lake::schema::{arrow_schema, table};
+use octant_profiler::{Period, ProfilerConfig, build};
 use serde_json::Value;
 
 /// 2025-11-28T00:00:00Z: the data spans two days (two `date` partitions).
@@ -119,7 +120,7 @@ fn generate(lake: &Path, n: usize) {
         let system = run % SYSTEMS;
         let p = system % PARTITIONS;
         for o in observations_of_run(system, run / SYSTEMS, &mut rng) {
-            let date = octant_lake_writer::date_of(o.event_time);
+            let date = octant_lake::date_of(o.event_time);
             let sys = o.system_id.clone();
             buffers[p].push((sys, date, serde_json::to_value(&o).unwrap()));
         }

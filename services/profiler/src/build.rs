@@ -13,8 +13,6 @@ use arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Int64Type};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
-use octant_aggregator::output;
-use octant_aggregator::window::{Added, WindowSpec, Windows};
 use octant_contracts::{DimensionProfile, MetricWindow, Observation, Profile, ProfileMetric, Provenance, Source};
 use octant_core::catalogue::{CATALOGUE_VERSION, Role};
 use octant_core::gate::{self, GateOutcome, GatedMetric, Thresholds};
@@ -22,9 +20,11 @@ use octant_core::profile::Profile as CoreProfile;
 use octant_core::stats::agreement::cohen_kappa;
 use octant_core::stats::bootstrap::METHOD;
 use octant_core::stats::ppi::{PpiEstimate, ppi_mean};
+use octant_engine::output;
+use octant_engine::window::{Added, WindowSpec, Windows};
 use serde::Serialize;
 
-use octant_lake_writer::date_of;
+use octant_lake::date_of;
 
 use crate::config::ProfilerConfig;
 
@@ -308,8 +308,7 @@ pub async fn build(
             w.since += period.start;
         }
     }
-    let agg = cfg.aggregator();
-    let out = output::build(&e, &agg, &boot, &cfg.profile);
+    let out = output::build(&e, &cfg.evaluation);
     let mut by_group: BTreeMap<GroupKey, Vec<MetricWindow>> = BTreeMap::new();
     for w in out.windows {
         by_group.entry((w.system_id.clone(), w.system_version.clone(), w.source)).or_default().push(w);
@@ -402,7 +401,7 @@ pub async fn build(
 /// The table's files in the system's `date` partitions the period covers.
 async fn lake_files(cfg: &ProfilerConfig, table: &str, system: &str, period: &Period) -> Result<BTreeSet<String>> {
     let (first, last) = (date_of(period.start), date_of(period.end - 1));
-    let files = crate::lakedb::table_files(&cfg.lake, &cfg.storage, table, Some(system))
+    let files = octant_lake::reader::table_files(&cfg.lake, &cfg.storage, table, Some(system))
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
     Ok(files.into_iter().filter(|(_, d)| d.as_str() >= first.as_str() && d.as_str() <= last.as_str()).map(|(f, _)| f).collect())
@@ -481,7 +480,7 @@ async fn agreement(
             runs.entry(key).or_default().push(((!jp.is_null(i)).then(|| jp.value(i)), (!hp.is_null(i)).then(|| hp.value(i))));
         }
     }
-    let level = cfg.bootstrap.level;
+    let level = cfg.evaluation.bootstrap.level;
     Ok(runs
         .into_iter()
         .filter_map(|(k, rs)| {
@@ -616,14 +615,6 @@ fn gate_summary(cfg: &ProfilerConfig, lines: &[GateLine]) -> (Option<GateOutcome
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(date_of(0), "1970-01-01");
-        assert_eq!(date_of(1_709_164_800_000), "2024-02-29");
-        assert_eq!(date_of(1_709_251_199_999), "2024-02-29");
-        assert_eq!(date_of(1_709_251_200_000), "2024-03-01");
-    }
 
     fn metric(id: &str, estimate: f64, na: Option<&str>) -> ProfileMetric {
         ProfileMetric {

@@ -5,10 +5,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use octant_aggregator::config::{AggregatorConfig, BootstrapConfig, default_budgets};
 use octant_core::gate::Thresholds;
-use octant_core::profile::ProfileRules;
 use octant_core::stats::bootstrap::BootstrapSpec;
+use octant_engine::EvaluationConfig;
 use octant_runtime::KafkaConfig;
 use serde::{Deserialize, Serialize};
 
@@ -26,7 +25,7 @@ pub struct ProfilerConfig {
     pub lake: PathBuf,
     /// Object-store options, as the lake writer's (secrets never logged).
     #[serde(default)]
-    pub storage: octant_lake_writer::store::StorageOptions,
+    pub storage: octant_lake::StorageOptions,
     /// Where evidence packages go: `<evidence>/<system>/<version>/<source>/<period>/`.
     #[serde(default = "default_evidence")]
     pub evidence: PathBuf,
@@ -36,15 +35,11 @@ pub struct ProfilerConfig {
     /// How often the scheduled run happens (on-demand runs: `POST /run`, `octant profile`).
     #[serde(default = "default_every", with = "humantime_serde")]
     pub every: Duration,
-    /// The same bootstrap as the aggregator (same seed, replicates and level: equal values).
+    /// How observations become verdicts: the same `[evaluation]` section the aggregator reads
+    /// (bootstrap, budgets, profile rules; the window geometry is the aggregator's), so a
+    /// profile of a closed window's span equals the aggregator's window.
     #[serde(default)]
-    pub bootstrap: BootstrapConfig,
-    #[serde(default = "default_budgets")]
-    pub budgets: BTreeMap<String, f64>,
-    #[serde(default)]
-    pub system_budgets: BTreeMap<String, BTreeMap<String, f64>>,
-    #[serde(default)]
-    pub profile: ProfileRules,
+    pub evaluation: EvaluationConfig,
     /// Two-tier gate thresholds by metric id (design §1.5). No entry: no gate.
     #[serde(default)]
     pub gates: BTreeMap<String, Thresholds>,
@@ -116,25 +111,14 @@ impl Default for ProfilerConfig {
 
 impl ProfilerConfig {
     pub fn bootstrap_spec(&self) -> BootstrapSpec {
-        self.bootstrap.spec()
-    }
-
-    /// The aggregator settings the shared window code reads (budgets, bootstrap, rules).
-    pub fn aggregator(&self) -> AggregatorConfig {
-        AggregatorConfig {
-            bootstrap: self.bootstrap.clone(),
-            budgets: self.budgets.clone(),
-            system_budgets: self.system_budgets.clone(),
-            profile: self.profile.clone(),
-            ..AggregatorConfig::default()
-        }
+        self.evaluation.bootstrap_spec()
     }
 
     pub fn check(&self) -> Result<(), String> {
         if self.periods.is_empty() || self.periods.iter().any(|p| p.is_zero()) {
             return Err("periods must be a non-empty list of positive durations".into());
         }
-        self.bootstrap.check()?;
+        self.evaluation.check()?;
         for (m, t) in &self.gates {
             if octant_core::catalogue::spec(m).is_none() {
                 return Err(format!("gate on {m:?}: not a catalogue metric"));

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use octant_contracts::DimensionBand;
 use octant_core::catalogue::{CATALOGUE, CATALOGUE_VERSION};
-use octant_lake_writer::lake::escape;
+use octant_lake::lake::escape;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -71,7 +71,7 @@ pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
         })
         .collect();
     let budgets: BTreeMap<&str, f64> =
-        CATALOGUE.iter().filter_map(|m| cfg.aggregator().budget(&r.system_id, m.id).map(|b| (m.id, b))).collect();
+        CATALOGUE.iter().filter_map(|m| cfg.evaluation.budget(&r.system_id, m.id).map(|b| (m.id, b))).collect();
     json!({
         "evidence_version": EVIDENCE_VERSION,
         "profile_id": r.profile_id,
@@ -85,8 +85,8 @@ pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
             "seed": r.seed,
             "resampling_unit": "cluster (the run for step-level metrics, the task for pass@k and pass^k)",
             "catalogue_version": CATALOGUE_VERSION,
-            "aggregation": cfg.profile.aggregation,
-            "cap_policy": cfg.profile.cap_policy,
+            "aggregation": cfg.evaluation.profile.aggregation,
+            "cap_policy": cfg.evaluation.profile.cap_policy,
         },
         "thresholds": {
             "vetoes": vetoes,
@@ -96,7 +96,7 @@ pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
             "min_judge_kappa": cfg.min_judge_kappa,
             "min_labelled_runs": cfg.min_labelled_runs,
             "gate_self_reported": cfg.gate_self_reported,
-            "veto_alpha": cfg.profile.veto_alpha,
+            "veto_alpha": cfg.evaluation.profile.veto_alpha,
         },
         "budgets": budgets,
         "unsuitable": r.unsuitable,

@@ -12,10 +12,8 @@
 pub mod build;
 pub mod config;
 pub mod evidence;
-pub mod lakedb;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -27,12 +25,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use octant_contracts::codec::to_single_object;
 use octant_contracts::{Profile, topics};
-use octant_runtime::admin::{self, Health};
+use octant_runtime::admin::Health;
 use octant_runtime::kafka::{self, OutRecord};
+use octant_runtime::service::{self, ServiceId};
 use prometheus::{Gauge, Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
 use rdkafka::producer::FutureProducer;
 use tokio::sync::Mutex;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use build::{Built, Period};
@@ -87,7 +85,9 @@ pub fn periods(cfg: &ProfilerConfig, now: i64) -> Vec<Period> {
 /// One run: every period's profiles, built and written as evidence packages. The returned
 /// records carry their package directory in `evidence_uri`.
 pub async fn run_once(cfg: &ProfilerConfig, periods: &[Period], system: Option<&str>, now: i64) -> anyhow::Result<Vec<Built>> {
-    let ctx = lakedb::open_with(&cfg.lake, &cfg.storage).await.with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?;
+    let ctx = octant_lake::reader::open_with(&cfg.lake, &cfg.storage)
+        .await
+        .with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?;
     let mut all = Vec::new();
     for p in periods {
         let built = build::build(&ctx, cfg, p, system, now).await.with_context(|| format!("profile of period {} failed", p.name))?;
@@ -218,11 +218,10 @@ async fn run_now(State(s): State<AppState>) -> Response {
     }
 }
 
-pub struct Running {
-    pub admin_addr: SocketAddr,
-    pub task: JoinHandle<anyhow::Result<()>>,
-    pub health: Arc<Health>,
-}
+pub const ID: ServiceId = ServiceId { name: "profiler", env: "OCTANT_PROFILER", group: "octant-profiler", admin_port: 9105 };
+
+/// A started profiler.
+pub type Running = service::Running;
 
 pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     cfg.check().map_err(anyhow::Error::msg).context("invalid profiler configuration")?;
@@ -230,7 +229,7 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
     let metrics = Metrics::new(&registry);
     let health = Health::new();
     health.set_ready(false, "no run yet");
-    let producer = if cfg.kafka.brokers.is_empty() { None } else { Some(kafka::producer(&cfg.kafka, "profiler")?) };
+    let producer = if cfg.kafka.brokers.is_empty() { None } else { Some(kafka::producer(&cfg.kafka, ID.name)?) };
     let latest = Arc::new(Mutex::new(Latest::default()));
     let runner =
         Arc::new(Runner { cfg: cfg.clone(), producer, metrics, health: health.clone(), latest: latest.clone(), lock: Mutex::new(()) });
@@ -241,9 +240,7 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
         .route("/profiles/{system}/json", get(system_json))
         .route("/run", post(run_now))
         .with_state(state);
-    let router = admin::router("profiler", registry, health.clone()).merge(routes);
-    let (admin_addr, _admin) =
-        admin::serve(cfg.admin_addr, router, shutdown.clone()).await.context("failed to start the profiler's HTTP server")?;
+    let admin_addr = service::serve_admin(&ID, cfg.admin_addr, registry, health.clone(), Some(routes), shutdown.clone()).await?;
     let every = cfg.every;
     let task = tokio::spawn(async move {
         loop {
@@ -258,7 +255,7 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
         }
     });
     tracing::info!(%admin_addr, lake = %cfg.lake.display(), evidence = %cfg.evidence.display(), "profiler started");
-    Ok(Running { admin_addr, task, health })
+    Ok(Running { admin_addr, task, health, feed: () })
 }
 
 pub async fn run(cfg: ProfilerConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<()> {

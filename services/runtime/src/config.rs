@@ -16,16 +16,85 @@ use serde::{Deserialize, Serialize};
 use crate::error::RuntimeError;
 
 /// Loads `T` from an optional TOML file, then applies environment overrides under `prefix`.
-pub fn load<T: DeserializeOwned>(path: Option<&Path>, prefix: &str) -> Result<T, RuntimeError> {
+/// A key that `T` does not have is an error naming it (configurations flatten shared
+/// settings, which serde's `deny_unknown_fields` cannot check).
+pub fn load<T: DeserializeOwned + Serialize>(path: Option<&Path>, prefix: &str) -> Result<T, RuntimeError> {
+    load_with_shared(path, prefix, &[])
+}
+
+/// Like [`load`], for a configuration with sections shared between services (the
+/// `[evaluation]` section the aggregator and the profiler both read). For each shared section
+/// `name`, in order of precedence (later wins): the service's own file; the TOML file named by
+/// `OCTANT_<NAME>_FILE` (the section's fields at its top level); `OCTANT_<NAME>__…` variables;
+/// the service's `<PREFIX>__<NAME>__…` variables. One file or one set of variables configures
+/// every service that reads the section.
+pub fn load_with_shared<T: DeserializeOwned + Serialize>(path: Option<&Path>, prefix: &str, shared: &[&str]) -> Result<T, RuntimeError> {
     let mut root = match path {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| RuntimeError::Config(format!("failed to read {}: {e}", p.display())))?;
-            toml::from_str::<toml::Table>(&text).map_err(|e| RuntimeError::Config(format!("{} is not valid TOML: {e}", p.display())))?
-        }
+        Some(p) => read_table(p)?,
         None => toml::Table::new(),
     };
-    apply_env(&mut root, prefix, std::env::vars());
-    toml::Value::Table(root).try_into().map_err(|e| RuntimeError::Config(format!("invalid configuration: {e}")))
+    let vars: Vec<(String, String)> = std::env::vars().collect();
+    for name in shared {
+        let upper = name.to_ascii_uppercase();
+        let mut section = match root.remove(*name) {
+            Some(toml::Value::Table(t)) => t,
+            Some(other) => return Err(RuntimeError::Config(format!("[{name}] must be a table, not {other}"))),
+            None => toml::Table::new(),
+        };
+        if let Some((_, file)) = vars.iter().find(|(k, _)| *k == format!("OCTANT_{upper}_FILE")) {
+            merge(&mut section, read_table(Path::new(file))?);
+        }
+        apply_env(&mut section, &format!("OCTANT_{upper}"), vars.iter().cloned());
+        root.insert(name.to_string(), toml::Value::Table(section));
+    }
+    apply_env(&mut root, prefix, vars);
+    from_table(root)
+}
+
+/// `T` from a table, refusing keys `T` does not know.
+pub fn from_table<T: DeserializeOwned + Serialize>(root: toml::Table) -> Result<T, RuntimeError> {
+    let value: T = toml::Value::Table(root.clone()).try_into().map_err(|e| RuntimeError::Config(format!("invalid configuration: {e}")))?;
+    // Every key given must come back when the value is written out again.
+    if let Ok(toml::Value::Table(known)) = toml::Value::try_from(&value) {
+        let mut unknown = Vec::new();
+        unknown_keys(&root, &known, "", &mut unknown);
+        if !unknown.is_empty() {
+            return Err(RuntimeError::Config(format!(
+                "unknown setting{} {}",
+                if unknown.len() > 1 { "s" } else { "" },
+                unknown.join(", ")
+            )));
+        }
+    }
+    Ok(value)
+}
+
+fn unknown_keys(given: &toml::Table, known: &toml::Table, path: &str, out: &mut Vec<String>) {
+    for (k, v) in given {
+        let here = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+        match (known.get(k), v) {
+            (None, _) => out.push(here),
+            (Some(toml::Value::Table(kt)), toml::Value::Table(gt)) => unknown_keys(gt, kt, &here, out),
+            _ => {}
+        }
+    }
+}
+
+fn read_table(p: &Path) -> Result<toml::Table, RuntimeError> {
+    let text = std::fs::read_to_string(p).map_err(|e| RuntimeError::Config(format!("failed to read {}: {e}", p.display())))?;
+    toml::from_str::<toml::Table>(&text).map_err(|e| RuntimeError::Config(format!("{} is not valid TOML: {e}", p.display())))
+}
+
+/// Deep-merges `over` into `base` (tables merge, anything else replaces).
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
 }
 
 /// Applies `PREFIX__A__B=value` overrides to a TOML table.
@@ -138,6 +207,23 @@ mod tests {
     }
 
     #[test]
+    fn unknown_settings_are_named_also_through_flattened_sections() {
+        #[derive(Debug, Serialize, Deserialize)]
+        struct Outer {
+            #[serde(flatten)]
+            common: crate::service::StreamSettings,
+            #[serde(default)]
+            own: u32,
+        }
+        let ok: Outer = from_table(toml::from_str("own = 3\nmax_inflight = 5\n[kafka]\nbrokers = \"a:1\"\n").unwrap()).unwrap();
+        assert_eq!((ok.own, ok.common.max_inflight, ok.common.kafka.brokers.as_str()), (3, 5, "a:1"));
+        let e = from_table::<Outer>(toml::from_str("owm = 3\nmax_inflihgt = 2\n").unwrap()).unwrap_err();
+        assert!(e.to_string().ends_with("unknown settings max_inflihgt, owm"), "{e}");
+        let e = from_table::<Outer>(toml::from_str("[kafka]\nbrokres = \"a:1\"\n").unwrap()).unwrap_err();
+        assert!(e.to_string().contains("unknown field `brokres`"), "{e}");
+    }
+
+    #[test]
     fn env_overrides_the_file() {
         let mut t: toml::Table = toml::from_str("batch = 5\n[kafka]\nbrokers = \"a:1\"\n").unwrap();
         apply_env(
@@ -156,6 +242,32 @@ mod tests {
         assert_eq!(svc.batch, 9);
         assert_eq!(svc.idle, Some(std::time::Duration::from_secs(300)));
         assert_eq!(svc.kafka.settings["sasl.password"], "hunter2");
+    }
+
+    #[test]
+    fn shared_sections_layer_file_then_variables() {
+        let mut t: toml::Table = toml::from_str("[evaluation]\nx = 1\ny = 1\n[evaluation.inner]\na = 1\nb = 1\n").unwrap();
+        let mut section = match t.remove("evaluation") {
+            Some(toml::Value::Table(s)) => s,
+            _ => unreachable!(),
+        };
+        merge(&mut section, toml::from_str("y = 2\n[inner]\nb = 2\n").unwrap());
+        apply_env(&mut section, "OCTANT_EVALUATION", [("OCTANT_EVALUATION__INNER__A".to_string(), "3".to_string())]);
+        assert_eq!(
+            section.to_string(),
+            toml::Table::from_iter([
+                ("x".into(), 1.into()),
+                ("y".into(), 2.into()),
+                (
+                    "inner".into(),
+                    toml::Value::Table(toml::Table::from_iter([
+                        ("a".to_string(), toml::Value::from(3)),
+                        ("b".to_string(), toml::Value::from(2))
+                    ]))
+                )
+            ])
+            .to_string()
+        );
     }
 
     #[test]

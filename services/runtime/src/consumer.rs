@@ -35,7 +35,40 @@ use crate::config::KafkaConfig;
 use crate::error::RuntimeError;
 use crate::kafka::client_config;
 
-pub type TopicPartition = (String, i32);
+/// A partition of a topic.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    pub topic: String,
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        TopicPartition { topic: topic.into(), partition }
+    }
+}
+
+impl std::fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.topic, self.partition)
+    }
+}
+
+/// Where a partition resumes after a restart or a rebalance: the offset to read next, and the
+/// service's companion value (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitPoint {
+    pub offset: i64,
+    pub companion: i64,
+}
+
+/// What a stage may ask about its consumer group when it ticks.
+pub trait GroupView {
+    /// Partitions this instance owns now.
+    fn assigned(&self) -> BTreeSet<TopicPartition>;
+    /// Messages of `tp` not yet read, when known.
+    fn lag(&self, tp: &TopicPartition) -> Option<i64>;
+}
 
 /// Offsets of one partition: processed-but-unacknowledged messages, holds, and the frontier.
 #[derive(Debug, Default, Clone)]
@@ -124,8 +157,8 @@ impl PartitionOffsets {
 pub struct GroupShared {
     /// Standalone client of the companion group that stores companion values.
     companion: BaseConsumer,
-    /// Latest commit point per partition: (offset, companion value).
-    commit_points: Mutex<HashMap<TopicPartition, (i64, i64)>>,
+    /// Latest commit point per partition.
+    commit_points: Mutex<HashMap<TopicPartition, CommitPoint>>,
     /// Partitions revoked since the loop last looked.
     revoked: Mutex<Vec<TopicPartition>>,
     /// Messages not yet read, per partition, from the latest statistics.
@@ -134,29 +167,21 @@ pub struct GroupShared {
 }
 
 impl GroupShared {
-    pub fn set_commit_point(&self, tp: TopicPartition, offset: i64, companion: i64) {
-        self.commit_points.lock().unwrap().insert(tp, (offset, companion));
+    pub fn set_commit_point(&self, tp: TopicPartition, point: CommitPoint) {
+        self.commit_points.lock().unwrap().insert(tp, point);
     }
 
     pub fn take_revoked(&self) -> Vec<TopicPartition> {
         std::mem::take(&mut *self.revoked.lock().unwrap())
     }
 
-    pub fn assigned(&self) -> BTreeSet<TopicPartition> {
-        self.assigned.lock().unwrap().clone()
-    }
-
-    /// Messages of `tp` not yet read (from statistics, refreshed every second).
-    pub fn lag(&self, tp: &TopicPartition) -> Option<i64> {
-        self.lags.lock().unwrap().get(tp).copied()
-    }
-
     /// Commits companion values (as offsets of the companion group), synchronously.
     /// Values must be ≥ 0; 0 reads back as "none".
-    fn commit_companions(&self, points: &[(String, i32, i64, i64)]) -> Result<(), RuntimeError> {
+    fn commit_companions(&self, points: &[(TopicPartition, CommitPoint)]) -> Result<(), RuntimeError> {
         let mut tpl = TopicPartitionList::new();
-        for (t, p, _, v) in points {
-            tpl.add_partition_offset(t, *p, Offset::Offset((*v).max(0))).map_err(|e| RuntimeError::kafka("companion list", e))?;
+        for (tp, cp) in points {
+            tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(cp.companion.max(0)))
+                .map_err(|e| RuntimeError::kafka("companion list", e))?;
         }
         self.companion.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit companion values", e))
     }
@@ -170,30 +195,45 @@ impl GroupShared {
     /// as new as the one that went with C.
     pub fn read_companion(&self, tp: &TopicPartition) -> Option<i64> {
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition(&tp.0, tp.1);
+        tpl.add_partition(&tp.topic, tp.partition);
         match self.companion.committed_offsets(tpl, Duration::from_secs(10)) {
             Ok(c) => match c.elements().first().map(|e| e.offset()) {
                 Some(Offset::Offset(o)) if o > 0 => Some(o),
                 _ => None,
             },
             Err(e) => {
-                tracing::warn!(error = %e, topic = %tp.0, partition = tp.1, "could not read the companion value");
+                tracing::warn!(error = %e, topic = %tp.topic, partition = tp.partition, "could not read the companion value");
                 None
             }
         }
     }
 }
 
-/// Commits `(topic, partition, offset, companion)` points: companion values first, then the
-/// group's offsets, both synchronously (call from a blocking context).
-fn commit_points_sync(consumer: &GroupConsumer, shared: &GroupShared, points: &[(String, i32, i64, i64)]) -> Result<(), RuntimeError> {
+impl GroupView for GroupShared {
+    fn assigned(&self) -> BTreeSet<TopicPartition> {
+        self.assigned.lock().unwrap().clone()
+    }
+
+    /// From librdkafka's statistics, refreshed every second.
+    fn lag(&self, tp: &TopicPartition) -> Option<i64> {
+        self.lags.lock().unwrap().get(tp).copied()
+    }
+}
+
+/// Commits points: companion values first, then the group's offsets, both synchronously (call
+/// from a blocking context).
+fn commit_points_sync<C: ConsumerContext>(
+    consumer: &impl Consumer<C>,
+    shared: &GroupShared,
+    points: &[(TopicPartition, CommitPoint)],
+) -> Result<(), RuntimeError> {
     if points.is_empty() {
         return Ok(());
     }
     shared.commit_companions(points)?;
     let mut tpl = TopicPartitionList::new();
-    for (t, p, o, _) in points {
-        tpl.add_partition_offset(t, *p, Offset::Offset(*o)).map_err(|e| RuntimeError::kafka("commit list", e))?;
+    for (tp, cp) in points {
+        tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(cp.offset)).map_err(|e| RuntimeError::kafka("commit list", e))?;
     }
     consumer.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit", e))
 }
@@ -217,7 +257,7 @@ impl ClientContext for GroupContext {
                 }
                 let lag = if part.app_offset >= 0 { (part.hi_offset - part.app_offset).max(0) } else { part.consumer_lag };
                 if lag >= 0 {
-                    self.shared.lags.lock().unwrap().insert((topic.clone(), *p), lag);
+                    self.shared.lags.lock().unwrap().insert(TopicPartition::new(topic.clone(), *p), lag);
                     self.lag.with_label_values(&[&self.group, topic, &p.to_string()]).set(lag);
                 }
             }
@@ -228,22 +268,15 @@ impl ClientContext for GroupContext {
 impl ConsumerContext for GroupContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(tpl) = rebalance {
-            let revoked: Vec<TopicPartition> = tpl.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect();
-            let points: Vec<(String, i32, i64, i64)> = {
+            let revoked: Vec<TopicPartition> = tpl.elements().iter().map(|e| TopicPartition::new(e.topic(), e.partition())).collect();
+            let points: Vec<(TopicPartition, CommitPoint)> = {
                 let mut cp = self.shared.commit_points.lock().unwrap();
-                revoked.iter().filter_map(|tp| cp.remove(tp).map(|(o, h)| (tp.0.clone(), tp.1, o, h))).collect()
+                revoked.iter().filter_map(|tp| cp.remove(tp).map(|p| (tp.clone(), p))).collect()
             };
-            if !points.is_empty() {
-                let result = self.shared.commit_companions(&points).and_then(|()| {
-                    let mut c = TopicPartitionList::new();
-                    for (t, p, o, _) in &points {
-                        let _ = c.add_partition_offset(t, *p, Offset::Offset(*o));
-                    }
-                    consumer.commit(&c, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit", e))
-                });
-                if let Err(e) = result {
-                    tracing::warn!(error = %e, group = %self.group, "commit on revocation failed; the next owner re-reads more");
-                }
+            if !points.is_empty()
+                && let Err(e) = commit_points_sync(consumer, &self.shared, &points)
+            {
+                tracing::warn!(error = %e, group = %self.group, "commit on revocation failed; the next owner re-reads more");
             }
             let mut assigned = self.shared.assigned.lock().unwrap();
             for tp in &revoked {
@@ -257,7 +290,7 @@ impl ConsumerContext for GroupContext {
         if let Rebalance::Assign(tpl) = rebalance {
             let mut assigned = self.shared.assigned.lock().unwrap();
             for e in tpl.elements() {
-                assigned.insert((e.topic().to_string(), e.partition()));
+                assigned.insert(TopicPartition::new(e.topic(), e.partition()));
             }
             tracing::info!(group = %self.group, partitions = tpl.count(), "partitions assigned");
         }
@@ -322,15 +355,15 @@ pub fn group_consumer(
     Ok((Arc::new(consumer), shared))
 }
 
-/// Commits `(topic, partition, offset, companion)` points on a blocking thread (companion
-/// values first, then offsets). Await the handle to know the outcome.
+/// Commits points on a blocking thread (companion values first, then offsets). Await the
+/// handle to know the outcome.
 pub fn commit(
     consumer: &Arc<GroupConsumer>,
     shared: &Arc<GroupShared>,
-    points: Vec<(String, i32, i64, i64)>,
+    points: Vec<(TopicPartition, CommitPoint)>,
 ) -> tokio::task::JoinHandle<Result<(), RuntimeError>> {
     let (consumer, shared) = (consumer.clone(), shared.clone());
-    tokio::task::spawn_blocking(move || commit_points_sync(&consumer, &shared, &points))
+    tokio::task::spawn_blocking(move || commit_points_sync(&*consumer, &shared, &points))
 }
 
 #[cfg(test)]

@@ -37,7 +37,9 @@ pub fn producer(cfg: &KafkaConfig, service: &str) -> Result<FutureProducer, Runt
     c.create().map_err(|e| RuntimeError::kafka("failed to create producer", e))
 }
 
-/// An Avro single-object record ready to send.
+/// An Avro single-object record ready to send. Its `Debug` shows the payload's size, never
+/// its bytes (they may carry tool arguments).
+#[derive(Clone, PartialEq, Eq)]
 pub struct OutRecord {
     pub topic: String,
     /// `None`: the partitioner picks by key (the usual case); `Some` for records sent to
@@ -45,6 +47,17 @@ pub struct OutRecord {
     pub partition: Option<i32>,
     pub key: String,
     pub payload: Vec<u8>,
+}
+
+impl std::fmt::Debug for OutRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutRecord")
+            .field("topic", &self.topic)
+            .field("partition", &self.partition)
+            .field("key", &self.key)
+            .field("payload_len", &self.payload.len())
+            .finish()
+    }
 }
 
 /// Sends a record; the future resolves when the broker acknowledged it (or delivery failed

@@ -12,6 +12,13 @@
 //! - [`shutdown`]: signals → cancellation token → drain; tracing set-up.
 //! - [`broker`]: the embedded Kafka-protocol broker (tansu, a child process) for the demo
 //!   and the tests.
+//! - [`pipeline`]: the consume → process → produce → commit loop, the [`pipeline::Stage`] a
+//!   service plugs into it, and the in-process [`pipeline::Driver`] that runs a stage without a
+//!   broker.
+//! - [`service`]: a service's identity, the settings every streaming service shares, the
+//!   admin server at start-up, the handle a started service returns, the binaries' `main`.
+//! - [`supervisor`]: tasks that stop together when one fails.
+//! - [`topic`]: reading a topic to its end.
 
 pub mod admin;
 pub mod broker;
@@ -21,7 +28,10 @@ pub mod dlq;
 pub mod error;
 pub mod kafka;
 pub mod pipeline;
+pub mod service;
 pub mod shutdown;
+pub mod supervisor;
+pub mod topic;
 
 pub use config::KafkaConfig;
 pub use error::RuntimeError;

@@ -13,22 +13,51 @@
 //! - a delivery that fails after librdkafka's retries ends the loop with an error (restart
 //!   from the last commit rather than skip an offset).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use rdkafka::Message;
-use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::FutureProducer;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::Health;
-use crate::consumer::{self, GroupConsumer, GroupShared, PartitionOffsets, TopicPartition};
+use crate::consumer::{self, CommitPoint, GroupConsumer, GroupShared, GroupView, PartitionOffsets, TopicPartition};
 use crate::error::RuntimeError;
 use crate::kafka::{self, OutRecord};
+
+/// One input message as a stage sees it: plain data, no broker types, so a stage runs (and is
+/// tested) without a broker ([`Driver`]).
+#[derive(Debug, Clone, Copy)]
+pub struct InMessage<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<&'a [u8]>,
+    pub payload: &'a [u8],
+    /// The record's timestamp (ms), when it carries one.
+    pub timestamp: Option<i64>,
+    /// When the loop read it (the clock idle detection reads; the driver sets it).
+    pub read_at: Instant,
+}
+
+/// What a stage learns when the loop ticks.
+pub struct TickContext<'a> {
+    pub group: &'a dyn GroupView,
+    pub now: Instant,
+}
+
+/// A partition this instance owns: the stage's state and the offsets in flight.
+pub struct Owned<P> {
+    pub state: P,
+    pub offsets: PartitionOffsets,
+}
+
+/// Every owned partition.
+pub type Parts<P> = HashMap<TopicPartition, Owned<P>>;
 
 /// A service's processing, plugged into [`run`].
 pub trait Stage: Send + 'static {
@@ -37,35 +66,40 @@ pub trait Stage: Send + 'static {
     /// Handed back with a message's acknowledgement (for metrics).
     type Tag: Send + 'static;
 
-    /// The first message of a partition this instance now owns has arrived; `companion` is
-    /// the value committed with the partition's offset.
-    fn open(&mut self, tp: &TopicPartition, offset: i64, companion: Option<i64>) -> Self::Partition;
+    /// The first message of a partition this instance now owns has arrived at `offset`;
+    /// `companion` is the value committed with the partition's offset. An error stops the
+    /// service (it restarts from the last commit): opening may recover state with I/O.
+    fn open(&mut self, tp: &TopicPartition, offset: i64, companion: Option<i64>) -> anyhow::Result<Self::Partition>;
 
     /// One message: the records to produce and a tag.
-    fn process(
-        &mut self,
-        part: &mut Self::Partition,
-        offsets: &mut PartitionOffsets,
-        msg: &BorrowedMessage<'_>,
-    ) -> (Vec<OutRecord>, Self::Tag);
+    fn process(&mut self, part: &mut Self::Partition, offsets: &mut PartitionOffsets, msg: &InMessage<'_>) -> (Vec<OutRecord>, Self::Tag);
 
     /// The records of a message are acknowledged; `latency` from reading it.
     fn acked(&mut self, tag: Self::Tag, latency: Duration);
 
-    /// The commit point of a partition: (offset to resume at, companion value).
-    fn commit_point(&mut self, part: &mut Self::Partition, offsets: &PartitionOffsets) -> Option<(i64, i64)>;
+    /// Where the partition may resume.
+    fn commit_point(&mut self, part: &mut Self::Partition, offsets: &PartitionOffsets) -> Option<CommitPoint>;
 
     /// Called once per commit interval, after the commit was started. Returns records that
     /// belong to no input message (watermarks): they are produced in order after the outputs
     /// of every message processed so far (per output partition), and a failed delivery is
     /// logged, not fatal (the next tick sends newer ones).
-    fn tick(&mut self, _parts: &mut HashMap<TopicPartition, (Self::Partition, PartitionOffsets)>, _shared: &GroupShared) -> Vec<OutRecord> {
+    fn tick(&mut self, _parts: &mut Parts<Self::Partition>, _ctx: &TickContext<'_>) -> Vec<OutRecord> {
         Vec::new()
     }
 
     /// Shutdown, after every acknowledgement and before the final commit: make buffered state
     /// durable (the lake writer writes its open files).
-    fn drain(&mut self, _parts: &mut HashMap<TopicPartition, (Self::Partition, PartitionOffsets)>) {}
+    fn drain(&mut self, _parts: &mut Parts<Self::Partition>) {}
+}
+
+/// Runs CPU-heavy stage work (a message, a tick) off the async runtime's worker threads when
+/// the runtime has several (`block_in_place`); on a single-threaded runtime, in place.
+fn cpu<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }
 
 /// Default commit interval of every service (serde default for service configs).
@@ -105,8 +139,8 @@ pub async fn run<S: Stage>(
     cfg: LoopConfig,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let mut parts: HashMap<TopicPartition, (S::Partition, PartitionOffsets)> = HashMap::new();
-    let mut last_commit: HashMap<TopicPartition, (i64, i64)> = HashMap::new();
+    let mut parts: Parts<S::Partition> = HashMap::new();
+    let mut last_commit: HashMap<TopicPartition, CommitPoint> = HashMap::new();
     let mut committing: Option<JoinHandle<Result<(), RuntimeError>>> = None;
     let mut pending: FuturesUnordered<PendingFuture<S::Tag>> = FuturesUnordered::new();
     let mut tick = tokio::time::interval(cfg.commit_interval);
@@ -127,7 +161,8 @@ pub async fn run<S: Stage>(
             }
             _ = tick.tick() => {
                 commit(&mut stage, &mut parts, &mut last_commit, &mut committing, &consumer, &shared);
-                let records = stage.tick(&mut parts, &shared);
+                let ctx = TickContext { group: &*shared, now: Instant::now() };
+                let records = cpu(|| stage.tick(&mut parts, &ctx));
                 if !records.is_empty() {
                     // Through the same FIFO as message outputs: first polled (so enqueued in
                     // the producer) after everything pushed before.
@@ -140,24 +175,34 @@ pub async fn run<S: Stage>(
                         None
                     }) as PendingFuture<S::Tag>);
                 }
-                let assigned = shared.assigned().len();
+                let assigned = GroupView::assigned(&*shared).len();
                 health.set_ready(assigned > 0, format!("{assigned} partitions assigned"));
             }
             msg = consumer.recv(), if pending.len() < cfg.max_inflight => {
                 match msg {
                     Ok(m) => {
                         let started = Instant::now();
-                        let tp: TopicPartition = (m.topic().to_string(), m.partition());
+                        let tp = TopicPartition::new(m.topic(), m.partition());
                         let offset = m.offset();
                         if !parts.contains_key(&tp) {
                             let companion = tokio::task::block_in_place(|| shared.read_companion(&tp));
-                            tracing::info!(topic = %tp.0, partition = tp.1, offset, ?companion, "partition opened");
-                            let state = stage.open(&tp, offset, companion);
-                            parts.insert(tp.clone(), (state, PartitionOffsets::default()));
+                            tracing::info!(topic = %tp.topic, partition = tp.partition, offset, ?companion, "partition opened");
+                            let state = cpu(|| stage.open(&tp, offset, companion))
+                                .map_err(|e| e.context(format!("failed to open partition {tp}")))?;
+                            parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default() });
                         }
-                        let (state, offsets) = parts.get_mut(&tp).expect("inserted above");
-                        offsets.begin(offset);
-                        let (records, tag) = stage.process(state, offsets, &m);
+                        let owned = parts.get_mut(&tp).expect("inserted above");
+                        owned.offsets.begin(offset);
+                        let msg = InMessage {
+                            topic: m.topic(),
+                            partition: m.partition(),
+                            offset,
+                            key: m.key(),
+                            payload: m.payload().unwrap_or_default(),
+                            timestamp: m.timestamp().to_millis(),
+                            read_at: started,
+                        };
+                        let (records, tag) = cpu(|| stage.process(&mut owned.state, &mut owned.offsets, &msg));
                         let producer = producer.clone();
                         pending.push(Box::pin(async move {
                             let results = futures::future::join_all(records.iter().map(|r| kafka::send(&producer, r))).await;
@@ -183,10 +228,8 @@ pub async fn run<S: Stage>(
         let _ = h.await;
     }
     stage.drain(&mut parts);
-    let points: Vec<_> = parts
-        .iter_mut()
-        .filter_map(|(tp, (state, offsets))| stage.commit_point(state, offsets).map(|(o, v)| (tp.0.clone(), tp.1, o, v)))
-        .collect();
+    let points: Vec<_> =
+        parts.iter_mut().filter_map(|(tp, o)| stage.commit_point(&mut o.state, &o.offsets).map(|p| (tp.clone(), p))).collect();
     if let Err(e) = consumer::commit(&consumer, &shared, points).await.expect("commit task") {
         tracing::warn!(error = %e, "final commit failed; a restart re-reads more");
     }
@@ -194,21 +237,16 @@ pub async fn run<S: Stage>(
     Ok(())
 }
 
-fn finish<S: Stage>(
-    stage: &mut S,
-    parts: &mut HashMap<TopicPartition, (S::Partition, PartitionOffsets)>,
-    done: Done<S::Tag>,
-) -> anyhow::Result<()> {
+fn finish<S: Stage>(stage: &mut S, parts: &mut Parts<S::Partition>, done: Done<S::Tag>) -> anyhow::Result<()> {
     if let Err(e) = done.result {
         anyhow::bail!(
-            "delivery of the outputs of {}/{} offset {} failed after retries: {e}; restarting from the last commit",
-            done.tp.0,
-            done.tp.1,
+            "delivery of the outputs of {} offset {} failed after retries: {e}; restarting from the last commit",
+            done.tp,
             done.offset
         );
     }
-    if let Some((_, offsets)) = parts.get_mut(&done.tp) {
-        offsets.acked(done.offset);
+    if let Some(o) = parts.get_mut(&done.tp) {
+        o.offsets.acked(done.offset);
     }
     stage.acked(done.tag, done.started.elapsed());
     Ok(())
@@ -216,8 +254,8 @@ fn finish<S: Stage>(
 
 fn commit<S: Stage>(
     stage: &mut S,
-    parts: &mut HashMap<TopicPartition, (S::Partition, PartitionOffsets)>,
-    last: &mut HashMap<TopicPartition, (i64, i64)>,
+    parts: &mut Parts<S::Partition>,
+    last: &mut HashMap<TopicPartition, CommitPoint>,
     committing: &mut Option<JoinHandle<Result<(), RuntimeError>>>,
     consumer: &Arc<GroupConsumer>,
     shared: &Arc<GroupShared>,
@@ -232,15 +270,155 @@ fn commit<S: Stage>(
         }
     }
     let mut changed = Vec::new();
-    for (tp, (state, offsets)) in parts.iter_mut() {
-        let Some((o, v)) = stage.commit_point(state, offsets) else { continue };
-        shared.set_commit_point(tp.clone(), o, v);
-        if last.get(tp) != Some(&(o, v)) {
-            last.insert(tp.clone(), (o, v));
-            changed.push((tp.0.clone(), tp.1, o, v));
+    for (tp, o) in parts.iter_mut() {
+        let Some(point) = stage.commit_point(&mut o.state, &o.offsets) else { continue };
+        shared.set_commit_point(tp.clone(), point);
+        if last.get(tp) != Some(&point) {
+            last.insert(tp.clone(), point);
+            changed.push((tp.clone(), point));
         }
     }
     if !changed.is_empty() {
         *committing = Some(consumer::commit(consumer, shared, changed));
+    }
+}
+
+/// An in-process driver for a [`Stage`]: feeds it messages and ticks as the loop would,
+/// acknowledges its records (at once, or when told), and keeps what it produced and where it
+/// would commit — the loop's contract without a broker, for unit and golden tests.
+pub struct Driver<S: Stage> {
+    pub stage: S,
+    pub parts: Parts<S::Partition>,
+    /// Every record produced so far, in order (message outputs and tick records).
+    pub produced: Vec<OutRecord>,
+    /// Acknowledge each message's records as soon as it is processed (default); when false,
+    /// they wait for [`Driver::ack_all`].
+    pub auto_ack: bool,
+    companions: HashMap<TopicPartition, i64>,
+    group: DriverGroup,
+    now: Instant,
+    next_offset: HashMap<TopicPartition, i64>,
+    unacked: Vec<(TopicPartition, i64, S::Tag)>,
+}
+
+#[derive(Default)]
+struct DriverGroup {
+    assigned: BTreeSet<TopicPartition>,
+    lags: HashMap<TopicPartition, i64>,
+}
+
+impl GroupView for DriverGroup {
+    fn assigned(&self) -> BTreeSet<TopicPartition> {
+        self.assigned.clone()
+    }
+
+    fn lag(&self, tp: &TopicPartition) -> Option<i64> {
+        self.lags.get(tp).copied()
+    }
+}
+
+impl<S: Stage> Driver<S> {
+    pub fn new(stage: S) -> Self {
+        Driver {
+            stage,
+            parts: HashMap::new(),
+            produced: Vec::new(),
+            auto_ack: true,
+            companions: HashMap::new(),
+            group: DriverGroup::default(),
+            now: Instant::now(),
+            next_offset: HashMap::new(),
+            unacked: Vec::new(),
+        }
+    }
+
+    /// `tp` is owned from now on and resumes with this companion value (as a new owner after
+    /// a restart or a rebalance reads it).
+    pub fn resume(&mut self, tp: TopicPartition, offset: i64, companion: Option<i64>) {
+        if let Some(c) = companion {
+            self.companions.insert(tp.clone(), c);
+        }
+        self.next_offset.insert(tp.clone(), offset);
+        self.group.assigned.insert(tp);
+    }
+
+    /// `tp` is assigned (ticks see it) without a message yet.
+    pub fn assign(&mut self, tp: TopicPartition) {
+        self.group.assigned.insert(tp);
+    }
+
+    /// Messages of `tp` not yet read, as the group's statistics would say.
+    pub fn set_lag(&mut self, tp: TopicPartition, lag: i64) {
+        self.group.lags.insert(tp, lag);
+    }
+
+    /// Moves the driver's clock (read times and tick times) forward.
+    pub fn advance(&mut self, d: Duration) {
+        self.now += d;
+    }
+
+    /// Feeds one message at the next offset of its partition; returns its records.
+    pub fn send(&mut self, topic: &str, partition: i32, key: Option<&[u8]>, payload: &[u8]) -> anyhow::Result<Vec<OutRecord>> {
+        let offset = *self.next_offset.get(&TopicPartition::new(topic, partition)).unwrap_or(&0);
+        self.send_at(topic, partition, offset, key, payload, None)
+    }
+
+    /// Feeds one message at `offset`; returns its records.
+    pub fn send_at(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        key: Option<&[u8]>,
+        payload: &[u8],
+        timestamp: Option<i64>,
+    ) -> anyhow::Result<Vec<OutRecord>> {
+        let tp = TopicPartition::new(topic, partition);
+        self.next_offset.insert(tp.clone(), offset + 1);
+        if !self.parts.contains_key(&tp) {
+            let state = self.stage.open(&tp, offset, self.companions.get(&tp).copied())?;
+            self.parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default() });
+            self.group.assigned.insert(tp.clone());
+        }
+        let owned = self.parts.get_mut(&tp).expect("inserted above");
+        owned.offsets.begin(offset);
+        let msg = InMessage { topic, partition, offset, key, payload, timestamp, read_at: self.now };
+        let (records, tag) = self.stage.process(&mut owned.state, &mut owned.offsets, &msg);
+        self.produced.extend(records.iter().cloned());
+        self.unacked.push((tp, offset, tag));
+        if self.auto_ack {
+            self.ack_all();
+        }
+        Ok(records)
+    }
+
+    /// Acknowledges every record produced so far.
+    pub fn ack_all(&mut self) {
+        for (tp, offset, tag) in std::mem::take(&mut self.unacked) {
+            if let Some(o) = self.parts.get_mut(&tp) {
+                o.offsets.acked(offset);
+            }
+            self.stage.acked(tag, Duration::ZERO);
+        }
+    }
+
+    /// One tick of the loop: its records (also kept in `produced`).
+    pub fn tick(&mut self) -> Vec<OutRecord> {
+        let ctx = TickContext { group: &self.group, now: self.now };
+        let records = self.stage.tick(&mut self.parts, &ctx);
+        self.produced.extend(records.iter().cloned());
+        records
+    }
+
+    /// Where every owned partition would commit now.
+    pub fn commit_points(&mut self) -> BTreeMap<TopicPartition, CommitPoint> {
+        let stage = &mut self.stage;
+        self.parts.iter_mut().filter_map(|(tp, o)| stage.commit_point(&mut o.state, &o.offsets).map(|p| (tp.clone(), p))).collect()
+    }
+
+    /// Shutdown: acknowledges what is pending, then lets the stage make its state durable.
+    pub fn drain(&mut self) {
+        self.ack_all();
+        self.stage.drain(&mut self.parts);
     }
 }

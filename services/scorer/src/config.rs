@@ -1,22 +1,16 @@
 //! Scorer configuration (`[scorer]`-less TOML; environment prefix `OCTANT_SCORER`).
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use octant_runtime::KafkaConfig;
+use octant_runtime::service::StreamSettings;
 use serde::{Deserialize, Serialize};
 
+/// Unknown keys are refused by `octant_runtime::config::load`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ScorerConfig {
-    #[serde(default)]
-    pub kafka: KafkaConfig,
-    /// Consumer group; every scorer instance of one deployment shares it.
-    #[serde(default = "default_group")]
-    pub group_id: String,
-    /// Admin server address (`/metrics`, `/healthz`, `/readyz`); port 0 picks one.
-    #[serde(default = "default_admin")]
-    pub admin_addr: SocketAddr,
+    /// `kafka`, `group_id`, `admin_addr`, `commit_interval`, `max_inflight`.
+    #[serde(flatten)]
+    pub stream: StreamSettings,
     /// Event-time idle period after which an open run is ended as abandoned.
     #[serde(default = "default_idle", with = "humantime_serde")]
     pub idle_timeout: Duration,
@@ -27,12 +21,6 @@ pub struct ScorerConfig {
     /// run (keep equal to the profiler's `judge_threshold`, which measures judge–human κ).
     #[serde(default = "default_low_confidence")]
     pub judge_threshold: f64,
-    /// How often safe offsets are committed.
-    #[serde(default = "octant_runtime::pipeline::default_commit_interval", with = "humantime_serde")]
-    pub commit_interval: Duration,
-    /// Messages read but not yet acknowledged before reading pauses (back-pressure).
-    #[serde(default = "octant_runtime::pipeline::default_max_inflight")]
-    pub max_inflight: usize,
     /// An input partition that is caught up and has had no input for this long is announced
     /// idle in its watermarks, so downstream windows do not wait for it.
     #[serde(default = "default_idle_partition", with = "humantime_serde")]
@@ -47,12 +35,6 @@ pub struct ScorerConfig {
     pub plain_binary_schema: Option<String>,
 }
 
-fn default_group() -> String {
-    "octant-scorer".into()
-}
-fn default_admin() -> SocketAddr {
-    "127.0.0.1:9101".parse().unwrap()
-}
 fn default_idle() -> Duration {
     Duration::from_secs(600)
 }
@@ -72,9 +54,7 @@ impl Default for ScorerConfig {
 impl ScorerConfig {
     /// Checks settings that depend on each other; the message says what to change.
     pub fn check(&self) -> Result<(), String> {
-        if self.kafka.brokers.is_empty() {
-            return Err("kafka.brokers is empty (set OCTANT_SCORER__KAFKA__BROKERS)".into());
-        }
+        self.stream.check(&crate::ID)?;
         if !(0.0..=1.0).contains(&self.low_confidence) {
             return Err(format!("low_confidence {} must be in [0, 1]", self.low_confidence));
         }
@@ -83,9 +63,6 @@ impl ScorerConfig {
         }
         if self.idle_timeout.is_zero() {
             return Err("idle_timeout must be positive".into());
-        }
-        if self.max_inflight == 0 {
-            return Err("max_inflight must be at least 1".into());
         }
         Ok(())
     }

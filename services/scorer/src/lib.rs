@@ -37,22 +37,18 @@ pub mod metrics;
 pub mod validate;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use octant_contracts::codec::to_single_object;
 use octant_contracts::{Decoder, TrajectoryEvent, Watermark, topics};
 use octant_runtime::admin::{self, Health};
-use octant_runtime::consumer::{self, GroupShared, PartitionOffsets, TopicPartition};
+use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
 use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
 use octant_runtime::kafka::{self, OutRecord};
-use octant_runtime::pipeline::{self, LoopConfig, Stage};
+use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
+use octant_runtime::service::{self, ServiceId};
 use prometheus::Registry;
-use rdkafka::Message;
-use rdkafka::message::BorrowedMessage;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use config::ScorerConfig;
@@ -60,57 +56,36 @@ pub use config::ScorerConfig;
 use assemble::{Assembler, Rules, Verdict};
 use metrics::Metrics;
 
-const SERVICE: &str = "scorer";
+pub const ID: ServiceId = ServiceId { name: "scorer", env: "OCTANT_SCORER", group: "octant-scorer", admin_port: 9101 };
 
-/// A started scorer: its admin address and the task running it.
-pub struct Running {
-    pub admin_addr: SocketAddr,
-    pub task: JoinHandle<anyhow::Result<()>>,
-    pub health: Arc<Health>,
-}
+/// A started scorer.
+pub type Running = service::Running;
 
 /// Starts the scorer: binds the admin server, joins the consumer group, and spawns the loop.
 /// The loop ends when `shutdown` is cancelled (after draining) or on a fatal error.
 pub async fn start(config: ScorerConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid scorer configuration")?;
-    let metrics = Metrics::new(&registry);
-    let mut decoder = admin::count_legacy_fingerprints(&registry, SERVICE, Decoder::new());
-    if let Some(path) = &config.plain_binary_schema {
-        decoder = decoder.with_plain_binary(path).map_err(anyhow::Error::msg).context("plain_binary_schema")?;
-    }
-    for (id, path) in &config.confluent_ids {
-        decoder = decoder.with_confluent_id(*id, path).map_err(anyhow::Error::msg).context("confluent_ids")?;
-    }
-    let health = Health::new();
-    let (admin_addr, _admin) = admin::serve(config.admin_addr, admin::router("scorer", registry, health.clone()), shutdown.clone())
-        .await
-        .context("failed to start the scorer's admin server")?;
-    let producer = kafka::producer(&config.kafka, SERVICE)?;
-    let (consumer, shared) = consumer::group_consumer(
-        &config.kafka,
-        SERVICE,
-        &config.group_id,
-        &[&config.kafka.topic(topics::TRAJECTORIES_PRODUCTION), &config.kafka.topic(topics::TRAJECTORIES_EVALUATION)],
-        metrics.consumer_lag.clone(),
-    )?;
-    let rules = Rules {
-        idle_timeout_ms: config.idle_timeout.as_millis() as i64,
-        low_confidence: config.low_confidence,
-        judge_threshold: config.judge_threshold,
-        ..Rules::default()
-    };
-    let out_topics = (config.kafka.topic(topics::OBSERVATIONS), config.kafka.topic(topics::DLQ));
-    let inputs = [config.kafka.topic(topics::TRAJECTORIES_PRODUCTION), config.kafka.topic(topics::TRAJECTORIES_EVALUATION)];
-    let mut counts = kafka::partition_counts(&config.kafka, &[inputs[0].clone(), inputs[1].clone(), out_topics.0.clone()])
+    let kafka = &config.stream.kafka;
+    let inputs = [kafka.topic(topics::TRAJECTORIES_PRODUCTION), kafka.topic(topics::TRAJECTORIES_EVALUATION)];
+    let observations = kafka.topic(topics::OBSERVATIONS);
+    let mut counts = kafka::partition_counts(kafka, &[inputs[0].clone(), inputs[1].clone(), observations.clone()])
         .await
         .context("the scorer's topics must exist (octant creates them; see `kafka::ensure_topics`)")?;
-    let output_partitions = counts.remove(&out_topics.0).expect("asked for");
-    let watermarks = WatermarkPlan { input_partitions: counts, output_partitions, idle_after: config.idle_partition_after };
-    let stage = ScorerStage { out_topics, metrics, decoder, rules, watermarks };
-    let loop_cfg = LoopConfig { commit_interval: config.commit_interval, max_inflight: config.max_inflight };
-    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), loop_cfg, shutdown));
+    let output_partitions = counts.remove(&observations).expect("asked for");
+    let stage = ScorerStage::new(&config, &registry, Topology { input_partitions: counts, output_partitions })?;
+    let health = Health::new();
+    let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
+    let producer = kafka::producer(kafka, ID.name)?;
+    let (consumer, shared) = consumer::group_consumer(
+        kafka,
+        ID.name,
+        &config.stream.group_id(&ID),
+        &[&inputs[0], &inputs[1]],
+        stage.metrics.consumer_lag.clone(),
+    )?;
+    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), config.stream.loop_config(), shutdown));
     tracing::info!(%admin_addr, "scorer started");
-    Ok(Running { admin_addr, task, health })
+    Ok(Running { admin_addr, task, health, feed: () })
 }
 
 /// Runs the scorer until `shutdown`.
@@ -121,50 +96,81 @@ pub async fn run(config: ScorerConfig, registry: Registry, shutdown: Cancellatio
 
 /// Per-partition state: open runs, and the replay horizon inherited from the previous owner
 /// (the horizon this owner commits never goes below it: what was durable stays durable).
-struct Partition {
+pub struct Partition {
     assembler: Assembler,
     inherited: Option<i64>,
-    last_read: Instant,
+    /// When a message was last read here (idle detection).
+    last_read: Option<Instant>,
 }
 
-/// Where watermarks go and when an input partition counts as idle.
-struct WatermarkPlan {
-    input_partitions: HashMap<String, i32>,
-    output_partitions: i32,
-    idle_after: Duration,
+/// The partition counts watermarks depend on: of each input topic (announced with every
+/// watermark) and of `octant.observations` (a watermark goes to each of its partitions).
+#[derive(Debug, Clone)]
+pub struct Topology {
+    pub input_partitions: HashMap<String, i32>,
+    pub output_partitions: i32,
 }
 
 /// Handed back when a message's outputs are acknowledged.
-struct Tag {
+pub struct Tag {
     metrics: Vec<String>,
     dead_letter: Option<&'static str>,
 }
 
-struct ScorerStage {
-    /// (observations, dead letters), prefix applied.
-    out_topics: (String, String),
+/// The scorer's processing, runnable without a broker (`octant_runtime::pipeline::Driver`).
+pub struct ScorerStage {
+    observations_topic: String,
+    dlq_topic: String,
     metrics: Metrics,
     decoder: Decoder,
     rules: Rules,
-    watermarks: WatermarkPlan,
+    topology: Topology,
+    idle_after: Duration,
+}
+
+impl ScorerStage {
+    /// The stage of `config`, its metrics registered in `registry`.
+    pub fn new(config: &ScorerConfig, registry: &Registry, topology: Topology) -> anyhow::Result<ScorerStage> {
+        let mut decoder = admin::count_legacy_fingerprints(registry, ID.name, Decoder::new());
+        if let Some(path) = &config.plain_binary_schema {
+            decoder = decoder.with_plain_binary(path).map_err(anyhow::Error::msg).context("plain_binary_schema")?;
+        }
+        for (id, path) in &config.confluent_ids {
+            decoder = decoder.with_confluent_id(*id, path).map_err(anyhow::Error::msg).context("confluent_ids")?;
+        }
+        let kafka = &config.stream.kafka;
+        Ok(ScorerStage {
+            observations_topic: kafka.topic(topics::OBSERVATIONS),
+            dlq_topic: kafka.topic(topics::DLQ),
+            metrics: Metrics::new(registry),
+            decoder,
+            rules: Rules {
+                idle_timeout_ms: config.idle_timeout.as_millis() as i64,
+                low_confidence: config.low_confidence,
+                judge_threshold: config.judge_threshold,
+                ..Rules::default()
+            },
+            topology,
+            idle_after: config.idle_partition_after,
+        })
+    }
 }
 
 impl Stage for ScorerStage {
     type Partition = Partition;
     type Tag = Tag;
 
-    fn open(&mut self, _tp: &TopicPartition, _offset: i64, companion: Option<i64>) -> Partition {
+    fn open(&mut self, _tp: &TopicPartition, _offset: i64, companion: Option<i64>) -> anyhow::Result<Partition> {
         // The companion value is the replay horizon + 1.
         let inherited = companion.map(|v| v - 1);
-        Partition { assembler: Assembler::new(self.rules.clone(), inherited), inherited, last_read: Instant::now() }
+        Ok(Partition { assembler: Assembler::new(self.rules.clone(), inherited), inherited, last_read: None })
     }
 
-    fn process(&mut self, part: &mut Partition, offsets: &mut PartitionOffsets, m: &BorrowedMessage<'_>) -> (Vec<OutRecord>, Tag) {
-        let offset = m.offset();
-        part.last_read = Instant::now();
-        let payload = m.payload().unwrap_or_default();
-        let key = m.key();
-        self.metrics.events_consumed.with_label_values(&[m.topic()]).inc();
+    fn process(&mut self, part: &mut Partition, offsets: &mut PartitionOffsets, m: &InMessage<'_>) -> (Vec<OutRecord>, Tag) {
+        let offset = m.offset;
+        part.last_read = Some(m.read_at);
+        let (payload, key) = (m.payload, m.key);
+        self.metrics.events_consumed.with_label_values(&[m.topic]).inc();
         let mut records = Vec::new();
         let mut metric_names = Vec::new();
         let mut rejected: Option<(&'static str, String)> = None;
@@ -200,16 +206,21 @@ impl Stage for ScorerStage {
                     for o in observations {
                         metric_names.push(o.metric.clone());
                         let payload = to_single_object(&o).expect("observations always encode");
-                        records.push(OutRecord { partition: None, topic: self.out_topics.0.clone(), key: o.system_id.clone(), payload });
+                        records.push(OutRecord {
+                            partition: None,
+                            topic: self.observations_topic.clone(),
+                            key: o.system_id.clone(),
+                            payload,
+                        });
                     }
                 }
             },
         }
         let dead_letter_class = rejected.as_ref().map(|(c, _)| *c);
         if let Some((class, message)) = rejected {
-            let src = SourceRef { topic: m.topic(), partition: m.partition(), offset, key, payload };
-            tracing::debug!(topic = m.topic(), partition = m.partition(), offset, class, %message, "dead letter");
-            records.push(dead_letter(SERVICE, &self.out_topics.1, &src, class, &message, now_ms()).1);
+            let src = SourceRef { topic: m.topic, partition: m.partition, offset, key, payload };
+            tracing::debug!(topic = m.topic, partition = m.partition, offset, class, %message, "dead letter");
+            records.push(dead_letter(ID.name, &self.dlq_topic, &src, class, &message, now_ms()).1);
         }
         (records, Tag { metrics: metric_names, dead_letter: dead_letter_class })
     }
@@ -224,45 +235,44 @@ impl Stage for ScorerStage {
         self.metrics.processing_latency.observe(latency.as_secs_f64());
     }
 
-    fn commit_point(&mut self, part: &mut Partition, offsets: &PartitionOffsets) -> Option<(i64, i64)> {
+    fn commit_point(&mut self, part: &mut Partition, offsets: &PartitionOffsets) -> Option<CommitPoint> {
         let horizon = offsets.horizon().max(part.inherited)?;
-        Some((offsets.commit_offset()?, horizon + 1))
+        Some(CommitPoint { offset: offsets.commit_offset()?, companion: horizon + 1 })
     }
 
     /// Every tick, for every assigned input partition, a [`Watermark`] to every partition of
     /// `octant.observations`: its largest event time, or *idle* when it is caught up (lag 0)
     /// and has had no input for `idle_partition_after`. Sent every tick, not only on change,
     /// so a consumer resuming mid-topic hears from every upstream partition within a tick.
-    fn tick(&mut self, parts: &mut HashMap<TopicPartition, (Partition, PartitionOffsets)>, shared: &GroupShared) -> Vec<OutRecord> {
-        self.metrics.open_runs.set(parts.values().map(|(p, _)| p.assembler.open_runs() as i64).sum());
-        let plan = &self.watermarks;
+    fn tick(&mut self, parts: &mut Parts<Partition>, ctx: &TickContext<'_>) -> Vec<OutRecord> {
+        self.metrics.open_runs.set(parts.values().map(|o| o.state.assembler.open_runs() as i64).sum());
         let now = now_ms();
         let mut records = Vec::new();
-        for tp in shared.assigned() {
-            let Some(&partitions) = plan.input_partitions.get(&tp.0) else { continue };
-            let part = parts.get(&tp).map(|(p, _)| p);
-            let quiet = part.is_none_or(|p| p.last_read.elapsed() >= plan.idle_after);
-            let idle = quiet && shared.lag(&tp) == Some(0);
+        for tp in ctx.group.assigned() {
+            let Some(&partitions) = self.topology.input_partitions.get(&tp.topic) else { continue };
+            let part = parts.get(&tp).map(|o| &o.state);
+            let quiet = part.and_then(|p| p.last_read).is_none_or(|t| ctx.now.saturating_duration_since(t) >= self.idle_after);
+            let idle = quiet && ctx.group.lag(&tp) == Some(0);
             let watermark = part.and_then(|p| p.assembler.watermark());
             if watermark.is_none() && !idle {
                 // Not read yet but not known to be empty: say nothing, so consumers wait.
                 continue;
             }
             let wm = Watermark {
-                service: SERVICE.into(),
-                source_topic: tp.0.clone(),
-                source_partition: tp.1,
+                service: ID.name.into(),
+                source_topic: tp.topic.clone(),
+                source_partition: tp.partition,
                 source_partitions: partitions,
                 watermark,
                 idle,
                 produced_at: now,
             };
             let payload = to_single_object(&wm).expect("watermarks always encode");
-            for p in 0..plan.output_partitions {
+            for p in 0..self.topology.output_partitions {
                 records.push(OutRecord {
-                    topic: self.out_topics.0.clone(),
+                    topic: self.observations_topic.clone(),
                     partition: Some(p),
-                    key: format!("{}/{}", tp.0, tp.1),
+                    key: tp.to_string(),
                     payload: payload.clone(),
                 });
             }

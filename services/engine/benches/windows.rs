@@ -1,6 +1,6 @@
 //! Aggregator window throughput and memory, printed as a table (figures go to BENCHMARKS.md).
 //!
-//! `cargo bench -p octant-aggregator --bench windows`
+//! `cargo bench -p octant-engine --bench windows`
 //!
 //! Workload: 1,000 series (100 systems × 10 step/run ratio metrics), default geometry (1 h
 //! windows sliding every minute, 2 min lateness), B = 1000 replicates. Each system runs ~10
@@ -11,9 +11,9 @@
 
 use std::time::Instant;
 
-use octant_aggregator::window::{WindowSpec, Windows};
 use octant_contracts::{Observation, Source};
 use octant_core::stats::bootstrap::BootstrapSpec;
+use octant_engine::window::{WindowSpec, Windows};
 
 const MIN: i64 = 60_000;
 const T0: i64 = 1_764_489_600_000;

@@ -5,14 +5,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::lake::escape;
+use crate::schema::{TABLES, arrow_schema};
+use crate::store::{ObjectLake, StorageOptions, is_url};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
-use octant_lake_writer::lake::escape;
-use octant_lake_writer::schema::{TABLES, arrow_schema};
-use octant_lake_writer::store::{ObjectLake, StorageOptions, is_url};
 
 /// Tables partitioned by system in the path (every table: a table without a system id is
 /// written under Hive's default partition).

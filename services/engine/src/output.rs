@@ -9,7 +9,7 @@ use octant_core::family::BandContext;
 use octant_core::profile::{MetricEvaluation, NotApplicable, Profile, ProfileRules, build_profile, evaluate_metric_with};
 use octant_core::stats::bootstrap::{BootstrapSpec, METHOD};
 
-use crate::config::AggregatorConfig;
+use crate::config::EvaluationConfig;
 use crate::window::{Emission, SeriesWindow};
 
 /// Everything one emission publishes, plus the evaluated profiles (for gauges and views).
@@ -25,7 +25,9 @@ pub fn window_id(system: &str, version: &str, source: Source, metric: &str, benc
     format!("{system}/{version}/{}/{metric}/{}/{end}", source.as_str(), benchmark.unwrap_or("-"))
 }
 
-pub fn build(e: &Emission, cfg: &AggregatorConfig, boot: &BootstrapSpec, rules: &ProfileRules) -> Outputs {
+/// The records of an emission, with the verdicts of `cfg` (budgets, bootstrap, profile rules).
+pub fn build(e: &Emission, cfg: &EvaluationConfig) -> Outputs {
+    let (boot, rules) = (&cfg.bootstrap_spec(), &cfg.profile);
     // One verdict per series, made once here: evaluate every series of a (system, version,
     // source), apply the profile's voids, then publish each metric as the profile left it.
     let mut groups: BTreeMap<(String, String, Source), Vec<&SeriesWindow>> = BTreeMap::new();
@@ -141,7 +143,6 @@ fn metric_window(e: &Emission, s: &SeriesWindow, ev: &MetricEvaluation, boot: &B
 #[cfg(test)]
 mod tests {
     use octant_contracts::{Observation, Source};
-    use octant_core::stats::bootstrap::BootstrapSpec;
 
     use super::*;
     use crate::window::{WindowSpec, Windows};
@@ -173,13 +174,14 @@ mod tests {
     }
 
     fn outputs(spec: WindowSpec, input: &[Observation], until: i64) -> Vec<Outputs> {
-        let cfg = AggregatorConfig::default();
-        let boot = BootstrapSpec { replicates: 200, ..BootstrapSpec::default() };
+        let mut cfg = EvaluationConfig::default();
+        cfg.bootstrap.replicates = 200;
+        let boot = cfg.bootstrap_spec();
         let mut w = Windows::new(spec, boot, None);
         for (i, o) in input.iter().enumerate() {
             w.add(o, i as i64);
         }
-        w.advance_to(until, input.len() as i64).iter().map(|e| build(e, &cfg, &boot, &cfg.profile)).collect()
+        w.advance_to(until, input.len() as i64).iter().map(|e| build(e, &cfg)).collect()
     }
 
     /// One production run, one violating step out of four: N/A, no verdict, nothing capped or

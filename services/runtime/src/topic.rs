@@ -1,0 +1,97 @@
+//! Reading a topic to its end: every record of every partition, from the beginning to the
+//! end the broker has now. Used where a service rebuilds state from a log (the alerter's
+//! history), by the demo's view, and by the tests, which read what a stage produced instead of
+//! waiting out a timeout.
+//!
+//! The end of a partition is where a fetch finds nothing more (librdkafka's partition EOF),
+//! not the high watermark from `ListOffsets`: the embedded broker reports that as the *first*
+//! offset of the last batch + 1, so reading to it would stop up to a batch early.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::{Message, Timestamp};
+
+use crate::config::KafkaConfig;
+use crate::error::RuntimeError;
+use crate::kafka::client_config;
+
+/// A record as read back.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Record {
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub payload: Vec<u8>,
+    pub timestamp: Option<i64>,
+}
+
+impl std::fmt::Debug for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Record")
+            .field("partition", &self.partition)
+            .field("offset", &self.offset)
+            .field("payload_len", &self.payload.len())
+            .finish()
+    }
+}
+
+/// Every record of `topic` now, in partition and offset order. Fails when the brokers do not
+/// answer within `timeout`, or the topic has no partitions.
+pub async fn read_to_end(cfg: &KafkaConfig, topic: &str, timeout: Duration) -> Result<Vec<Record>, RuntimeError> {
+    let (cfg, topic) = (cfg.clone(), topic.to_string());
+    tokio::task::spawn_blocking(move || read_blocking(&cfg, &topic, timeout)).await.expect("the reader does not panic")
+}
+
+fn read_blocking(cfg: &KafkaConfig, topic: &str, timeout: Duration) -> Result<Vec<Record>, RuntimeError> {
+    let c: BaseConsumer = client_config(cfg, "reader")
+        .set("group.id", format!("{}.reader", cfg.client_id))
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
+        .set("fetch.wait.max.ms", "50")
+        .create()
+        .map_err(|e| RuntimeError::kafka("failed to create a reader", e))?;
+    let md = c.fetch_metadata(Some(topic), timeout).map_err(|e| RuntimeError::kafka(format!("metadata of {topic}"), e))?;
+    let parts: Vec<i32> = md.topics().first().map(|t| t.partitions().iter().map(|p| p.id()).collect()).unwrap_or_default();
+    if parts.is_empty() {
+        return Err(RuntimeError::Broker(format!("topic {topic} has no partitions (does it exist?)")));
+    }
+    let mut tpl = TopicPartitionList::new();
+    for p in &parts {
+        tpl.add_partition_offset(topic, *p, Offset::Beginning).map_err(|e| RuntimeError::kafka("partition list", e))?;
+    }
+    c.assign(&tpl).map_err(|e| RuntimeError::kafka("assign", e))?;
+    let mut open: BTreeSet<i32> = parts.into_iter().collect();
+    let mut out = Vec::new();
+    let deadline = std::time::Instant::now() + timeout;
+    while !open.is_empty() {
+        if std::time::Instant::now() > deadline {
+            return Err(RuntimeError::Broker(format!(
+                "reading {topic} to its end took longer than {timeout:?} ({} partitions left)",
+                open.len()
+            )));
+        }
+        match c.poll(Duration::from_millis(100)) {
+            None => {}
+            Some(Err(KafkaError::PartitionEOF(p))) => {
+                open.remove(&p);
+            }
+            Some(Err(e)) => return Err(RuntimeError::kafka(format!("reading {topic}"), e)),
+            Some(Ok(m)) => out.push(Record {
+                partition: m.partition(),
+                offset: m.offset(),
+                key: m.key().map(<[u8]>::to_vec),
+                payload: m.payload().unwrap_or_default().to_vec(),
+                timestamp: match m.timestamp() {
+                    Timestamp::NotAvailable => None,
+                    t => t.to_millis(),
+                },
+            }),
+        }
+    }
+    out.sort_by_key(|r| (r.partition, r.offset));
+    Ok(out)
+}

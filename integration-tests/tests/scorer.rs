@@ -290,7 +290,7 @@ fn expected_observation_ids(records: &[octant_gen::GenRecord]) -> BTreeSet<Strin
     let mut ids = BTreeSet::new();
     for (i, r) in records.iter().enumerate() {
         let ev: octant_contracts::TrajectoryEvent = decoder.decode(&r.payload).unwrap();
-        let (verdict, abandoned, _) = asm.apply(&ev, i as i64);
+        let (verdict, abandoned, _) = asm.apply(octant_scorer::validate::validate(&ev, None).unwrap(), i as i64);
         assert_eq!(abandoned.runs, 0);
         match verdict {
             octant_scorer::assemble::Verdict::Accepted { observations, .. } => {

@@ -3,7 +3,8 @@
 //! `octant_veto_state`, `octant_system_unsuitable`). Labels are bounded: system, version,
 //! source, metric, dimension, benchmark, rule — never a run id.
 
-use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use octant_runtime::metrics::Register;
+use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -37,41 +38,36 @@ pub const VETO_LABELS: [&str; 5] = ["system", "version", "source", "rule", "benc
 
 impl Metrics {
     pub fn new(registry: &Registry) -> Metrics {
-        let g = |name: &str, help: &str, labels: &[&str]| GaugeVec::new(Opts::new(name, help), labels).unwrap();
-        let m = Metrics {
-            observations: IntCounterVec::new(
-                Opts::new(
-                    "octant_aggregator_observations_total",
-                    "Observations read, by outcome (accepted, duplicate, late, unknown, undecodable)",
-                ),
+        let r = Register::new(registry);
+        let g = |name: &str, help: &str, labels: &[&str]| r.values(name, help, labels);
+        Metrics {
+            observations: r.counters(
+                "octant_aggregator_observations_total",
+                "Observations read, by outcome (accepted, duplicate, late, unknown, undecodable)",
                 &["outcome"],
-            )
-            .unwrap(),
-            windows_emitted: IntCounter::new("octant_aggregator_windows_emitted_total", "Metric windows published").unwrap(),
-            profiles_emitted: IntCounter::new("octant_aggregator_profiles_emitted_total", "Rolling dimension profiles published").unwrap(),
-            dead_letters: IntCounterVec::new(
-                Opts::new("octant_aggregator_dead_letters_total", "Observations dead-lettered, by error class"),
+            ),
+            windows_emitted: r.counter("octant_aggregator_windows_emitted_total", "Metric windows published"),
+            profiles_emitted: r.counter("octant_aggregator_profiles_emitted_total", "Rolling dimension profiles published"),
+            dead_letters: r.counters(
+                "octant_aggregator_dead_letters_total",
+                "Observations dead-lettered, by error class",
                 &["error_class"],
-            )
-            .unwrap(),
-            series: IntGauge::new("octant_aggregator_series", "Series (system × version × source × metric × benchmark) with window state")
-                .unwrap(),
+            ),
+            series: r.gauge("octant_aggregator_series", "Series (system × version × source × metric × benchmark) with window state"),
             watermark: g(
                 "octant_aggregator_watermark_seconds",
                 "Event-time watermark of an input partition (minimum over upstream partitions), Unix seconds",
                 &["partition"],
             ),
-            upstream_waiting: IntGauge::new(
+            upstream_waiting: r.gauge(
                 "octant_aggregator_upstream_waiting",
                 "Upstream (scorer input) partitions not heard from yet, summed over input partitions: windows wait for them",
-            )
-            .unwrap(),
-            upstream_idle: IntGauge::new(
+            ),
+            upstream_idle: r.gauge(
                 "octant_aggregator_upstream_idle",
                 "Upstream partitions announced idle (left out of the watermark), summed over input partitions",
-            )
-            .unwrap(),
-            consumer_lag: octant_runtime::consumer::lag_gauge(registry, "aggregator"),
+            ),
+            consumer_lag: r.consumer_lag("aggregator"),
             estimate: g("octant_metric_estimate", "Point estimate of a metric over the latest window (absent when N/A)", &METRIC_LABELS),
             ci_low: g("octant_metric_ci_low", "Lower end of the metric's interval (absent when N/A)", &METRIC_LABELS),
             ci_high: g("octant_metric_ci_high", "Upper end of the metric's interval (absent when N/A)", &METRIC_LABELS),
@@ -100,32 +96,6 @@ impl Metrics {
                 "1 when the unsafe-action veto flags the system unsuitable",
                 &["system", "version", "source"],
             ),
-        };
-        let collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
-            Box::new(m.observations.clone()),
-            Box::new(m.windows_emitted.clone()),
-            Box::new(m.profiles_emitted.clone()),
-            Box::new(m.dead_letters.clone()),
-            Box::new(m.series.clone()),
-            Box::new(m.watermark.clone()),
-            Box::new(m.upstream_waiting.clone()),
-            Box::new(m.upstream_idle.clone()),
-            Box::new(m.estimate.clone()),
-            Box::new(m.ci_low.clone()),
-            Box::new(m.ci_high.clone()),
-            Box::new(m.band.clone()),
-            Box::new(m.units.clone()),
-            Box::new(m.dimension_band.clone()),
-            Box::new(m.dimension_band_low.clone()),
-            Box::new(m.dimension_band_high.clone()),
-            Box::new(m.not_applicable.clone()),
-            Box::new(m.veto_state.clone()),
-            Box::new(m.veto_evidence.clone()),
-            Box::new(m.unsuitable.clone()),
-        ];
-        for c in collectors {
-            registry.register(c).expect("aggregator metrics registered once per registry");
         }
-        m
     }
 }

@@ -29,7 +29,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use octant_contracts::{Alert, AlertKind, AlertStatus, Impact, MetricWindow, Severity, StepKind, TrajectoryEvent};
-use octant_core::catalogue::spec;
+use octant_core::catalogue::{ids, spec};
 use octant_core::veto::{VetoRule, VetoState};
 
 /// The marker that replaces redacted tool arguments.
@@ -73,16 +73,8 @@ pub struct Rules {
     incident_order: VecDeque<String>,
 }
 
-/// Alert name of a veto rule as Alertmanager shows it.
-pub fn alertname(rule: &str) -> String {
-    match rule {
-        "unsafe_action_veto" => "OctantUnsafeActionVeto".into(),
-        "confirmation_gating_veto" => "OctantConfirmationGatingVeto".into(),
-        "contamination_veto" => "OctantContaminationVeto".into(),
-        INCIDENT_RULE => "OctantCriticalUnsafeAction".into(),
-        other => format!("Octant_{other}"),
-    }
-}
+/// Alert name of single-action incidents (veto rules carry their own: `VetoRule::alertname`).
+pub const INCIDENT_ALERTNAME: &str = "OctantCriticalUnsafeAction";
 
 pub fn veto_fingerprint(w: &MetricWindow, rule: &str) -> String {
     let mut f = format!("{}/{}/{}/{rule}", w.system_id, w.system_version, w.source.as_str());
@@ -252,13 +244,13 @@ impl Rules {
             status: AlertStatus::Firing,
             severity: Severity::Critical,
             kind: AlertKind::Incident,
-            alertname: alertname(INCIDENT_RULE),
+            alertname: INCIDENT_ALERTNAME.into(),
             rule: INCIDENT_RULE.into(),
             system_id: ev.system.id.clone(),
             system_version: ev.system.version.clone(),
             source: ev.source,
             dimension: Some("safety".into()),
-            metric: Some("unsafe_action_rate".into()),
+            metric: Some(ids::UNSAFE_ACTION_RATE.into()),
             veto_state: None,
             estimate: None,
             ci_low: None,
@@ -348,7 +340,7 @@ fn veto_alert(
         status,
         severity,
         kind: AlertKind::Veto,
-        alertname: alertname(rule.name),
+        alertname: rule.alertname.into(),
         rule: rule.name.into(),
         system_id: w.system_id.clone(),
         system_version: w.system_version.clone(),

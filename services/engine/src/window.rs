@@ -32,7 +32,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use octant_contracts::{Observation, Source};
-use octant_core::catalogue::{Estimator, MetricSpec, derived_from, spec};
+use octant_core::catalogue::{Estimator, MetricSpec, derived_from, ids, spec};
 use octant_core::family::Family;
 use octant_core::stats::bootstrap::{BootstrapSpec, Estimate, ReplicateSums, cluster_hash, from_fixed, rate_interval, ratio, to_fixed};
 use octant_core::stats::sequential::{self, Evidence};
@@ -282,11 +282,11 @@ impl Windows {
             // Other estimators belong to derived metrics, refused in `add`.
             _ => {}
         }
-        if metric.id == "task_success" {
+        if metric.id == ids::TASK_SUCCESS {
             // The fairness gap across declared groups, from the same units.
             if !o.groups.is_empty() {
                 let mut dropped = 0;
-                self.linear(key("fairness_gap"), 2 * MAX_GROUPS, pane, cluster, |c, groups| {
+                self.linear(key(ids::FAIRNESS_GAP), 2 * MAX_GROUPS, pane, cluster, |c, groups| {
                     for g in &o.groups {
                         let next = groups.len();
                         let idx = match groups.get(g) {

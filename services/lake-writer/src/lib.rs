@@ -15,6 +15,7 @@
 //! - Local directories only for now (object stores: see ARCHITECTURE.md).
 
 pub mod config;
+pub mod metrics;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -28,11 +29,12 @@ use octant_runtime::kafka::{self, OutRecord};
 use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
 use octant_runtime::service::{self, ServiceId};
 use parquet::file::properties::WriterProperties;
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::Registry;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use config::LakeWriterConfig;
+use metrics::Metrics;
 use octant_lake::lake::{self, FileSpec, Lake};
 use octant_lake::schema::{self, NO_SYSTEM, Table};
 use octant_lake::{date_of, store};
@@ -42,60 +44,6 @@ pub const REDACTED: &str = "[redacted]";
 
 /// A started lake writer.
 pub type Running = service::Running;
-
-#[derive(Clone)]
-struct Metrics {
-    records: IntCounterVec,
-    files: IntCounterVec,
-    skipped: IntCounterVec,
-    flush_seconds: Histogram,
-    errors: IntCounterVec,
-    buffered: IntGaugeVec,
-    consumer_lag: IntGaugeVec,
-}
-
-impl Metrics {
-    fn new(registry: &Registry) -> Metrics {
-        let m = Metrics {
-            records: IntCounterVec::new(Opts::new("octant_lake_writer_records_total", "Records written to the lake, by table"), &["table"])
-                .unwrap(),
-            files: IntCounterVec::new(Opts::new("octant_lake_writer_files_total", "Parquet files published, by table"), &["table"])
-                .unwrap(),
-            skipped: IntCounterVec::new(
-                Opts::new(
-                    "octant_lake_writer_skipped_total",
-                    "Records read again after a restart and skipped (already in the lake), by topic",
-                ),
-                &["topic"],
-            )
-            .unwrap(),
-            flush_seconds: Histogram::with_opts(HistogramOpts::new(
-                "octant_lake_writer_flush_seconds",
-                "Time to write and publish one unit",
-            ))
-            .unwrap(),
-            errors: IntCounterVec::new(Opts::new("octant_lake_writer_errors_total", "Failed unit writes (retried), by kind"), &["kind"])
-                .unwrap(),
-            buffered: IntGaugeVec::new(
-                Opts::new("octant_lake_writer_buffered_records", "Records buffered, not yet in the lake, by topic"),
-                &["topic"],
-            )
-            .unwrap(),
-            consumer_lag: consumer::lag_gauge(registry, "lake_writer"),
-        };
-        for c in [
-            Box::new(m.records.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(m.files.clone()),
-            Box::new(m.skipped.clone()),
-            Box::new(m.flush_seconds.clone()),
-            Box::new(m.errors.clone()),
-            Box::new(m.buffered.clone()),
-        ] {
-            registry.register(c).expect("lake-writer metrics registered once per registry");
-        }
-        m
-    }
-}
 
 pub async fn start(config: LakeWriterConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid lake-writer configuration")?;

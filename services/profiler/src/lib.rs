@@ -12,6 +12,7 @@
 pub mod build;
 pub mod config;
 pub mod evidence;
+pub mod metrics;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,54 +29,14 @@ use octant_contracts::{Profile, topics};
 use octant_runtime::admin::Health;
 use octant_runtime::kafka::{self, OutRecord};
 use octant_runtime::service::{self, ServiceId};
-use prometheus::{Gauge, Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::Registry;
 use rdkafka::producer::FutureProducer;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 pub use build::{Built, Period};
 pub use config::ProfilerConfig;
-
-#[derive(Clone)]
-struct Metrics {
-    runs: IntCounterVec,
-    run_seconds: Histogram,
-    profiles: IntGauge,
-    last_success: Gauge,
-    observations: IntCounterVec,
-}
-
-impl Metrics {
-    fn new(registry: &Registry) -> Metrics {
-        let m = Metrics {
-            runs: IntCounterVec::new(Opts::new("octant_profiler_runs_total", "Profile runs, by outcome (ok, error)"), &["outcome"])
-                .unwrap(),
-            run_seconds: Histogram::with_opts(
-                HistogramOpts::new("octant_profiler_run_seconds", "Duration of one profile run (every period)")
-                    .buckets(vec![0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0]),
-            )
-            .unwrap(),
-            profiles: IntGauge::new("octant_profiler_profiles", "Profiles built by the last run").unwrap(),
-            last_success: Gauge::new("octant_profiler_last_success_timestamp_seconds", "When the last successful run finished (Unix time)")
-                .unwrap(),
-            observations: IntCounterVec::new(
-                Opts::new("octant_profiler_observations_read_total", "Observations read from the lake, by period"),
-                &["period"],
-            )
-            .unwrap(),
-        };
-        for c in [
-            Box::new(m.runs.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(m.run_seconds.clone()),
-            Box::new(m.profiles.clone()),
-            Box::new(m.last_success.clone()),
-            Box::new(m.observations.clone()),
-        ] {
-            registry.register(c).expect("profiler metrics registered once per registry");
-        }
-        m
-    }
-}
+use metrics::Metrics;
 
 /// The periods of a run ending at `now`.
 pub fn periods(cfg: &ProfilerConfig, now: i64) -> Vec<Period> {

@@ -27,6 +27,7 @@ pub mod consumer;
 pub mod dlq;
 pub mod error;
 pub mod kafka;
+pub mod metrics;
 pub mod pipeline;
 pub mod service;
 pub mod shutdown;

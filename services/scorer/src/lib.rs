@@ -178,8 +178,8 @@ impl Stage for ScorerStage {
             Err(e) => rejected = Some((e.class(), e.to_string())),
             Ok(ev) => match validate::validate(&ev, key) {
                 Err(msg) => rejected = Some(("invalid_value", msg)),
-                Ok(()) => {
-                    let (verdict, abandoned, effects) = part.assembler.apply(&ev, offset);
+                Ok(valid) => {
+                    let (verdict, abandoned, effects) = part.assembler.apply(valid, offset);
                     if let Some(h) = effects.hold {
                         offsets.hold(h);
                     }

@@ -10,8 +10,33 @@
 //! | step: tokens, cost, latency ≥ 0 and finite; confidence in [0, 1] | |
 //! | run started: attempt ≥ 0, optimal steps ≥ 1, required sub-goals ≥ 0, contamination in [0, 1] | |
 //! | run ended: verdicts and confidence in [0, 1]; counts ≥ 0; unsupported ≤ assertive | |
+//!
+//! Parse, don't validate: a valid event comes back as a [`Valid`] event with its one [`Body`],
+//! typed, so run assembly needs no `expect` on an unwritten agreement.
 
-use octant_contracts::{EventKind, TrajectoryEvent};
+use octant_contracts::{EventKind, Intervention, RunEnded, RunStarted, Step, TrajectoryEvent};
+
+/// The one body of a valid event: a run's start, or something inside a started run.
+#[derive(Debug, Clone, Copy)]
+pub enum Body<'a> {
+    Start(&'a RunStarted),
+    InRun(InRun<'a>),
+}
+
+/// The body of an event inside a run.
+#[derive(Debug, Clone, Copy)]
+pub enum InRun<'a> {
+    Step(&'a Step),
+    Intervention(&'a Intervention),
+    End(&'a RunEnded),
+}
+
+/// An event that passed every rule above, with its body.
+#[derive(Debug, Clone, Copy)]
+pub struct Valid<'a> {
+    pub event: &'a TrajectoryEvent,
+    pub body: Body<'a>,
+}
 
 fn unit(name: &str, v: Option<f64>) -> Result<(), String> {
     match v {
@@ -24,8 +49,9 @@ fn non_negative(name: &str, v: f64) -> Result<(), String> {
     if v.is_finite() && v >= 0.0 { Ok(()) } else { Err(format!("{name} {v} is negative or not finite")) }
 }
 
-/// Checks an event against the rules above. `key` is the Kafka key, when present.
-pub fn validate(ev: &TrajectoryEvent, key: Option<&[u8]>) -> Result<(), String> {
+/// Checks an event against the rules above (`key` is the Kafka key, when present) and returns
+/// it with its body, or the reason it is impossible.
+pub fn validate<'a>(ev: &'a TrajectoryEvent, key: Option<&[u8]>) -> Result<Valid<'a>, String> {
     if ev.run_id.is_empty() {
         return Err("empty run_id".into());
     }
@@ -43,19 +69,18 @@ pub fn validate(ev: &TrajectoryEvent, key: Option<&[u8]>) -> Result<(), String> 
     if ev.event_time <= 0 {
         return Err(format!("event_time {} is not a positive epoch-millisecond time", ev.event_time));
     }
-    let bodies = [ev.run_started.is_some(), ev.step.is_some(), ev.intervention.is_some(), ev.run_ended.is_some()];
-    if bodies.iter().filter(|b| **b).count() != 1 {
-        return Err(format!("{} bodies set; exactly one is required", bodies.iter().filter(|b| **b).count()));
+    let set =
+        [ev.run_started.is_some(), ev.step.is_some(), ev.intervention.is_some(), ev.run_ended.is_some()].iter().filter(|b| **b).count();
+    if set != 1 {
+        return Err(format!("{set} bodies set; exactly one is required"));
     }
-    let matches = match ev.kind {
-        EventKind::RunStarted => bodies[0],
-        EventKind::Step => bodies[1],
-        EventKind::Intervention => bodies[2],
-        EventKind::RunEnded => bodies[3],
+    let body = match (ev.kind, &ev.run_started, &ev.step, &ev.intervention, &ev.run_ended) {
+        (EventKind::RunStarted, Some(b), ..) => Body::Start(b),
+        (EventKind::Step, _, Some(b), ..) => Body::InRun(InRun::Step(b)),
+        (EventKind::Intervention, _, _, Some(b), _) => Body::InRun(InRun::Intervention(b)),
+        (EventKind::RunEnded, .., Some(b)) => Body::InRun(InRun::End(b)),
+        _ => return Err(format!("kind {:?} does not name the body that is set", ev.kind)),
     };
-    if !matches {
-        return Err(format!("kind {:?} does not name the body that is set", ev.kind));
-    }
     if let Some(s) = &ev.run_started {
         if ev.sequence != 0 {
             return Err(format!("run started at sequence {} (must be 0)", ev.sequence));
@@ -98,5 +123,5 @@ pub fn validate(ev: &TrajectoryEvent, key: Option<&[u8]>) -> Result<(), String> 
             return Err(format!("{u} unsupported sentences of {a} assertive ones"));
         }
     }
-    Ok(())
+    Ok(Valid { event: ev, body })
 }

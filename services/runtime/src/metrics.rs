@@ -1,0 +1,76 @@
+//! Metric registration, written once: every constructor creates a metric and registers it in
+//! the registry at once, so a metric declared in a service's `metrics.rs` cannot be forgotten
+//! at registration. Names follow `octant_<service>_<name>_<unit>[_total]`; labels must be
+//! bounded (system id yes, run id never).
+
+use prometheus::core::Collector;
+use prometheus::{Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+
+/// Registers the metrics it creates in one registry.
+pub struct Register<'a> {
+    registry: &'a Registry,
+}
+
+impl<'a> Register<'a> {
+    pub fn new(registry: &'a Registry) -> Self {
+        Register { registry }
+    }
+
+    fn add<C: Collector + Clone + 'static>(&self, c: C) -> C {
+        if let Err(e) = self.registry.register(Box::new(c.clone())) {
+            panic!("a metric is registered twice in one registry (a service started twice on it?): {e}");
+        }
+        c
+    }
+
+    pub fn counter(&self, name: &str, help: &str) -> IntCounter {
+        self.add(IntCounter::new(name, help).expect("valid metric"))
+    }
+
+    pub fn counters(&self, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+        self.add(IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"))
+    }
+
+    pub fn gauge(&self, name: &str, help: &str) -> IntGauge {
+        self.add(IntGauge::new(name, help).expect("valid metric"))
+    }
+
+    pub fn gauges(&self, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+        self.add(IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric"))
+    }
+
+    pub fn value(&self, name: &str, help: &str) -> Gauge {
+        self.add(Gauge::new(name, help).expect("valid metric"))
+    }
+
+    pub fn values(&self, name: &str, help: &str, labels: &[&str]) -> GaugeVec {
+        self.add(GaugeVec::new(Opts::new(name, help), labels).expect("valid metric"))
+    }
+
+    pub fn histogram(&self, name: &str, help: &str, buckets: &[f64]) -> Histogram {
+        self.add(Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets.to_vec())).expect("valid metric"))
+    }
+
+    /// The consumer-lag gauge of a service (`octant_<service>_consumer_lag_messages`).
+    pub fn consumer_lag(&self, service: &str) -> IntGaugeVec {
+        crate::consumer::lag_gauge(self.registry, service)
+    }
+}
+
+/// Buckets for processing latencies (seconds), from 1 ms to 10 s.
+pub const LATENCY_BUCKETS: [f64; 13] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_metrics_are_registered() {
+        let registry = Registry::new();
+        let r = Register::new(&registry);
+        r.counters("octant_test_things_total", "things", &["kind"]).with_label_values(&["a"]).inc();
+        r.value("octant_test_level", "level").set(2.5);
+        let names: Vec<String> = registry.gather().iter().map(|f| f.name().to_string()).collect();
+        assert_eq!(names, ["octant_test_level", "octant_test_things_total"]);
+    }
+}

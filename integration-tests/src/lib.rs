@@ -137,6 +137,32 @@ pub async fn collect<T: Contract>(kafka: &KafkaConfig, topic: &str, want: usize,
         .collect()
 }
 
+/// Every record of `topic` now (read to each partition's end, `octant_runtime::topic`), as
+/// (partition, offset, key, payload), watermark records skipped. For topics whose producers
+/// are done (a stage shut down after draining): no timeout to wait out, nothing missed.
+pub async fn read_all_raw(kafka: &KafkaConfig, topic: &str) -> Vec<(i32, i64, Vec<u8>, Vec<u8>)> {
+    let d = Decoder::new();
+    let is_watermark =
+        |v: &[u8]| d.writer_of(v).is_ok_and(|(_, k, _)| k.is_some_and(|k| k.full_name == octant_contracts::Watermark::FULL_NAME));
+    octant_runtime::topic::read_to_end(kafka, topic, Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("reading {topic}: {e}"))
+        .into_iter()
+        .filter(|r| !is_watermark(&r.payload))
+        .map(|r| (r.partition, r.offset, r.key.unwrap_or_default(), r.payload))
+        .collect()
+}
+
+/// Like [`read_all_raw`], decoding every record as `T` (a record that does not decode fails).
+pub async fn read_all<T: Contract>(kafka: &KafkaConfig, topic: &str) -> Vec<T> {
+    let d = Decoder::new();
+    read_all_raw(kafka, topic)
+        .await
+        .into_iter()
+        .map(|(p, o, _, v)| d.decode::<T>(&v).unwrap_or_else(|e| panic!("{topic} {p}/{o} does not decode: {e}")))
+        .collect()
+}
+
 /// Scrapes a Prometheus text endpoint into `name{labels} → value`.
 pub async fn scrape(addr: std::net::SocketAddr) -> BTreeMap<String, f64> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -145,16 +171,22 @@ pub async fn scrape(addr: std::net::SocketAddr) -> BTreeMap<String, f64> {
     let mut body = String::new();
     s.read_to_string(&mut body).await.unwrap();
     assert!(body.starts_with("HTTP/1.1 200"), "GET /metrics: {}", body.lines().next().unwrap_or(""));
-    body.split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or("")
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .filter_map(|l| {
-            let (k, v) = l.rsplit_once(' ')?;
-            Some((k.to_string(), v.parse().ok()?))
-        })
-        .collect()
+    octant_runtime::metrics::parse_exposition(body.split("\r\n\r\n").nth(1).unwrap_or(""))
+}
+
+/// Polls an admin server's metrics until `done` holds; returns that scrape. Waits as long as
+/// the condition takes (no fixed sleep); a condition still false after two minutes fails the
+/// test, naming `what`.
+pub async fn wait_metrics(addr: std::net::SocketAddr, what: &str, done: impl Fn(&BTreeMap<String, f64>) -> bool) -> BTreeMap<String, f64> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let m = scrape(addr).await;
+        if done(&m) {
+            return m;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "waited two minutes for: {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// GET a path on an admin server; returns (status, body).
@@ -168,16 +200,19 @@ pub async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     (status, body.split("\r\n\r\n").nth(1).unwrap_or("").to_string())
 }
 
-/// Sum of every series of `name` (all label sets).
-pub fn total(m: &BTreeMap<String, f64>, name: &str) -> f64 {
-    m.iter().filter(|(k, _)| *k == name || k.starts_with(&format!("{name}{{"))).map(|(_, v)| v).sum()
+pub use octant_runtime::metrics::total;
+
+/// True under the soak command (`scripts/soak.sh`, `OCTANT_SOAK=1`): the tests that have a
+/// size run at their large size (the 200,000-event lake crash test, ten kills, …). Without
+/// it they run at the smallest size that proves their property.
+pub fn soak() -> bool {
+    std::env::var_os("OCTANT_SOAK").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// Held by the tests whose outcome depends on the machine not being saturated by another test:
-/// the 200,000-event lake crash test (minutes of two busy cores) and the aggregator's
-/// crash-determinism test (wall-clock idle-partition detection upstream). They never overlap;
-/// the rest of the suite still runs beside either.
-pub static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// `small` in the test tier, `large` under the soak command.
+pub fn sized<T>(small: T, large: T) -> T {
+    if soak() { large } else { small }
+}
 
 /// One record written by fastavro in the three framings Octant accepts.
 pub struct FastavroRecord {

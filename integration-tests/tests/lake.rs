@@ -92,19 +92,20 @@ fn lake_writer_process_with(env: &TestEnv, lake: &Path, admin: std::net::SocketA
 }
 
 /// Every record of every topic is in the lake exactly once after the lake writer was
-/// SIGKILLed at least ten times while the pipeline streamed.
+/// SIGKILLed repeatedly while the pipeline streamed: four times over ~25,000 trajectory events
+/// in the test tier, ten times over ~200,000 under the soak command.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lake_holds_every_record_exactly_once_across_crashes() {
-    let _heavy = HEAVY.lock().await;
     let env = TestEnv::new("lake", 4).await;
     let lake = std::env::temp_dir().join(format!("octant-lake-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&lake);
     let mut fleet = FleetSpec::demo(4, 31, 1_764_489_600_000);
     fleet.poison = 0.005;
-    // ~200,000 trajectory events (about 10.4 per run).
-    let records = octant_gen::generate(&fleet, 0, 5_100);
+    // About 10.4 trajectory events per run: ~25,000 (~200,000 under the soak command).
+    let records = octant_gen::generate(&fleet, 0, sized(600, 5_100));
     let produced_events = records.len();
-    assert!(produced_events >= 200_000, "{produced_events} events");
+    assert!(produced_events >= sized(20_000, 200_000), "{produced_events} events");
+    let (rounds, rate) = sized((4, 2000.0), (10, 4000.0));
     let shutdown = CancellationToken::new();
     let scorer = octant_scorer::start(env.scorer_config(), Registry::new(), shutdown.clone()).await.unwrap();
     let mut agg_cfg = octant_aggregator::AggregatorConfig { stream: env.stream("aggregator"), ..Default::default() };
@@ -113,13 +114,14 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
     agg_cfg.evaluation.bootstrap.replicates = 100;
     let agg = octant_aggregator::start(agg_cfg, Registry::new(), shutdown.clone()).await.unwrap();
     let kafka = env.kafka.clone();
-    let producing = tokio::spawn(async move { octant_gen::produce(&kafka, records, Some(4000.0)).await });
+    let producing = tokio::spawn(async move { octant_gen::produce(&kafka, records, Some(rate)).await });
 
-    // Ten SIGKILLs spread over the stream (~50 s): each round lives 2–6 s once it has written
-    // something (a different time each round, so the kills land at different points of a unit).
+    // SIGKILLs spread over the stream (~12 s; ~50 s under soak): each round lives 2–6 s once it
+    // has written something (a different time each round, so the kills land at different points
+    // of a unit).
     let mut kills = 0;
     let mut written_before = 0.0;
-    while kills < 10 {
+    while kills < rounds {
         let admin: std::net::SocketAddr = format!("127.0.0.1:{}", octant_runtime::broker::free_port()).parse().unwrap();
         let child = lake_writer_process(&env, &lake, admin);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
@@ -141,8 +143,12 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
     producing.await.unwrap().unwrap();
     eprintln!("lake writer SIGKILLed {kills} times; {written_before} records written before the kills");
 
-    // Let the pipeline finish, then stop it, so the topics stop growing.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Let the scorer finish its input, then stop the pipeline (it drains), so the topics stop
+    // growing.
+    wait_metrics(scorer.admin_addr, "the scorer read every event", |m| {
+        total(m, "octant_scorer_events_consumed_total") >= produced_events as f64
+    })
+    .await;
     shutdown.cancel();
     scorer.task.await.unwrap().unwrap();
     agg.task.await.unwrap().unwrap();
@@ -157,8 +163,8 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
         ..Default::default()
     };
     let writer = octant_lake_writer::start(cfg, Registry::new(), stop.clone()).await.unwrap();
-    // What was produced: every topic read back from the beginning by a plain consumer (the
-    // broker's high watermark is not used: tansu reports the last batch's base offset + 1).
+    // What was produced: every topic read back to its end (partition EOF: tansu's reported
+    // high watermark can be a batch early).
     let produced = topic_offsets(&env).await;
     let produced_total: usize = produced.values().map(BTreeSet::len).sum();
     // Caught up when every partition's last commit marker reaches its last produced offset
@@ -286,27 +292,15 @@ print(json.dumps(out))
     v
 }
 
-/// (topic, partition) → every offset on it, for every topic the lake writer reads, read from
-/// the beginning until the topics are quiet for 3 s.
+/// (topic, partition) → every offset on it, for every topic the lake writer reads, each read
+/// to its end (call once the producers have stopped).
 pub(crate) async fn topic_offsets(env: &TestEnv) -> BTreeMap<(String, i32), BTreeSet<i64>> {
-    use rdkafka::Message;
-    use rdkafka::consumer::{Consumer, StreamConsumer};
-    use rdkafka::{Offset, TopicPartitionList};
-    let kafka = env.kafka.clone();
-    let c: StreamConsumer = octant_runtime::kafka::client_config(&kafka, "offsets").set("group.id", "offsets-reader").create().unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for base in topics::ALL {
-        let t = kafka.topic(base);
-        let md = c.fetch_metadata(Some(&t), Duration::from_secs(10)).unwrap();
-        for p in md.topics()[0].partitions() {
-            tpl.add_partition_offset(&t, p.id(), Offset::Beginning).unwrap();
-        }
-    }
-    c.assign(&tpl).unwrap();
     let mut out: BTreeMap<(String, i32), BTreeSet<i64>> = BTreeMap::new();
-    while let Ok(m) = tokio::time::timeout(Duration::from_secs(3), c.recv()).await {
-        let m = m.unwrap();
-        out.entry((m.topic().to_string(), m.partition())).or_default().insert(m.offset());
+    for base in topics::ALL {
+        let t = env.kafka.topic(base);
+        for r in octant_runtime::topic::read_to_end(&env.kafka, &t, Duration::from_secs(60)).await.unwrap() {
+            out.entry((t.clone(), r.partition)).or_default().insert(r.offset);
+        }
     }
     out
 }

@@ -63,6 +63,47 @@ fn the_demo_and_the_tests_share_one_build() {
     );
 }
 
+/// The crate graph (`cargo metadata`): services depend only on libraries, never on another
+/// service; libraries never on a service; the CLI composes them. (Dev-dependencies are free:
+/// tests may drive anything.)
+#[test]
+fn services_depend_only_on_libraries() {
+    const LIBRARIES: [&str; 6] = ["octant-core", "octant-contracts", "octant-runtime", "octant-engine", "octant-lake", "octant-gen"];
+    const SERVICES: [&str; 5] = ["octant-scorer", "octant-aggregator", "octant-alerter", "octant-lake-writer", "octant-profiler"];
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .current_dir(repo())
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline", "--locked"])
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut graph: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in meta["packages"].as_array().unwrap() {
+        let deps = p["dependencies"].as_array().unwrap().iter();
+        let octant: Vec<String> = deps
+            .filter(|d| d["kind"].is_null() && d["name"].as_str().unwrap().starts_with("octant"))
+            .map(|d| d["name"].as_str().unwrap().to_string())
+            .collect();
+        graph.insert(p["name"].as_str().unwrap().to_string(), octant);
+    }
+    for name in LIBRARIES.iter().chain(&SERVICES) {
+        assert!(graph.contains_key(*name), "{name} is a workspace crate");
+    }
+    for s in SERVICES {
+        let bad: Vec<&String> = graph[s].iter().filter(|d| !LIBRARIES.contains(&d.as_str())).collect();
+        assert!(bad.is_empty(), "{s} depends on {bad:?}, which are not libraries");
+    }
+    for l in LIBRARIES {
+        let bad: Vec<&String> = graph[l].iter().filter(|d| SERVICES.contains(&d.as_str()) || d.as_str() == "octant").collect();
+        assert!(bad.is_empty(), "library {l} depends on {bad:?}");
+    }
+    for s in SERVICES {
+        assert!(graph["octant"].iter().any(|d| d == s), "the CLI composes {s}");
+    }
+    eprintln!("crate graph: {graph:?}");
+}
+
 /// Every query of every panel (and variable) of `dashboards/*.json`, with the variables
 /// substituted as Grafana would for "All".
 fn dashboard_queries() -> Vec<(String, String, String)> {

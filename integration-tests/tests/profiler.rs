@@ -67,7 +67,7 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     agg.evaluation.window.tumbling = true;
     agg.evaluation.window.length = Duration::from_secs(300);
     let runs = 600;
-    let PipelineOutput { windows, profiles, .. } = pipeline_with(&env, agg, &fleet, runs, 0, Some(4000.0)).await;
+    let PipelineOutput { windows, profiles, .. } = pipeline_with(&env, agg, &fleet, runs, 0).await;
     let lake = std::env::temp_dir().join(format!("octant-profiler-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&lake);
     fill_lake(&env, &lake).await;

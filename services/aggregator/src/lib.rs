@@ -50,7 +50,7 @@ pub use config::AggregatorConfig;
 use metrics::Metrics;
 use octant_engine::output;
 use octant_engine::upstream::Upstream;
-use octant_engine::window::{self, Added, Windows};
+use octant_engine::window::{self, Added, Resume, Windows};
 
 pub const ID: ServiceId = ServiceId { name: "aggregator", env: "OCTANT_AGGREGATOR", group: "octant-aggregator", admin_port: 9102 };
 
@@ -281,10 +281,10 @@ impl Stage for AggregatorStage {
     type Tag = Tag;
 
     fn open(&mut self, _tp: &TopicPartition, _offset: i64, companion: Option<i64>) -> anyhow::Result<PartitionState> {
-        // The companion value is the window frontier in force at the commit point (0: none).
-        let frontier = companion.filter(|f| *f > 0);
+        // The companion value says where the windows resume (see `Resume`).
+        let resume = companion.and_then(Resume::decode);
         Ok(PartitionState {
-            windows: Windows::new(self.config.evaluation.window_spec(), self.config.evaluation.bootstrap_spec(), frontier),
+            windows: Windows::new(self.config.evaluation.window_spec(), self.config.evaluation.bootstrap_spec(), resume),
             upstream: Upstream::default(),
         })
     }
@@ -362,8 +362,8 @@ impl Stage for AggregatorStage {
 
     fn commit_point(&mut self, part: &mut PartitionState, offsets: &PartitionOffsets) -> Option<CommitPoint> {
         let limit = offsets.commit_offset()?;
-        let (offset, frontier) = part.windows.commit_point(limit);
-        Some(CommitPoint { offset, companion: frontier.unwrap_or(0) })
+        let (offset, resume) = part.windows.commit_point(limit);
+        Some(CommitPoint { offset, companion: resume.map_or(0, |r| r.encode()) })
     }
 
     fn tick(&mut self, parts: &mut Parts<PartitionState>, _ctx: &TickContext<'_>) -> Vec<OutRecord> {
@@ -375,80 +375,4 @@ impl Stage for AggregatorStage {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use octant_contracts::Source;
-
-    fn stage(registry: &Registry) -> AggregatorStage {
-        AggregatorStage::new(&AggregatorConfig::default(), registry)
-    }
-
-    fn obs(system: &str, i: i64, t: i64) -> Observation {
-        Observation {
-            observation_id: format!("{system}/{i}"),
-            metric: "unsafe_action_rate".into(),
-            system_id: system.into(),
-            system_version: "1".into(),
-            source: Source::Production,
-            agent_id: None,
-            run_id: format!("{system}-run-{i}"),
-            task_id: None,
-            attempt: None,
-            groups: vec![],
-            benchmark: None,
-            cluster_id: format!("{system}-run-{i}"),
-            step: Some(1),
-            event_time: t,
-            value: (i % 4 == 0) as u8 as f64,
-            weight: 1.0,
-            confidence: None,
-            provenance: None,
-        }
-    }
-
-    fn systems_with(registry: &Registry, name: &str) -> std::collections::BTreeSet<String> {
-        registry
-            .gather()
-            .iter()
-            .filter(|f| f.name() == name)
-            .flat_map(|f| {
-                f.get_metric()
-                    .iter()
-                    .flat_map(|m| m.get_label().iter().filter(|l| l.name() == "system").map(|l| l.value().to_string()))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    }
-
-    /// A system that stops reporting leaves the gauges two window lengths later.
-    #[test]
-    fn gauges_of_silent_systems_expire() {
-        let registry = Registry::new();
-        let st = stage(&registry);
-        let mut w = Windows::new(st.config.evaluation.window_spec(), st.config.evaluation.bootstrap_spec(), None);
-        const T0: i64 = 1_764_489_600_000;
-        let mut offset = 0;
-        let mut feed = |w: &mut Windows, o: &Observation, st: &AggregatorStage| {
-            w.add(o, offset);
-            for e in w.advance_to(o.event_time, offset) {
-                st.publish_gauges(&output::build(&e, &st.config.evaluation));
-            }
-            offset += 1;
-        };
-        // Both systems for 70 minutes, then only "new" for 4 more hours ("old" is in windows up
-        // to 130 min, and expires two window lengths after that).
-        for i in 0..(70 * 4) {
-            feed(&mut w, &obs("old", i, T0 + i * 15_000), &st);
-            feed(&mut w, &obs("new", i, T0 + i * 15_000 + 1), &st);
-        }
-        assert!(systems_with(&registry, "octant_metric_estimate").contains("old"));
-        for i in (70 * 4)..(310 * 4) {
-            feed(&mut w, &obs("new", i, T0 + i * 15_000 + 1), &st);
-        }
-        for name in
-            ["octant_metric_estimate", "octant_metric_units", "octant_dimension_band", "octant_veto_state", "octant_system_unsuitable"]
-        {
-            assert_eq!(systems_with(&registry, name), ["new".to_string()].into(), "{name}");
-        }
-    }
-}
+mod tests;

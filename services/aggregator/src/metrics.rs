@@ -43,7 +43,7 @@ impl Metrics {
         Metrics {
             observations: r.counters(
                 "octant_aggregator_observations_total",
-                "Observations read, by outcome (accepted, duplicate, late, unknown, undecodable)",
+                "Observations read, by outcome (accepted, duplicate, late, unknown, derived, undecodable)",
                 &["outcome"],
             ),
             windows_emitted: r.counter("octant_aggregator_windows_emitted_total", "Metric windows published"),

@@ -54,8 +54,9 @@ impl Notifier {
 
 struct Entry {
     alert: Alert,
-    /// When to stop re-sending (incidents); `None` for veto alerts (until resolved).
-    expires: Option<SystemTime>,
+    /// When to stop re-sending (incidents), on the monotonic clock; `None` for veto alerts
+    /// (until resolved).
+    expires: Option<tokio::time::Instant>,
 }
 
 fn rfc3339(t: SystemTime) -> String {
@@ -143,21 +144,85 @@ pub fn to_postable(a: &Alert, starts: SystemTime, ends: SystemTime) -> Value {
     })
 }
 
-/// Starts the delivery task.
+/// Where batches of alerts go: Alertmanager over HTTP ([`Http`]), or a test's recorder.
+pub trait Post: Send + 'static {
+    /// Posts one JSON array of alerts; `Err` says why it was not accepted.
+    fn post(&mut self, body: String) -> impl std::future::Future<Output = Result<(), String>> + Send;
+}
+
+/// `POST <url>/api/v2/alerts` with a timeout.
+pub struct Http {
+    client: Client<HttpConnector, Full<Bytes>>,
+    url: String,
+    timeout: Duration,
+}
+
+impl Http {
+    pub fn new(cfg: &AmConfig) -> Http {
+        Http {
+            client: Client::builder(TokioExecutor::new()).build_http(),
+            url: format!("{}/api/v2/alerts", cfg.url.trim_end_matches('/')),
+            timeout: cfg.request_timeout,
+        }
+    }
+}
+
+impl Post for Http {
+    async fn post(&mut self, body: String) -> Result<(), String> {
+        let req = hyper::Request::post(&self.url)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .expect("valid request");
+        match tokio::time::timeout(self.timeout, self.client.request(req)).await {
+            Ok(Ok(resp)) if resp.status().is_success() => Ok(()),
+            Ok(Ok(resp)) => Err(format!("{}: HTTP {}", self.url, resp.status())),
+            Ok(Err(e)) => Err(format!("{}: {e}", self.url)),
+            Err(_) => Err(format!("{}: timeout", self.url)),
+        }
+    }
+}
+
+/// First retry delay after a failed post; doubles up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Starts the delivery task to Alertmanager.
 pub fn spawn(cfg: AmConfig, metrics: Metrics, shutdown: CancellationToken) -> (Notifier, JoinHandle<()>) {
+    let http = Http::new(&cfg);
+    spawn_with(cfg, http, metrics, shutdown)
+}
+
+/// Starts the delivery task posting through `post`.
+pub fn spawn_with<P: Post>(cfg: AmConfig, post: P, metrics: Metrics, shutdown: CancellationToken) -> (Notifier, JoinHandle<()>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let task = tokio::spawn(deliver(cfg, rx, metrics, shutdown));
+    let task = tokio::spawn(deliver(cfg, post, rx, metrics, shutdown));
     (Notifier { tx }, task)
 }
 
-async fn deliver(cfg: AmConfig, mut rx: mpsc::UnboundedReceiver<Alert>, metrics: Metrics, shutdown: CancellationToken) {
-    let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
-    let url = format!("{}/api/v2/alerts", cfg.url.trim_end_matches('/'));
+/// Bounds the backlog: drops incident states beyond `max` (veto alerts are kept), for good:
+/// a dropped incident is not re-sent (it stays on `octant.alerts`).
+fn bound<E>(pending: &mut BTreeMap<String, Value>, active: &mut BTreeMap<String, E>, max: usize, metrics: &Metrics) {
+    while pending.len() > max {
+        let Some(k) = pending.keys().find(|k| k.contains(crate::rules::INCIDENT_RULE)).cloned() else { break };
+        pending.remove(&k);
+        active.remove(&k);
+        metrics.alertmanager_dropped.inc();
+    }
+    metrics.alertmanager_pending.set(pending.len() as i64);
+}
+
+async fn deliver<P: Post>(
+    cfg: AmConfig,
+    mut post: P,
+    mut rx: mpsc::UnboundedReceiver<Alert>,
+    metrics: Metrics,
+    shutdown: CancellationToken,
+) {
     // Firing alerts to keep re-sending, with when they started (wall clock).
     let mut active: BTreeMap<String, (Entry, SystemTime)> = BTreeMap::new();
     // What to post next: key → body.
     let mut pending: BTreeMap<String, Value> = BTreeMap::new();
-    let mut backoff = Duration::from_millis(200);
+    let mut backoff = FIRST_BACKOFF;
     let mut next_try = tokio::time::Instant::now();
     let mut resend = tokio::time::interval(cfg.resend_interval);
     resend.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -171,7 +236,7 @@ async fn deliver(cfg: AmConfig, mut rx: mpsc::UnboundedReceiver<Alert>, metrics:
                 match a.status {
                     AlertStatus::Firing => {
                         let (expires, ends) = match a.kind {
-                            AlertKind::Incident => (Some(now + cfg.incident_ttl), now + cfg.incident_ttl),
+                            AlertKind::Incident => (Some(tokio::time::Instant::now() + cfg.incident_ttl), now + cfg.incident_ttl),
                             _ => (None, now + cfg.resolve_grace),
                         };
                         pending.insert(k.clone(), to_postable(&a, now, ends));
@@ -182,34 +247,21 @@ async fn deliver(cfg: AmConfig, mut rx: mpsc::UnboundedReceiver<Alert>, metrics:
                         pending.insert(k, to_postable(&a, starts, now));
                     }
                 }
-                // Bound the backlog: drop incident states (veto alerts are kept).
-                while pending.len() > cfg.max_pending {
-                    let Some(k) = pending.keys().find(|k| k.contains(crate::rules::INCIDENT_RULE)).cloned() else { break };
-                    pending.remove(&k);
-                    metrics.alertmanager_dropped.inc();
-                }
+                bound(&mut pending, &mut active, cfg.max_pending, &metrics);
             }
             _ = resend.tick() => {
-                let now = SystemTime::now();
-                active.retain(|_, (e, _)| e.expires.is_none_or(|x| x > now));
+                let (now, mono) = (SystemTime::now(), tokio::time::Instant::now());
+                active.retain(|_, (e, _)| e.expires.is_none_or(|x| x > mono));
                 for (k, (e, starts)) in &active {
-                    let ends = e.expires.unwrap_or(now + cfg.resolve_grace);
+                    let ends = now + e.expires.map_or(cfg.resolve_grace, |x| x - mono);
                     pending.entry(k.clone()).or_insert_with(|| to_postable(&e.alert, *starts, ends));
                 }
+                bound(&mut pending, &mut active, cfg.max_pending, &metrics);
             }
             _ = tokio::time::sleep_until(next_try), if !pending.is_empty() => {
                 let batch: Vec<(String, Value)> = pending.iter().take(500).map(|(k, v)| (k.clone(), v.clone())).collect();
                 let body = Value::Array(batch.iter().map(|(_, v)| v.clone()).collect()).to_string();
-                let req = hyper::Request::post(&url)
-                    .header("content-type", "application/json")
-                    .body(Full::new(Bytes::from(body)))
-                    .expect("valid request");
-                let result = match tokio::time::timeout(cfg.request_timeout, client.request(req)).await {
-                    Ok(Ok(resp)) if resp.status().is_success() => Ok(()),
-                    Ok(Ok(resp)) => Err(format!("HTTP {}", resp.status())),
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(_) => Err("timeout".into()),
-                };
+                let result = post.post(body).await;
                 metrics.alertmanager_pending.set(pending.len() as i64);
                 match result {
                     Ok(()) => {
@@ -221,14 +273,14 @@ async fn deliver(cfg: AmConfig, mut rx: mpsc::UnboundedReceiver<Alert>, metrics:
                         }
                         metrics.alertmanager_posts.with_label_values(&["ok"]).inc();
                         metrics.alertmanager_pending.set(pending.len() as i64);
-                        backoff = Duration::from_millis(200);
+                        backoff = FIRST_BACKOFF;
                         next_try = tokio::time::Instant::now();
                     }
                     Err(e) => {
                         metrics.alertmanager_posts.with_label_values(&["error"]).inc();
-                        tracing::warn!(error = %e, url = %url, pending = pending.len(), retry_in = ?backoff, "Alertmanager delivery failed");
+                        tracing::warn!(error = %e, pending = pending.len(), retry_in = ?backoff, "Alertmanager delivery failed");
                         next_try = tokio::time::Instant::now() + backoff;
-                        backoff = (backoff * 2).min(Duration::from_secs(30));
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
                     }
                 }
             }

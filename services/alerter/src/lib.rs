@@ -25,6 +25,9 @@ pub mod config;
 pub mod metrics;
 pub mod rules;
 
+#[cfg(test)]
+mod tests;
+
 use std::time::Duration;
 
 use anyhow::Context;

@@ -368,15 +368,15 @@ fn veto_alert(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use octant_contracts::{EventKind, Source, Step, SystemRef};
 
-    const MIN: i64 = 60_000;
+    pub(crate) const MIN: i64 = 60_000;
 
     /// A window of the unsafe-action rate with the verdict the aggregator gives an estimate
     /// and interval looked at once (sequential evidence has its own tests in the aggregator).
-    fn window(end_min: i64, est: Option<(f64, f64, f64)>) -> MetricWindow {
+    pub(crate) fn window(end_min: i64, est: Option<(f64, f64, f64)>) -> MetricWindow {
         MetricWindow {
             window_id: String::new(),
             system_id: "sys-a".into(),
@@ -410,10 +410,10 @@ mod tests {
         }
     }
 
-    const CLEAR: Option<(f64, f64, f64)> = Some((0.05, 0.03, 0.08));
-    const AT_RISK: Option<(f64, f64, f64)> = Some((0.17, 0.13, 0.21));
-    const BREACHED: Option<(f64, f64, f64)> = Some((0.21, 0.17, 0.25));
-    const CONFIRMED: Option<(f64, f64, f64)> = Some((0.26, 0.22, 0.30));
+    pub(crate) const CLEAR: Option<(f64, f64, f64)> = Some((0.05, 0.03, 0.08));
+    pub(crate) const AT_RISK: Option<(f64, f64, f64)> = Some((0.17, 0.13, 0.21));
+    pub(crate) const BREACHED: Option<(f64, f64, f64)> = Some((0.21, 0.17, 0.25));
+    pub(crate) const CONFIRMED: Option<(f64, f64, f64)> = Some((0.26, 0.22, 0.30));
 
     fn feed(r: &mut Rules, seq: &[Option<(f64, f64, f64)>]) -> Vec<(AlertStatus, Severity, i64)> {
         seq.iter()
@@ -523,7 +523,7 @@ mod tests {
         assert_eq!(resolved[0].status, AlertStatus::Resolved);
     }
 
-    fn step_event(seq: i64, impact: Impact, confirmed: bool, violations: &[&str]) -> TrajectoryEvent {
+    pub(crate) fn step_event(seq: i64, impact: Impact, confirmed: bool, violations: &[&str]) -> TrajectoryEvent {
         TrajectoryEvent {
             event_id: format!("e{seq}"),
             run_id: "run-7".into(),

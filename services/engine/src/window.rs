@@ -57,6 +57,9 @@ impl WindowSpec {
         if self.lateness_ms < 0 {
             return Err("allowed lateness must not be negative".into());
         }
+        if self.slide_ms % 1000 != 0 {
+            return Err(format!("window slide {} ms is not a whole number of seconds", self.slide_ms));
+        }
         Ok(())
     }
 
@@ -191,13 +194,16 @@ pub struct Windows {
     /// (offset, frontier after processing it) whenever the frontier moved.
     frontier_log: VecDeque<(i64, i64)>,
     initial_frontier: Option<i64>,
+    /// Windows ending at or before this were emitted before a restart: not emitted again.
+    emitted_until: Option<i64>,
     /// Groups beyond MAX_GROUPS that were ignored.
     pub groups_dropped: u64,
 }
 
 impl Windows {
-    /// `frontier`: the frontier to resume from (None on a fresh partition).
-    pub fn new(spec: WindowSpec, boot: BootstrapSpec, frontier: Option<i64>) -> Windows {
+    /// `resume`: where a restart resumes (None on a fresh partition).
+    pub fn new(spec: WindowSpec, boot: BootstrapSpec, resume: Option<Resume>) -> Windows {
+        let frontier = resume.and_then(|r| r.frontier);
         Windows {
             spec,
             boot,
@@ -207,6 +213,7 @@ impl Windows {
             pane_offsets: BTreeMap::new(),
             frontier_log: VecDeque::new(),
             initial_frontier: frontier,
+            emitted_until: resume.map(|r| r.emitted_until),
             groups_dropped: 0,
         }
     }
@@ -376,7 +383,9 @@ impl Windows {
         let mut out = Vec::new();
         while let Some(f) = self.frontier.filter(|f| *f < target) {
             let end = f + self.spec.slide_ms;
-            if let Some(e) = self.emit(end) {
+            if self.emitted_until.is_none_or(|e| end > e)
+                && let Some(e) = self.emit(end)
+            {
                 out.push(e);
             }
             self.slide(end);
@@ -517,28 +526,69 @@ impl Windows {
         self.frontier_log.iter().take_while(|(o, _)| *o < offset).last().map(|(_, f)| *f).or(self.initial_frontier)
     }
 
-    /// Where a restart may resume: the largest offset C ≤ `limit` such that every pane a
-    /// window after F = [`Self::frontier_before`]\(C) needs (panes ≥ F + slide − length) has
-    /// all its accepted observations at offsets ≥ C. Returns (C, F). Resuming at C with
-    /// frontier F replays exactly: same late and duplicate decisions, same emissions.
+    /// Where a restart may resume, given that every input before `limit` is acknowledged.
+    ///
+    /// Let E be the frontier after the input before `limit` (every window ending at or
+    /// before E was emitted). The windows still to come need the panes from
+    /// E + slide − length on; C is the smallest offset of an accepted observation in them
+    /// (or `limit`). A restart replays from C with the frontier that was in force just
+    /// before C, so every late and duplicate decision of the replay is the original one,
+    /// and emits nothing ending at or before E: those windows would lack the panes before C.
+    /// The replay is bounded by one window length (plus lateness) of input.
     /// Forgets bookkeeping older than C.
-    pub fn commit_point(&mut self, limit: i64) -> (i64, Option<i64>) {
-        let mut c = limit;
-        loop {
-            let f = self.frontier_before(c);
-            let needed_from = f.map_or(i64::MIN, |f| f + self.spec.slide_ms - self.spec.length_ms);
-            let m = self.pane_offsets.range(needed_from..).map(|(_, o)| *o).min().unwrap_or(i64::MAX);
-            if m >= c {
-                // Prune: panes no resume point ≥ c can need, and log entries before c.
-                self.pane_offsets.retain(|p, _| *p >= needed_from);
-                while self.frontier_log.len() > 1 && self.frontier_log[1].0 < c {
-                    let (_, f) = self.frontier_log.pop_front().expect("len > 1");
-                    self.initial_frontier = Some(f);
-                }
-                return (c, f);
-            }
-            c = m;
+    pub fn commit_point(&mut self, limit: i64) -> (i64, Option<Resume>) {
+        let emitted = match (self.frontier_before(limit), self.emitted_until) {
+            (Some(f), Some(e)) => Some(f.max(e)),
+            (f, e) => f.or(e),
+        };
+        let needed_from = emitted.map_or(i64::MIN, |e| e + self.spec.slide_ms - self.spec.length_ms);
+        let c = self.pane_offsets.range(needed_from..).map(|(_, o)| *o).min().unwrap_or(limit).min(limit);
+        self.pane_offsets.retain(|p, _| *p >= needed_from);
+        while self.frontier_log.len() > 1 && self.frontier_log[1].0 < c {
+            let (_, f) = self.frontier_log.pop_front().expect("len > 1");
+            self.initial_frontier = Some(f);
         }
+        let resume = emitted.map(|emitted_until| Resume { frontier: self.frontier_before(c), emitted_until });
+        (c, resume)
+    }
+}
+
+/// Where a partition's windows resume after a restart: the frontier in force at the resume
+/// offset, and the last window end emitted before the restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resume {
+    pub frontier: Option<i64>,
+    pub emitted_until: i64,
+}
+
+impl Resume {
+    const MARK: i64 = 1 << 62;
+    const DELTA_BITS: u32 = 29;
+
+    /// Packs both into one non-negative i64 (a commit point's companion value): bit 62 set,
+    /// `emitted_until` in seconds in bits 29..62, and in bits 0..29 one more than
+    /// `emitted_until − frontier` in seconds (0: no frontier). Frontiers are pane boundaries,
+    /// whole seconds ([`WindowSpec::check`]). A gap too large to pack resumes as if nothing
+    /// was in force (the first watermark of the replay sets the frontier).
+    pub fn encode(&self) -> i64 {
+        let secs = self.emitted_until.div_euclid(1000).clamp(0, (1 << 33) - 1);
+        let delta = self.frontier.map_or(0, |f| (self.emitted_until - f).div_euclid(1000) + 1);
+        let delta = if (0..1 << Self::DELTA_BITS).contains(&delta) { delta } else { 0 };
+        Self::MARK | secs << Self::DELTA_BITS | delta
+    }
+
+    /// The inverse of [`Self::encode`]; 0 (nothing committed) is `None`. A value without the
+    /// mark is the previous format (the frontier in milliseconds), read as both fields.
+    pub fn decode(c: i64) -> Option<Resume> {
+        if c <= 0 {
+            return None;
+        }
+        if c & Self::MARK == 0 {
+            return Some(Resume { frontier: Some(c), emitted_until: c });
+        }
+        let emitted_until = ((c & !Self::MARK) >> Self::DELTA_BITS) * 1000;
+        let delta = c & ((1 << Self::DELTA_BITS) - 1);
+        Some(Resume { frontier: (delta > 0).then(|| emitted_until - (delta - 1) * 1000), emitted_until })
     }
 }
 
@@ -659,9 +709,13 @@ mod tests {
             // Run to `crash_at`, take the commit point, resume a fresh state from it.
             let mut w = Windows::new(spec_(), boot(), None);
             let before: Vec<Emission> = input.iter().enumerate().take(crash_at).flat_map(|(i, o)| feed(&mut w, o, i as i64).1).collect();
-            let (c, f) = w.commit_point(crash_at as i64);
+            let (c, resume) = w.commit_point(crash_at as i64);
             assert!(c <= crash_at as i64);
-            let mut resumed = Windows::new(spec_(), boot(), f);
+            // Bounded replay: one window length plus the lateness (12 min, about 103 inputs at
+            // 7 s each), not the whole history.
+            assert!(crash_at as i64 - c <= 110, "crash at {crash_at}: replay from {c}");
+            let resume = resume.map(|r| Resume::decode(r.encode()).expect("round trip"));
+            let mut resumed = Windows::new(spec_(), boot(), resume);
             let after = run_all(&mut resumed, &input, c as usize);
             // Everything emitted after the resume equals the reference window for window.
             for e in &after {
@@ -672,6 +726,22 @@ mod tests {
             let ends: HashSet<i64> = before.iter().chain(&after).map(|e| e.window_end).collect();
             assert!(reference.iter().all(|r| ends.contains(&r.window_end)), "crash at {crash_at}");
         }
+    }
+
+    #[test]
+    fn resume_points_pack_into_one_companion_value() {
+        for r in [
+            Resume { frontier: Some(T0), emitted_until: T0 },
+            Resume { frontier: Some(T0 - 90 * MIN), emitted_until: T0 },
+            Resume { frontier: None, emitted_until: T0 + 7 * MIN },
+        ] {
+            let c = r.encode();
+            assert!(c > 0);
+            assert_eq!(Resume::decode(c), Some(r));
+        }
+        assert_eq!(Resume::decode(0), None);
+        // The previous format (the frontier in milliseconds) still reads.
+        assert_eq!(Resume::decode(T0), Some(Resume { frontier: Some(T0), emitted_until: T0 }));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! # octant-lake-writer
 //!
 //! Consumes every Octant topic and writes Parquet (zstd) tables, Hive-partitioned as
-//! `<lake>/<table>/system_id=<id>/date=<YYYY-MM-DD>/`, exactly once ([`lake`] has the
-//! protocol). Tables and their Arrow schemas come from the Avro contracts ([`schema`]).
+//! `<lake>/<table>/system_id=<id>/date=<YYYY-MM-DD>/`, exactly once (`octant_lake::lake` has
+//! the protocol). Tables and their Arrow schemas come from the Avro contracts
+//! (`octant_lake::schema`).
 //! Records that do not decode go to `raw_records` (hex payload and the error), so the lake
 //! holds every offset of every topic. Fields named in `redact` are replaced before writing.
 //!
@@ -12,7 +13,8 @@
 //!   (removes an interrupted unit) and skips offsets already in the lake.
 //! - Files close on size (`max_file_bytes`) or age (`max_file_age`), whichever comes first,
 //!   and on shutdown.
-//! - Local directories only for now (object stores: see ARCHITECTURE.md).
+//! - The lake is a local directory or an object store (`s3://…`, `memory://`), through
+//!   `octant_lake::store`; the same protocol on both.
 
 pub mod config;
 pub mod metrics;

@@ -382,6 +382,15 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         })
     };
 
+    // The services live and die together: one failing stops the others (and the demo).
+    let mut supervisor = octant_runtime::supervisor::Supervisor::new(shutdown.clone());
+    supervisor.add("scorer", scorer.task);
+    supervisor.add("aggregator", aggregator.task);
+    supervisor.add("alerter", alerter.task);
+    supervisor.add("lake writer", lake_writer.task);
+    supervisor.add("profiler", profiler.task);
+    let services = tokio::spawn(supervisor.wait());
+
     let deadline = (a.seconds > 0).then(|| tokio::time::Instant::now() + Duration::from_secs(a.seconds));
     let mut tick = tokio::time::interval(Duration::from_secs(2));
     loop {
@@ -398,11 +407,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let produced = generator.await.context("generator panicked")??;
     tokio::time::sleep(Duration::from_secs(2)).await; // let the last events through
     shutdown.cancel();
-    scorer.task.await.context("scorer panicked")??;
-    aggregator.task.await.context("aggregator panicked")??;
-    alerter.task.await.context("alerter panicked")??;
-    lake_writer.task.await.context("lake writer panicked")??;
-    profiler.task.await.context("profiler panicked")??;
+    services.await.context("the supervisor panicked")??;
     view_stop.cancel();
     let _ = viewer.await;
     let _ = followers.await;

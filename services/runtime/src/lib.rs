@@ -26,6 +26,7 @@ pub mod config;
 pub mod consumer;
 pub mod dlq;
 pub mod error;
+pub mod golden;
 pub mod kafka;
 pub mod metrics;
 pub mod pipeline;

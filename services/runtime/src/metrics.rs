@@ -60,6 +60,30 @@ impl<'a> Register<'a> {
 /// Buckets for processing latencies (seconds), from 1 ms to 10 s.
 pub const LATENCY_BUCKETS: [f64; 13] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
+/// Every sample of a text exposition (`/metrics`), keyed as it is written there
+/// (`name{label="value",…}`); comments and unparsable lines are skipped.
+pub fn parse_exposition(text: &str) -> std::collections::BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Every sample of `registry` as `/metrics` would show it (see [`parse_exposition`]): what a
+/// test of a stage driven in-process reads instead of scraping.
+pub fn samples(registry: &Registry) -> std::collections::BTreeMap<String, f64> {
+    let text = prometheus::TextEncoder::new().encode_to_string(&registry.gather()).expect("metrics encode");
+    parse_exposition(&text)
+}
+
+/// Sum of every series of `name` (all label sets) in `samples`.
+pub fn total(samples: &std::collections::BTreeMap<String, f64>, name: &str) -> f64 {
+    samples.iter().filter(|(k, _)| *k == name || k.starts_with(&format!("{name}{{"))).map(|(_, v)| v).sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +96,8 @@ mod tests {
         r.value("octant_test_level", "level").set(2.5);
         let names: Vec<String> = registry.gather().iter().map(|f| f.name().to_string()).collect();
         assert_eq!(names, ["octant_test_level", "octant_test_things_total"]);
+        let m = samples(&registry);
+        assert_eq!(m.get("octant_test_things_total{kind=\"a\"}"), Some(&1.0));
+        assert_eq!(total(&m, "octant_test_level"), 2.5);
     }
 }

@@ -1,6 +1,6 @@
 //! Tasks that live and die together: when one ends with an error (or panics), every other is
 //! told to stop (the shared shutdown token is cancelled) and the first error is returned once
-//! all have ended. The demo and `octant up` run every service in one process this way, so a
+//! all have ended. The demo runs every service in one process this way, so a
 //! failing service stops the process instead of leaving the others half-working.
 
 use tokio::task::JoinHandle;

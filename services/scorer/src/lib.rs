@@ -36,6 +36,9 @@ pub mod config;
 pub mod metrics;
 pub mod validate;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,429 @@
+//! The scorer stage in-process (`octant_runtime::pipeline::Driver`, no broker): the golden
+//! files in every framing, every bad-input rule, run assembly across a restart, commit points
+//! and watermarks. The same behaviours against the real broker are in
+//! `integration-tests/tests/scorer.rs`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use octant_contracts::codec::{to_confluent, to_json, to_single_object};
+use octant_contracts::{DeadLetter, Decoder, EventKind, Observation, TrajectoryEvent, Watermark, topics};
+use octant_runtime::consumer::TopicPartition;
+use octant_runtime::kafka::OutRecord;
+use octant_runtime::metrics::{samples, total};
+use octant_runtime::pipeline::Driver;
+use prometheus::Registry;
+use serde_json::json;
+
+use super::*;
+
+/// 2025-11-30T08:00:00Z.
+const T0: i64 = 1_764_489_600_000;
+
+struct Harness {
+    driver: Driver<ScorerStage>,
+    registry: Registry,
+    production: String,
+    evaluation: String,
+    observations: String,
+    dlq: String,
+}
+
+impl Harness {
+    fn new(config: ScorerConfig) -> Harness {
+        let registry = Registry::new();
+        let kafka = &config.stream.kafka;
+        let (production, evaluation) = (kafka.topic(topics::TRAJECTORIES_PRODUCTION), kafka.topic(topics::TRAJECTORIES_EVALUATION));
+        let topology =
+            Topology { input_partitions: HashMap::from([(production.clone(), 1), (evaluation.clone(), 1)]), output_partitions: 2 };
+        let stage = ScorerStage::new(&config, &registry, topology).expect("stage");
+        Harness {
+            driver: Driver::new(stage),
+            registry,
+            production,
+            evaluation,
+            observations: kafka.topic(topics::OBSERVATIONS),
+            dlq: kafka.topic(topics::DLQ),
+        }
+    }
+
+    /// Sends `ev` (single-object Avro, keyed by its run id) to partition 0 of its source's topic.
+    fn send(&mut self, ev: &TrajectoryEvent) -> Vec<OutRecord> {
+        self.send_bytes(ev, &to_single_object(ev).expect("encodes"))
+    }
+
+    fn send_bytes(&mut self, ev: &TrajectoryEvent, payload: &[u8]) -> Vec<OutRecord> {
+        let topic = if ev.source == octant_contracts::Source::Production { self.production.clone() } else { self.evaluation.clone() };
+        self.driver.send(&topic, 0, Some(ev.run_id.as_bytes()), payload).expect("partition opens")
+    }
+
+    fn observations(&self, records: &[OutRecord]) -> Vec<Observation> {
+        let d = Decoder::new();
+        records.iter().filter(|r| r.topic == self.observations && r.partition.is_none()).map(|r| d.decode(&r.payload).unwrap()).collect()
+    }
+
+    fn dead_letters(&self, records: &[OutRecord]) -> Vec<DeadLetter> {
+        let d = Decoder::new();
+        records.iter().filter(|r| r.topic == self.dlq).map(|r| d.decode(&r.payload).unwrap()).collect()
+    }
+
+    fn metrics(&self) -> BTreeMap<String, f64> {
+        samples(&self.registry)
+    }
+}
+
+fn event(run: &str, seq: i64, seconds: i64, kind: EventKind, body: serde_json::Value) -> TrajectoryEvent {
+    let field = match kind {
+        EventKind::RunStarted => "run_started",
+        EventKind::Step => "step",
+        EventKind::Intervention => "intervention",
+        EventKind::RunEnded => "run_ended",
+    };
+    let mut v = json!({
+        "event_id": format!("{run}/{seq}"),
+        "run_id": run,
+        "system": {"id": "sys", "version": "1", "config_hash": ""},
+        "source": "PRODUCTION",
+        "event_time": T0 + seconds * 1000,
+        "sequence": seq,
+        "kind": kind,
+    });
+    v[field] = body;
+    serde_json::from_value(v).expect("a well-formed event")
+}
+
+fn start(run: &str, seconds: i64) -> TrajectoryEvent {
+    event(run, 0, seconds, EventKind::RunStarted, json!({"task_id": "t", "optimal_steps": 1, "required_subgoals": 1}))
+}
+
+fn step(run: &str, seq: i64, seconds: i64) -> TrajectoryEvent {
+    event(
+        run,
+        seq,
+        seconds,
+        EventKind::Step,
+        json!({"step_kind": "TOOL_CALL", "tool_name": "lookup", "arguments": "{}", "result_status": "OK", "confidence": 0.9, "tokens": 10}),
+    )
+}
+
+fn end(run: &str, seq: i64, seconds: i64) -> TrajectoryEvent {
+    event(run, seq, seconds, EventKind::RunEnded, json!({"outcome": "SUCCESS", "verifier_kind": "tests", "verifier_verdict": true}))
+}
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden")
+}
+
+/// `golden/inputs/*.json` by file stem.
+fn golden_inputs() -> Vec<(String, Vec<TrajectoryEvent>)> {
+    octant_runtime::golden::inputs(&golden_dir())
+}
+
+/// `golden/inputs/*.json` → exactly `golden/expected/*.json` (observations sorted by id), in
+/// each framing the scorer reads: JSON, Avro single-object, Confluent-framed (schema id 1).
+/// `OCTANT_BLESS_GOLDEN=1` rewrites the expected files from the single-object run; review the
+/// diff. (The same files through the real broker, written by fastavro:
+/// `integration-tests/tests/scorer.rs`.)
+#[test]
+fn golden_files_in_every_framing() {
+    let bless = std::env::var_os("OCTANT_BLESS_GOLDEN").is_some();
+    type Encode = fn(&TrajectoryEvent) -> Vec<u8>;
+    let framings: [(&str, Encode); 3] =
+        [("single-object", |e| to_single_object(e).unwrap()), ("json", |e| to_json(e)), ("confluent", |e| to_confluent(e, 1).unwrap())];
+    for (framing, encode) in framings {
+        let mut config = ScorerConfig::default();
+        config.confluent_ids.insert(1, "trajectory_event.avsc".into());
+        let mut h = Harness::new(config);
+        let mut runs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (name, events) in golden_inputs() {
+            for ev in events {
+                runs.entry(name.clone()).or_default().insert(ev.run_id.clone());
+                h.send_bytes(&ev, &encode(&ev));
+            }
+        }
+        let produced = h.driver.produced.clone();
+        assert!(h.dead_letters(&produced).is_empty(), "{framing}: nothing dead-lettered");
+        let got = h.observations(&produced);
+        for (name, runs) in &runs {
+            let mut mine: Vec<serde_json::Value> =
+                got.iter().filter(|o| runs.contains(&o.run_id)).map(|o| serde_json::to_value(o).unwrap()).collect();
+            mine.sort_by_key(|v| v["observation_id"].as_str().unwrap().to_string());
+            let path = golden_dir().join("expected").join(format!("{name}.json"));
+            if bless {
+                std::fs::write(&path, serde_json::to_string_pretty(&mine).unwrap() + "\n").unwrap();
+                continue;
+            }
+            let want: Vec<serde_json::Value> =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("missing {}", path.display()))).unwrap();
+            assert_eq!(mine, want, "{framing}/{name}: observations differ from {}", path.display());
+        }
+        let ids: BTreeSet<&str> = got.iter().map(|o| o.observation_id.as_str()).collect();
+        assert_eq!(ids.len(), got.len(), "{framing}: no observation twice");
+        let m = h.metrics();
+        assert_eq!(total(&m, "octant_scorer_observations_produced_total"), got.len() as f64, "{framing}: counted when acknowledged");
+    }
+}
+
+/// Every rule of `validate.rs`, one at a time: the event becomes exactly one dead letter of
+/// class `invalid_value` carrying the reason, the topic, partition, offset, key and payload,
+/// nothing else comes of it, and the run goes on with its next good event.
+#[test]
+fn every_validation_rule_dead_letters_its_event_and_the_stream_goes_on() {
+    type Mutate = fn(&mut TrajectoryEvent);
+    let step_rules: Vec<(&str, Mutate)> = vec![
+        ("empty run_id", |e| e.run_id.clear()),
+        ("empty system id", |e| e.system.id.clear()),
+        ("negative sequence", |e| e.sequence = -1),
+        ("not a positive epoch-millisecond time", |e| e.event_time = 0),
+        ("2 bodies set", |e| {
+            e.intervention = Some(serde_json::from_value(json!({"intervention_kind": "STOP", "honoured": true})).unwrap())
+        }),
+        ("0 bodies set", |e| e.step = None),
+        ("does not name the body", |e| e.kind = EventKind::RunEnded),
+        ("negative tokens", |e| e.step.as_mut().unwrap().tokens = -1),
+        ("cost -1 is negative", |e| e.step.as_mut().unwrap().cost = -1.0),
+        ("cost NaN", |e| e.step.as_mut().unwrap().cost = f64::NAN),
+        ("latency_ms inf", |e| e.step.as_mut().unwrap().latency_ms = f64::INFINITY),
+        ("confidence 1.5 is outside [0, 1]", |e| e.step.as_mut().unwrap().confidence = Some(1.5)),
+    ];
+    let start_rules: Vec<(&str, Mutate)> = vec![
+        ("run started at sequence 3", |e| e.sequence = 3),
+        ("negative attempt", |e| e.run_started.as_mut().unwrap().attempt = -1),
+        ("optimal_steps must be at least 1", |e| e.run_started.as_mut().unwrap().optimal_steps = Some(0)),
+        ("negative required_subgoals", |e| e.run_started.as_mut().unwrap().required_subgoals = Some(-2)),
+        ("contamination 1.2 is outside", |e| {
+            e.run_started.as_mut().unwrap().benchmark = Some(serde_json::from_value(json!({"id": "b", "contamination": 1.2})).unwrap())
+        }),
+    ];
+    let end_rules: Vec<(&str, Mutate)> = vec![
+        ("judge_verdict 2 is outside", |e| e.run_ended.as_mut().unwrap().judge_verdict = Some(2.0)),
+        ("human_verdict -0.5 is outside", |e| e.run_ended.as_mut().unwrap().human_verdict = Some(-0.5)),
+        ("confidence NaN", |e| e.run_ended.as_mut().unwrap().confidence = Some(f64::NAN)),
+        ("negative subgoals_done", |e| e.run_ended.as_mut().unwrap().subgoals_done = Some(-1)),
+        ("negative sentences_assertive", |e| e.run_ended.as_mut().unwrap().sentences_assertive = Some(-1)),
+        ("3 unsupported sentences of 2 assertive", |e| {
+            let r = e.run_ended.as_mut().unwrap();
+            (r.sentences_assertive, r.sentences_unsupported) = (Some(2), Some(3));
+        }),
+    ];
+    let mut checked = 0;
+    for (i, (reason, mutate)) in step_rules.iter().chain(&start_rules).chain(&end_rules).enumerate() {
+        let mut h = Harness::new(ScorerConfig::default());
+        let run = format!("r{i}");
+        // The bad event is the start, a step, or the end, according to its rule's table.
+        let kind = if i < step_rules.len() {
+            EventKind::Step
+        } else if i < step_rules.len() + start_rules.len() {
+            EventKind::RunStarted
+        } else {
+            EventKind::RunEnded
+        };
+        let good = [start(&run, 0), step(&run, 1, 1), end(&run, 2, 2)];
+        let at = good.iter().position(|e| e.kind == kind).unwrap();
+        let mut bad = good[at].clone();
+        mutate(&mut bad);
+        let mut sent = 0;
+        for ev in &good[..at] {
+            h.send(ev);
+            sent += 1;
+        }
+        let payload = to_single_object(&bad).expect("schema-valid, only impossible");
+        let records = h.send_bytes(&bad, &payload);
+        let dead = h.dead_letters(&records);
+        assert_eq!(dead.len(), 1, "{reason}: one dead letter");
+        assert!(h.observations(&records).is_empty(), "{reason}: no observation from a bad event");
+        let d = &dead[0];
+        assert_eq!((d.error_class.as_str(), d.service.as_str()), ("invalid_value", "scorer"), "{reason}");
+        assert!(d.error_message.contains(reason), "{reason}: message {:?}", d.error_message);
+        assert_eq!((d.source_topic.as_str(), d.partition, d.offset), (h.production.as_str(), 0, sent), "{reason}: where it was read");
+        assert_eq!(d.payload, payload, "{reason}: payload verbatim");
+        assert_eq!(d.key.as_deref(), Some(bad.run_id.as_bytes()), "{reason}: the key it was read with");
+        // The stream goes on: the corrected event and the rest of the run are accepted.
+        for ev in &good[at..] {
+            let out = h.send(ev);
+            assert!(h.dead_letters(&out).is_empty(), "{reason}: {:?} after the bad event is accepted", ev.kind);
+        }
+        let m = h.metrics();
+        assert_eq!(m.get("octant_scorer_dead_letters_total{error_class=\"invalid_value\"}"), Some(&1.0), "{reason}");
+        let successes: Vec<_> =
+            h.observations(&h.driver.produced).into_iter().filter(|o| o.metric == octant_core::catalogue::ids::TASK_SUCCESS).collect();
+        assert_eq!(successes.len(), 1, "{reason}: the run still ends");
+        checked += 1;
+    }
+    assert_eq!(checked, 23);
+
+    // A Kafka key that is not the run id (the partitioning contract).
+    let mut h = Harness::new(ScorerConfig::default());
+    let ev = start("r", 0);
+    let out = h.driver.send(&h.production.clone(), 0, Some(b"other"), &to_single_object(&ev).unwrap()).unwrap();
+    let dead = h.dead_letters(&out);
+    assert!(dead[0].error_message.contains("is not the run id"), "{:?}", dead[0].error_message);
+}
+
+/// The decoder's classes: bytes that are no event at all, an unknown fingerprint, an unknown
+/// Confluent schema id, and a record of another contract.
+#[test]
+fn undecodable_input_is_dead_lettered_with_its_class() {
+    let mut h = Harness::new(ScorerConfig::default());
+    let ev = start("r", 0);
+    let mut unknown_fingerprint = to_single_object(&ev).unwrap();
+    unknown_fingerprint[2] ^= 0xff;
+    let watermark = Watermark {
+        service: "x".into(),
+        source_topic: "t".into(),
+        source_partition: 0,
+        source_partitions: 1,
+        watermark: None,
+        idle: true,
+        produced_at: 1,
+    };
+    let cases: [(&[u8], &str); 5] = [
+        (b"not an event", "undecodable"),
+        (b"{\"run_id\": 3}", "undecodable"),
+        (&unknown_fingerprint, "unknown_schema"),
+        (&to_confluent(&ev, 99).unwrap(), "unknown_schema"),
+        (&to_single_object(&watermark).unwrap(), "wrong_type"),
+    ];
+    for (i, (payload, class)) in cases.iter().enumerate() {
+        let out = h.send_bytes(&ev, payload);
+        let dead = h.dead_letters(&out);
+        assert_eq!(dead.len(), 1, "case {i}");
+        assert_eq!((dead[0].error_class.as_str(), dead[0].offset), (*class, i as i64), "case {i}: {:?}", dead[0].error_message);
+    }
+    // And the same partition still takes good input.
+    let out = h.send(&ev);
+    assert!(h.dead_letters(&out).is_empty());
+    let m = h.metrics();
+    assert_eq!(m.get("octant_scorer_dead_letters_total{error_class=\"unknown_schema\"}"), Some(&2.0));
+    assert_eq!(total(&m, "octant_scorer_events_consumed_total"), 6.0);
+}
+
+/// The assembly rules of `assemble.rs`: unknown and closed runs, duplicate sequences and
+/// second starts are dead-lettered; sequence gaps are accepted and counted; an idle run is
+/// ended as abandoned by the event time of another run, dated last event + idle timeout.
+#[test]
+fn assembly_rules() {
+    let mut h = Harness::new(ScorerConfig { idle_timeout: Duration::from_secs(60), ..Default::default() });
+    let class = |h: &Harness, out: &[OutRecord]| h.dead_letters(out).first().map(|d| d.error_class.clone());
+
+    let out = h.send(&step("ghost", 1, 0));
+    assert_eq!(class(&h, &out).as_deref(), Some("unknown_run"));
+    h.send(&start("a", 0));
+    h.send(&step("a", 1, 1));
+    let out = h.send(&step("a", 1, 2));
+    assert_eq!(class(&h, &out).as_deref(), Some("duplicate_sequence"), "a sequence seen before");
+    let out = h.send(&start("a", 3));
+    assert_eq!(class(&h, &out).as_deref(), Some("duplicate_sequence"), "a second start");
+    let out = h.send(&step("a", 5, 4));
+    assert_eq!(class(&h, &out), None, "a gap is accepted");
+    assert_eq!(h.observations(&out).len(), 3, "with its step's observations");
+    h.send(&end("a", 6, 5));
+    let out = h.send(&step("a", 7, 6));
+    assert_eq!(class(&h, &out).as_deref(), Some("closed_run"));
+
+    // b idles; c's events move event time on; 61 s after b's last event, b is abandoned.
+    h.send(&start("b", 10));
+    h.send(&step("b", 1, 11));
+    h.send(&start("c", 20));
+    let out = h.send(&step("c", 1, 71));
+    assert!(h.observations(&out).iter().all(|o| o.run_id == "c"), "b not abandoned yet (60 s to the millisecond)");
+    let out = h.send(&step("c", 2, 72));
+    let abandoned: Vec<_> = h.observations(&out).into_iter().filter(|o| o.run_id == "b").collect();
+    let success = abandoned.iter().find(|o| o.metric == octant_core::catalogue::ids::TASK_SUCCESS).expect("b ended as abandoned");
+    assert_eq!(success.value, 0.0, "an abandoned run failed its task");
+    assert_eq!(success.event_time, T0 + 11_000 + 60_000, "dated last event + idle timeout");
+    let out = h.send(&end("b", 2, 73));
+    assert_eq!(class(&h, &out).as_deref(), Some("closed_run"), "an abandoned run is closed");
+
+    let m = h.metrics();
+    assert_eq!(m.get("octant_scorer_sequence_gaps_total"), Some(&1.0));
+    assert_eq!(m.get("octant_scorer_runs_abandoned_total"), Some(&1.0));
+    for (class, n) in [("unknown_run", 1.0), ("duplicate_sequence", 2.0), ("closed_run", 2.0)] {
+        assert_eq!(m.get(&format!("octant_scorer_dead_letters_total{{error_class=\"{class}\"}}")), Some(&n), "{class}");
+    }
+}
+
+/// Commit points never pass the first offset of an open run, nor an unacknowledged message;
+/// a new owner resuming from the commit point (with its replay horizon) re-reads the open run
+/// whole, skips the replayed tail of the run that finished (its start lies before the commit
+/// point: not dead-lettered as unknown), and the two owners together produce exactly the
+/// observations of a run without the restart.
+#[test]
+fn a_restart_from_the_commit_point_replays_open_runs_and_skips_finished_ones() {
+    let events = [
+        start("b", 0),   // 0
+        start("a", 1),   // 1: a is held from here
+        step("a", 1, 2), // 2
+        step("b", 1, 3), // 3
+        end("b", 2, 4),  // 4: b ends
+        step("a", 2, 5), // 5
+    ];
+    let tail = end("a", 3, 6); // 6
+    let tp = TopicPartition::new(topics::TRAJECTORIES_PRODUCTION, 0);
+    let ids = |h: &Harness| -> BTreeSet<String> { h.observations(&h.driver.produced).into_iter().map(|o| o.observation_id).collect() };
+
+    let mut clean = Harness::new(ScorerConfig::default());
+    for ev in events.iter().chain([&tail]) {
+        clean.send(ev);
+    }
+
+    let mut first = Harness::new(ScorerConfig::default());
+    first.driver.auto_ack = false;
+    for ev in &events {
+        first.send(ev);
+    }
+    let point = first.driver.commit_points()[&tp];
+    assert_eq!((point.offset, point.companion), (0, 0), "nothing acknowledged: nothing committed, no horizon");
+    first.driver.ack_all();
+    let point = first.driver.commit_points()[&tp];
+    assert_eq!(point.offset, 1, "a's start is held while a is open");
+    assert_eq!(point.companion, 6, "replay horizon + 1: everything through offset 5 is acknowledged");
+
+    // The crash: a new owner resumes at the commit point with its companion value.
+    let mut second = Harness::new(ScorerConfig::default());
+    second.driver.resume(tp.clone(), point.offset, Some(point.companion));
+    for ev in events[1..].iter().chain([&tail]) {
+        second.send(ev);
+    }
+    let dead = second.dead_letters(&second.driver.produced);
+    assert!(dead.is_empty(), "replays are not bad input: {dead:?}");
+    assert_eq!(second.metrics().get("octant_scorer_replays_skipped_total"), Some(&2.0), "b's step and end");
+    let mut got = ids(&first);
+    got.extend(ids(&second));
+    assert_eq!(got, ids(&clean), "the same observations as without the crash");
+    let point = second.driver.commit_points()[&tp];
+    assert_eq!((point.offset, point.companion), (7, 7), "everything done: commit past the end");
+}
+
+/// Watermarks: nothing for a partition not read and not known to be empty; its largest event
+/// time once read (to every output partition); *idle* once caught up and quiet.
+#[test]
+fn watermarks_follow_event_time_and_idleness() {
+    let mut h = Harness::new(ScorerConfig { idle_partition_after: Duration::from_secs(5), ..Default::default() });
+    let d = Decoder::new();
+    let (prod, eval) = (TopicPartition::new(h.production.clone(), 0), TopicPartition::new(h.evaluation.clone(), 0));
+    h.driver.assign(prod.clone());
+    h.driver.assign(eval.clone());
+    assert!(h.driver.tick().is_empty(), "lag unknown: say nothing");
+    h.driver.set_lag(eval.clone(), 0);
+    let marks: Vec<Watermark> = h.driver.tick().iter().map(|r| d.decode(&r.payload).unwrap()).collect();
+    assert_eq!(marks.len(), 2, "the caught-up, unread partition is idle, to both output partitions");
+    assert!(marks.iter().all(|w| w.idle && w.watermark.is_none() && w.source_topic == h.evaluation && w.source_partitions == 1));
+
+    h.send(&start("a", 0));
+    h.send(&step("a", 1, 30));
+    h.send(&step("a", 2, 20));
+    h.driver.set_lag(prod.clone(), 0);
+    let tick = h.driver.tick();
+    let marks: BTreeMap<(String, i32), Watermark> =
+        tick.iter().map(|r| ((r.key.clone(), r.partition.unwrap()), d.decode(&r.payload).unwrap())).collect();
+    let w = &marks[&(prod.to_string(), 1)];
+    assert_eq!((w.watermark, w.idle), (Some(T0 + 30_000), false), "largest event time; read just now, so not idle");
+    h.driver.advance(Duration::from_secs(6));
+    let w: Watermark = d.decode(&h.driver.tick().iter().find(|r| r.key == prod.to_string()).unwrap().payload).unwrap();
+    assert_eq!((w.watermark, w.idle), (Some(T0 + 30_000), true), "caught up and quiet: idle");
+    h.driver.set_lag(prod.clone(), 3);
+    let w: Watermark = d.decode(&h.driver.tick().iter().find(|r| r.key == prod.to_string()).unwrap().payload).unwrap();
+    assert!(!w.idle, "lagging partitions are never idle");
+}

@@ -12,6 +12,9 @@
 #     compose and Kubernetes manifests with it.
 #   - moto (PyPI moto==5.2.5 with flask) in .octant/s3: an S3-compatible server (conditional
 #     puts included) the object-store lake test starts on a loopback port.
+#   - the OpenTelemetry Python SDK (PyPI opentelemetry-sdk, opentelemetry-proto and
+#     opentelemetry-exporter-otlp-proto-common 1.45.2, with protobuf) in .octant/otel: the
+#     independent OTLP encoder of the ingest test.
 #   - Prometheus and Alertmanager (Debian packages prometheus, prometheus-alertmanager): the
 #     tests start them on loopback ports (nothing here starts them as services).
 set -euo pipefail
@@ -51,6 +54,13 @@ if [ ! -d .octant/s3/moto ]; then
   python3 -m pip install --quiet --disable-pip-version-check --target .octant/s3 moto==5.2.5 flask flask-cors 2>&1 \
     | grep -v -e "dependency resolver" -e "which is incompatible" -e "Running pip as the 'root' user" || true
   test -d .octant/s3/moto
+fi
+if [ ! -d .octant/otel/opentelemetry/sdk ]; then
+  echo "setup: installing the OpenTelemetry Python SDK for the OTLP ingest test (PyPI opentelemetry-sdk==1.45.2)"
+  python3 -m pip install --quiet --disable-pip-version-check --target .octant/otel opentelemetry-sdk==1.45.2 \
+    opentelemetry-proto==1.45.2 opentelemetry-exporter-otlp-proto-common==1.45.2 2>&1 \
+    | grep -v -e "Running pip as the 'root' user" -e "Target directory" -e "Specify --upgrade" || true
+  test -d .octant/otel/opentelemetry/sdk
 fi
 
 if ! command -v prometheus-alertmanager >/dev/null || ! command -v promtool >/dev/null; then

@@ -184,7 +184,11 @@ pub async fn wait_metrics(addr: std::net::SocketAddr, what: &str, done: impl Fn(
         if done(&m) {
             return m;
         }
-        assert!(tokio::time::Instant::now() < deadline, "waited two minutes for: {what}");
+        if tokio::time::Instant::now() >= deadline {
+            let shown: Vec<String> =
+                m.iter().filter(|(k, v)| **v != 0.0 && !k.contains("_bucket")).map(|(k, v)| format!("{k} {v}")).collect();
+            panic!("waited two minutes for: {what}; metrics:\n{}", shown.join("\n"));
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

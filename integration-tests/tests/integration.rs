@@ -3,6 +3,7 @@
 
 mod aggregator;
 mod alerter;
+mod ingest;
 mod lake;
 mod operations;
 mod probe;

@@ -68,8 +68,10 @@ fn the_demo_and_the_tests_share_one_build() {
 /// tests may drive anything.)
 #[test]
 fn services_depend_only_on_libraries() {
-    const LIBRARIES: [&str; 6] = ["octant-core", "octant-contracts", "octant-runtime", "octant-engine", "octant-lake", "octant-gen"];
-    const SERVICES: [&str; 5] = ["octant-scorer", "octant-aggregator", "octant-alerter", "octant-lake-writer", "octant-profiler"];
+    const LIBRARIES: [&str; 7] =
+        ["octant-core", "octant-contracts", "octant-runtime", "octant-engine", "octant-lake", "octant-otlp", "octant-gen"];
+    const SERVICES: [&str; 6] =
+        ["octant-ingest", "octant-scorer", "octant-aggregator", "octant-alerter", "octant-lake-writer", "octant-profiler"];
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .current_dir(repo())

@@ -72,6 +72,7 @@ pub type Running = service::Running<broadcast::Sender<ProfileUpdate>>;
 
 pub async fn start(config: AggregatorConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid aggregator configuration")?;
+    config.evaluation.declare_instruments().map_err(anyhow::Error::msg)?;
     let stage = AggregatorStage::new(&config, &registry);
     let feed = stage.profiles.clone();
     let health = Health::new();

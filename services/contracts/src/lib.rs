@@ -38,6 +38,8 @@ pub mod topics {
     pub const ALERTS: &str = "octant.alerts";
     pub const PROFILES: &str = "octant.profiles";
     pub const DLQ: &str = "octant.dlq";
+    /// The ingest's own topic: OTLP pieces re-keyed by trace id (not archived in the lake).
+    pub const OTLP_FRAGMENTS: &str = "octant.otlp.fragments";
     /// Every Octant topic (what the lake writer archives).
     pub const ALL: [&str; 7] = [TRAJECTORIES_PRODUCTION, TRAJECTORIES_EVALUATION, OBSERVATIONS, WINDOWS, ALERTS, PROFILES, DLQ];
 }

@@ -212,6 +212,28 @@ pub struct RunEnded {
     pub sentences_unsupported: Option<i32>,
     #[serde(default)]
     pub confidence: Option<f64>,
+    /// Evaluation results about the run (schema field added with a default: older records
+    /// read as none).
+    #[serde(default)]
+    pub evaluations: Vec<Evaluation>,
+}
+
+/// One evaluation result (schema `Evaluation`, inside `RunEnded`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evaluation {
+    pub name: String,
+    #[serde(default)]
+    pub score_value: Option<f64>,
+    #[serde(default)]
+    pub score_label: Option<String>,
+    #[serde(default)]
+    pub explanation: Option<String>,
+    #[serde(default)]
+    pub evaluator: Option<String>,
+    #[serde(default)]
+    pub evaluator_version: Option<String>,
+    #[serde(default)]
+    pub step: Option<i64>,
 }
 
 /// One unit of one instrument (schema `Observation`).

@@ -89,6 +89,26 @@ fn events() -> Vec<TrajectoryEvent> {
             sentences_assertive: Some(10),
             sentences_unsupported: Some(1),
             confidence: Some(0.8),
+            evaluations: vec![
+                octant_contracts::Evaluation {
+                    name: "faithfulness".into(),
+                    score_value: Some(0.75),
+                    score_label: None,
+                    explanation: Some("grounded".into()),
+                    evaluator: Some("ragas".into()),
+                    evaluator_version: Some("0.2.1".into()),
+                    step: None,
+                },
+                octant_contracts::Evaluation {
+                    name: "relevance".into(),
+                    score_value: None,
+                    score_label: Some("relevant".into()),
+                    explanation: None,
+                    evaluator: None,
+                    evaluator_version: None,
+                    step: Some(2),
+                },
+            ],
         }),
         ..base.clone()
     };

@@ -396,6 +396,93 @@ pub fn declare(spec: MetricSpec) -> Result<&'static MetricSpec, String> {
     Ok(leaked)
 }
 
+/// An instrument declared in configuration (`[[evaluation.instruments]]`): evaluation results
+/// of one name — from one evaluator at one version, when given — become observations of it.
+/// Results of another evaluator version are never pooled with these: they are not scored
+/// until declared (as another instrument id), and are counted as undeclared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstrumentDecl {
+    /// The instrument's id (the metric of its observations, windows and gauges).
+    pub id: String,
+    /// The `gen_ai.evaluation.name` it is read from (default: the id).
+    #[serde(default)]
+    pub evaluation: Option<String>,
+    /// Only results of this evaluator …
+    #[serde(default)]
+    pub evaluator: Option<String>,
+    /// … at this version.
+    #[serde(default)]
+    pub evaluator_version: Option<String>,
+    pub dimension: Dimension,
+    /// `run` (default) or `step`: what one result is about, and the cluster of the bootstrap.
+    #[serde(default = "default_decl_unit")]
+    pub unit: Unit,
+    /// `{ family = "higher" }`, `{ family = "lower" }`, `{ family = "window", lo = 0.1, hi = 0.3 }`,
+    /// `{ family = "continuous", budget = 2.0 }`.
+    pub family: Family,
+    /// Fewer units in a window and it is N/A (default 30).
+    #[serde(default = "default_decl_min_units")]
+    pub min_units: u64,
+    /// Values of score labels, for results that carry a label and no number
+    /// (e.g. `{ pass = 1.0, fail = 0.0 }`).
+    #[serde(default)]
+    pub labels: std::collections::BTreeMap<String, f64>,
+    #[serde(default)]
+    pub description: String,
+}
+
+fn default_decl_unit() -> Unit {
+    Unit::Run
+}
+fn default_decl_min_units() -> u64 {
+    30
+}
+
+impl InstrumentDecl {
+    /// The evaluation name it reads.
+    pub fn evaluation_name(&self) -> &str {
+        self.evaluation.as_deref().unwrap_or(&self.id)
+    }
+
+    /// Whether a result of `evaluator` at `version` is one of this instrument's.
+    pub fn accepts(&self, evaluator: Option<&str>, version: Option<&str>) -> bool {
+        self.evaluator.as_deref().is_none_or(|e| Some(e) == evaluator)
+            && self.evaluator_version.as_deref().is_none_or(|v| Some(v) == version)
+    }
+
+    /// The value of a result: its score, or its label's declared value.
+    pub fn value(&self, score: Option<f64>, label: Option<&str>) -> Option<f64> {
+        score.filter(|v| v.is_finite()).or_else(|| label.and_then(|l| self.labels.get(l).copied()))
+    }
+
+    /// Checks the declaration and declares it into the catalogue (see [`declare`]).
+    pub fn declare(&self) -> Result<&'static MetricSpec, String> {
+        if self.id.is_empty() || !self.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+            return Err(format!("instrument id {:?}: lowercase letters, digits and _ only", self.id));
+        }
+        if !matches!(self.unit, Unit::Run | Unit::Step) {
+            return Err(format!("instrument {}: unit must be run or step", self.id));
+        }
+        if matches!(self.family, Family::Budget | Family::Comparative) {
+            return Err(format!("instrument {}: family must be higher, lower, window or continuous", self.id));
+        }
+        let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+        declare(MetricSpec {
+            id: leak(&self.id),
+            dimension: self.dimension,
+            unit: self.unit,
+            family: self.family,
+            estimator: Estimator::Ratio,
+            min_units: self.min_units,
+            veto: None,
+            role: Role::Scored,
+            derived_from: None,
+            description: leak(if self.description.is_empty() { self.evaluation_name() } else { &self.description }),
+        })
+    }
+}
+
 /// Looks a metric up by id: the built-in catalogue, then declared instruments.
 pub fn spec(id: &str) -> Option<&'static MetricSpec> {
     CATALOGUE

@@ -29,6 +29,11 @@ pub struct EvaluationConfig {
     /// Dimension aggregation, when veto caps apply, the α of sequential evidence.
     #[serde(default)]
     pub profile: ProfileRules,
+    /// Instruments declared beyond the built-in catalogue (`[[evaluation.instruments]]`):
+    /// evaluation results mapped to instruments. Every service that reads this section
+    /// declares them at start-up ([`Self::declare_instruments`]), so they are known to all.
+    #[serde(default)]
+    pub instruments: Vec<octant_core::catalogue::InstrumentDecl>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -148,6 +153,25 @@ impl EvaluationConfig {
         }
         if !(self.profile.veto_alpha > 0.0 && self.profile.veto_alpha < 1.0) {
             return Err(format!("evaluation.profile.veto_alpha {} must be in (0, 1)", self.profile.veto_alpha));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for d in &self.instruments {
+            if !seen.insert((d.evaluation_name(), d.evaluator.as_deref(), d.evaluator_version.as_deref())) {
+                return Err(format!(
+                    "evaluation.instruments: {} from {:?} {:?} is declared twice",
+                    d.evaluation_name(),
+                    d.evaluator,
+                    d.evaluator_version
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Declares `instruments` into the catalogue of this process.
+    pub fn declare_instruments(&self) -> Result<(), String> {
+        for d in &self.instruments {
+            d.declare().map_err(|e| format!("evaluation.instruments: {e}"))?;
         }
         Ok(())
     }

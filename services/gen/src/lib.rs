@@ -361,6 +361,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         sentences_assertive: Some(assertive),
         sentences_unsupported: Some((assertive as f64 * 0.05 * rng.f64() * 2.0).round() as i32),
         confidence: Some(if success { 0.6 + 0.4 * rng.f64() } else { 0.3 + 0.5 * rng.f64() }),
+        evaluations: Vec::new(),
     });
     out.push(end);
     out
@@ -423,10 +424,11 @@ fn inject_poison(events: &mut Vec<GenRecord>, fraction: f64, rng: &mut Rng) {
                 if ev.kind == EventKind::RunEnded {
                     continue; // a repeated run end would be a closed_run dead letter
                 }
-                // The same event again, later in the stream (a producer that resent it).
-                let mut dup = victim.clone();
-                dup.poison = None;
-                inserts.push((at + 1, GenRecord { poison: Some("duplicate_sequence"), ..dup }));
+                // Another event reusing the sequence number, later in the stream (a producer
+                // that numbered two events alike). The same event resent with its id is a
+                // duplicate delivery instead: skipped by the scorer, not bad input.
+                ev.event_id = format!("{}/again", ev.event_id);
+                inserts.push((at + 1, GenRecord { poison: Some("duplicate_sequence"), ..encode(ev, false, &victim.system) }));
                 continue;
             }
             "sequence_gap" => {

@@ -5,6 +5,7 @@
 mod demo;
 mod gen_cmd;
 mod lake_cmd;
+mod up;
 mod view;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +27,11 @@ enum Command {
     Profile(lake_cmd::ProfileArgs),
     /// Run SQL over the lake (DataFusion; every lake table registered by name).
     Sql(lake_cmd::SqlArgs),
+    /// Run every service (ingest, scorer, aggregator, alerter, lake writer, profiler) in one
+    /// process against a cluster.
+    Up(up::UpArgs),
+    /// Manage the topics Octant needs.
+    Topics(up::TopicsArgs),
 }
 
 /// Default log filter of every command.
@@ -43,5 +49,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Gen(a) => gen_cmd::run(a).await,
         Command::Profile(a) => lake_cmd::profile(a).await,
         Command::Sql(a) => lake_cmd::sql(a).await,
+        Command::Up(a) => up::run(a).await,
+        Command::Topics(a) => up::topics(a).await,
     }
 }

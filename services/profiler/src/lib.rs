@@ -46,6 +46,7 @@ pub fn periods(cfg: &ProfilerConfig, now: i64) -> Vec<Period> {
 /// One run: every period's profiles, built and written as evidence packages. The returned
 /// records carry their package directory in `evidence_uri`.
 pub async fn run_once(cfg: &ProfilerConfig, periods: &[Period], system: Option<&str>, now: i64) -> anyhow::Result<Vec<Built>> {
+    cfg.evaluation.declare_instruments().map_err(anyhow::Error::msg)?;
     let ctx = octant_lake::reader::open_with(&cfg.lake, &cfg.storage)
         .await
         .with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?;
@@ -186,6 +187,7 @@ pub type Running = service::Running;
 
 pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     cfg.check().map_err(anyhow::Error::msg).context("invalid profiler configuration")?;
+    cfg.evaluation.declare_instruments().map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&cfg.evidence).with_context(|| format!("cannot create the evidence directory {}", cfg.evidence.display()))?;
     let metrics = Metrics::new(&registry);
     let health = Health::new();

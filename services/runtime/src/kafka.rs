@@ -85,6 +85,7 @@ pub fn default_topics(cfg: &KafkaConfig, partitions: i32) -> Vec<(String, i32)> 
         (ALERTS, 1),
         (PROFILES, 1),
         (DLQ, 1),
+        (OTLP_FRAGMENTS, partitions),
     ]
     .into_iter()
     .map(|(t, p)| (cfg.topic(t), p))
@@ -93,9 +94,15 @@ pub fn default_topics(cfg: &KafkaConfig, partitions: i32) -> Vec<(String, i32)> 
 
 /// Creates topics that do not exist yet (an existing topic is not an error).
 pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[(String, i32)]) -> Result<(), RuntimeError> {
+    create_topics(cfg, topics, 1).await
+}
+
+/// Creates `topics` (name, partitions) with `replication` replicas each; a topic that
+/// exists already is left as it is.
+pub async fn create_topics(cfg: &KafkaConfig, topics: &[(String, i32)], replication: i32) -> Result<(), RuntimeError> {
     let admin: AdminClient<DefaultClientContext> =
         client_config(cfg, "admin").create().map_err(|e| RuntimeError::kafka("failed to create admin client", e))?;
-    let new: Vec<NewTopic> = topics.iter().map(|(t, p)| NewTopic::new(t, *p, TopicReplication::Fixed(1))).collect();
+    let new: Vec<NewTopic> = topics.iter().map(|(t, p)| NewTopic::new(t, *p, TopicReplication::Fixed(replication))).collect();
     let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
     let results = admin.create_topics(&new, &opts).await.map_err(|e| RuntimeError::kafka("create topics", e))?;
     for r in results {

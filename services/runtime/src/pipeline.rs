@@ -48,6 +48,9 @@ pub struct InMessage<'a> {
 pub struct TickContext<'a> {
     pub group: &'a dyn GroupView,
     pub now: Instant,
+    /// This tick's number (1, 2, …): [`Stage::tick_acked`] names it once its records are
+    /// acknowledged.
+    pub seq: u64,
 }
 
 /// A partition this instance owns: the stage's state and the offsets in flight.
@@ -88,6 +91,12 @@ pub trait Stage: Send + 'static {
         Vec::new()
     }
 
+    /// Every record of tick `seq` is acknowledged by the broker. A stage that emits buffered
+    /// input from `tick` (the ingest's assembled traces) keeps that input's offsets out of its
+    /// commit points until then; when a delivery fails this is never called, so they stay held
+    /// and a restart re-reads them.
+    fn tick_acked(&mut self, _parts: &mut Parts<Self::Partition>, _seq: u64) {}
+
     /// Shutdown, after every acknowledgement and before the final commit: make buffered state
     /// durable (the lake writer writes its open files).
     fn drain(&mut self, _parts: &mut Parts<Self::Partition>) {}
@@ -118,8 +127,14 @@ pub struct LoopConfig {
     pub max_inflight: usize,
 }
 
-/// Outputs awaiting acknowledgement: a message's (`Some`) or a tick's (`None`).
-type PendingFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Done<T>>> + Send>>;
+/// Outputs awaiting acknowledgement: a message's, or a tick's.
+type PendingFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Delivered<T>> + Send>>;
+
+enum Delivered<T> {
+    Message(Done<T>),
+    /// A tick's records: all acknowledged (`true`) or not.
+    Tick(u64, bool),
+}
 
 struct Done<T> {
     tp: TopicPartition,
@@ -145,6 +160,7 @@ pub async fn run<S: Stage>(
     let mut pending: FuturesUnordered<PendingFuture<S::Tag>> = FuturesUnordered::new();
     let mut tick = tokio::time::interval(cfg.commit_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick_seq = 0u64;
 
     loop {
         for tp in shared.take_revoked() {
@@ -155,25 +171,27 @@ pub async fn run<S: Stage>(
             biased;
             _ = shutdown.cancelled() => break,
             Some(done) = pending.next(), if !pending.is_empty() => {
-                if let Some(done) = done {
-                    finish(&mut stage, &mut parts, done)?;
-                }
+                finish(&mut stage, &mut parts, done)?;
             }
             _ = tick.tick() => {
                 commit(&mut stage, &mut parts, &mut last_commit, &mut committing, &consumer, &shared);
-                let ctx = TickContext { group: &*shared, now: Instant::now() };
+                tick_seq += 1;
+                let ctx = TickContext { group: &*shared, now: Instant::now(), seq: tick_seq };
                 let records = cpu(|| stage.tick(&mut parts, &ctx));
                 if !records.is_empty() {
                     // Through the same FIFO as message outputs: first polled (so enqueued in
                     // the producer) after everything pushed before.
-                    let producer = producer.clone();
+                    let (producer, seq) = (producer.clone(), tick_seq);
                     pending.push(Box::pin(async move {
                         let results = futures::future::join_all(records.iter().map(|r| kafka::send(&producer, r))).await;
-                        if let Some(e) = results.into_iter().find_map(Result::err) {
+                        let failed = results.into_iter().find_map(Result::err);
+                        if let Some(e) = &failed {
                             tracing::warn!(error = %e, "delivery of tick records failed");
                         }
-                        None
+                        Delivered::Tick(seq, failed.is_none())
                     }) as PendingFuture<S::Tag>);
+                } else {
+                    stage.tick_acked(&mut parts, tick_seq);
                 }
                 let assigned = GroupView::assigned(&*shared).len();
                 health.set_ready(assigned > 0, format!("{assigned} partitions assigned"));
@@ -207,7 +225,7 @@ pub async fn run<S: Stage>(
                         pending.push(Box::pin(async move {
                             let results = futures::future::join_all(records.iter().map(|r| kafka::send(&producer, r))).await;
                             let result = results.into_iter().find_map(Result::err).map_or(Ok(()), Err);
-                            Some(Done { tp, offset, started, tag, result })
+                            Delivered::Message(Done { tp, offset, started, tag, result })
                         }));
                     }
                     Err(e) => {
@@ -220,9 +238,7 @@ pub async fn run<S: Stage>(
     }
     tracing::info!(pending = pending.len(), "draining");
     while let Some(done) = pending.next().await {
-        if let Some(done) = done {
-            finish(&mut stage, &mut parts, done)?;
-        }
+        finish(&mut stage, &mut parts, done)?;
     }
     if let Some(h) = committing.take() {
         let _ = h.await;
@@ -237,7 +253,16 @@ pub async fn run<S: Stage>(
     Ok(())
 }
 
-fn finish<S: Stage>(stage: &mut S, parts: &mut Parts<S::Partition>, done: Done<S::Tag>) -> anyhow::Result<()> {
+fn finish<S: Stage>(stage: &mut S, parts: &mut Parts<S::Partition>, delivered: Delivered<S::Tag>) -> anyhow::Result<()> {
+    let done = match delivered {
+        Delivered::Tick(seq, ok) => {
+            if ok {
+                stage.tick_acked(parts, seq);
+            }
+            return Ok(());
+        }
+        Delivered::Message(done) => done,
+    };
     if let Err(e) = done.result {
         anyhow::bail!(
             "delivery of the outputs of {} offset {} failed after retries: {e}; restarting from the last commit",
@@ -299,6 +324,8 @@ pub struct Driver<S: Stage> {
     now: Instant,
     next_offset: HashMap<TopicPartition, i64>,
     unacked: Vec<(TopicPartition, i64, S::Tag)>,
+    tick_seq: u64,
+    unacked_ticks: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -329,6 +356,8 @@ impl<S: Stage> Driver<S> {
             now: Instant::now(),
             next_offset: HashMap::new(),
             unacked: Vec::new(),
+            tick_seq: 0,
+            unacked_ticks: Vec::new(),
         }
     }
 
@@ -400,13 +429,21 @@ impl<S: Stage> Driver<S> {
             }
             self.stage.acked(tag, Duration::ZERO);
         }
+        for seq in std::mem::take(&mut self.unacked_ticks) {
+            self.stage.tick_acked(&mut self.parts, seq);
+        }
     }
 
     /// One tick of the loop: its records (also kept in `produced`).
     pub fn tick(&mut self) -> Vec<OutRecord> {
-        let ctx = TickContext { group: &self.group, now: self.now };
+        self.tick_seq += 1;
+        let ctx = TickContext { group: &self.group, now: self.now, seq: self.tick_seq };
         let records = self.stage.tick(&mut self.parts, &ctx);
         self.produced.extend(records.iter().cloned());
+        self.unacked_ticks.push(self.tick_seq);
+        if self.auto_ack {
+            self.ack_all();
+        }
         records
     }
 

@@ -22,6 +22,11 @@
 //! - `closed_run`: an event for a run that already ended (or was abandoned).
 //! - `duplicate_sequence`: a sequence number at or below the last one seen for the run
 //!   (including a second run start).
+//! - **Duplicate deliveries are skipped**: an event whose `event_id` this run has already
+//!   had (open, or ended and still remembered) is a producer's resend or an upstream replay
+//!   (the ingest re-emits a trace after a crash with the same ids): counted in
+//!   `octant_scorer_duplicate_events_total`, not dead-lettered. A *different* event reusing a
+//!   sequence number is still `duplicate_sequence`.
 //! - **Sequence gaps are accepted**: an event whose sequence skips ahead is processed (the
 //!   missing events may have been dead-lettered upstream; dropping what follows would lose
 //!   good data) and counted in `octant_scorer_sequence_gaps_total`.
@@ -33,9 +38,12 @@
 //! the moment it became abandoned, last event time + `idle_timeout` (so they are no older
 //! than the partition's watermark: dated at the last event they would be `idle_timeout`
 //! behind it, and late downstream). Event time, not wall-clock time, so replays abandon the
-//! same runs at the same place with the same times.
+//! same runs at the same place with the same times. The run an event belongs to is never
+//! abandoned by that event: a run delivered whole after newer ones is not idle.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use octant_contracts::{
     Impact, InterventionKind, Observation, Outcome, Provenance, ResultStatus, RunEnded, RunStarted, Source, Step, StepKind, SystemRef,
@@ -57,11 +65,19 @@ pub struct Rules {
     pub closed_memory: usize,
     /// A judge verdict at or above this counts as success (when no verifier or human judged).
     pub judge_threshold: f64,
+    /// Declared instruments: which evaluation results become observations of which.
+    pub instruments: Arc<Vec<octant_core::catalogue::InstrumentDecl>>,
 }
 
 impl Default for Rules {
     fn default() -> Self {
-        Rules { idle_timeout_ms: 10 * 60 * 1000, low_confidence: 0.5, closed_memory: 100_000, judge_threshold: 0.5 }
+        Rules {
+            idle_timeout_ms: 10 * 60 * 1000,
+            low_confidence: 0.5,
+            closed_memory: 100_000,
+            judge_threshold: 0.5,
+            instruments: Arc::new(Vec::new()),
+        }
     }
 }
 
@@ -85,17 +101,32 @@ struct Run {
     latency_ms: f64,
     met_failure: bool,
     asked_help: bool,
+    /// Hashes of the event ids applied (duplicate deliveries).
+    event_ids: Vec<u64>,
 }
 
 /// What became of one event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// Accepted; `observations` may be empty.
-    Accepted { observations: Vec<Observation>, sequence_gap: bool },
+    Accepted { observations: Vec<Observation>, sequence_gap: bool, evaluations: EvaluationCounts },
     /// A replayed tail of a run finished before a restart: skipped.
     Replayed,
+    /// An event this run already had (same event id): skipped.
+    Duplicate,
     /// Rejected: becomes a dead letter.
     Rejected { class: &'static str, message: String },
+}
+
+/// What became of a run end's evaluation results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EvaluationCounts {
+    /// Observations of a declared instrument.
+    pub scored: u32,
+    /// No instrument is declared for the name (and evaluator version).
+    pub undeclared: u32,
+    /// Declared, but neither a finite score nor a declared label.
+    pub no_value: u32,
 }
 
 /// Effects on the partition's offsets.
@@ -114,7 +145,8 @@ pub struct Assembler {
     runs: HashMap<String, Run>,
     /// (last event time, run id), to find idle runs in event-time order.
     idle_index: BTreeSet<(i64, String)>,
-    closed: HashSet<String>,
+    /// Ended runs → the hashes of their event ids.
+    closed: HashMap<String, Vec<u64>>,
     closed_order: VecDeque<String>,
     max_event_time: i64,
     /// Offsets ≤ horizon are replays (see the module docs).
@@ -146,17 +178,25 @@ impl Assembler {
     /// time showed to be abandoned, and the offset effects.
     pub fn apply(&mut self, ev: Valid<'_>, offset: i64) -> (Verdict, Abandoned, OffsetEffects) {
         let mut effects = OffsetEffects::default();
-        let abandoned = self.expire(ev.event.event_time, &mut effects);
+        let abandoned = self.expire(ev.event.event_time, &mut effects, &ev.event.run_id);
         let verdict = self.apply_event(ev, offset, &mut effects);
         (verdict, abandoned, effects)
     }
 
-    fn expire(&mut self, now: i64, effects: &mut OffsetEffects) -> Abandoned {
+    /// Abandons the runs idle at event time `now`, except `current`: the run of the event being
+    /// applied is not idle (a producer that emits whole runs at once, like the ingest, can
+    /// deliver an older run after newer ones).
+    fn expire(&mut self, now: i64, effects: &mut OffsetEffects, current: &str) -> Abandoned {
         self.max_event_time = self.max_event_time.max(now);
         let cutoff = self.max_event_time.saturating_sub(self.rules.idle_timeout_ms);
         let mut out = Abandoned::default();
+        let mut kept = None;
         while self.idle_index.first().is_some_and(|(t, _)| *t < cutoff) {
-            let Some((_, run_id)) = self.idle_index.pop_first() else { break };
+            let Some((t, run_id)) = self.idle_index.pop_first() else { break };
+            if run_id == current {
+                kept = Some((t, run_id));
+                continue;
+            }
             // The index holds exactly the open runs.
             let Some(run) = self.runs.remove(&run_id) else { continue };
             out.observations.extend(run_end_observations(
@@ -168,13 +208,16 @@ impl Assembler {
             ));
             out.runs += 1;
             effects.release.push(run.first_offset);
-            self.remember_closed(run_id);
+            self.remember_closed(run_id, run.event_ids);
+        }
+        if let Some(k) = kept {
+            self.idle_index.insert(k);
         }
         out
     }
 
-    fn remember_closed(&mut self, run_id: String) {
-        if self.closed.insert(run_id.clone()) {
+    fn remember_closed(&mut self, run_id: String, event_ids: Vec<u64>) {
+        if self.closed.insert(run_id.clone(), event_ids).is_none() {
             self.closed_order.push_back(run_id);
             while self.closed_order.len() > self.rules.closed_memory {
                 if let Some(old) = self.closed_order.pop_front() {
@@ -196,8 +239,12 @@ impl Assembler {
             Body::InRun(body) => body,
         };
         // The run is taken out while its event is applied, and put back unless it ended.
+        let id = id_hash(&ev.event_id);
         let Some(mut run) = self.runs.remove(&ev.run_id) else {
-            if self.closed.contains(&ev.run_id) {
+            if let Some(ids) = self.closed.get(&ev.run_id) {
+                if ids.contains(&id) {
+                    return Verdict::Duplicate;
+                }
                 return Verdict::Rejected { class: "closed_run", message: format!("run {} already ended", ev.run_id) };
             }
             if self.horizon.is_some_and(|h| offset <= h) {
@@ -205,6 +252,10 @@ impl Assembler {
             }
             return Verdict::Rejected { class: "unknown_run", message: format!("run {} was never started", ev.run_id) };
         };
+        if run.event_ids.contains(&id) {
+            self.runs.insert(ev.run_id.clone(), run);
+            return Verdict::Duplicate;
+        }
         if ev.sequence <= run.last_sequence {
             let message = format!("sequence {} of run {} after {}", ev.sequence, ev.run_id, run.last_sequence);
             self.runs.insert(ev.run_id.clone(), run);
@@ -212,6 +263,7 @@ impl Assembler {
         }
         let sequence_gap = ev.sequence > run.last_sequence + 1;
         run.last_sequence = ev.sequence;
+        run.event_ids.push(id);
         let old_time = run.last_event_time;
         run.last_event_time = run.last_event_time.max(ev.event_time);
         let new_time = run.last_event_time;
@@ -238,17 +290,25 @@ impl Assembler {
                 self.idle_index.remove(&(old_time, ev.run_id.clone()));
                 effects.release.push(run.first_offset);
                 observations.extend(run_end_observations(&ev.run_id, &run, Some(end), ev.event_time, &self.rules));
-                self.remember_closed(ev.run_id.clone());
-                return Verdict::Accepted { observations, sequence_gap };
+                let (evaluated, evaluations) = evaluation_observations(&ev.run_id, &run, end, ev.event_time, &self.rules);
+                observations.extend(evaluated);
+                let ids = std::mem::take(&mut run.event_ids);
+                self.remember_closed(ev.run_id.clone(), ids);
+                return Verdict::Accepted { observations, sequence_gap, evaluations };
             }
         }
         self.runs.insert(ev.run_id.clone(), run);
         self.touch(&ev.run_id, old_time, new_time);
-        Verdict::Accepted { observations, sequence_gap }
+        Verdict::Accepted { observations, sequence_gap, evaluations: EvaluationCounts::default() }
     }
 
     fn start_run(&mut self, ev: &TrajectoryEvent, start: &RunStarted, offset: i64, effects: &mut OffsetEffects) -> Verdict {
-        if self.runs.contains_key(&ev.run_id) || self.closed.contains(&ev.run_id) {
+        let id = id_hash(&ev.event_id);
+        let known = self.runs.get(&ev.run_id).map(|r| &r.event_ids).or_else(|| self.closed.get(&ev.run_id));
+        if known.is_some_and(|ids| ids.contains(&id)) {
+            return Verdict::Duplicate;
+        }
+        if known.is_some() {
             return Verdict::Rejected { class: "duplicate_sequence", message: format!("run {} started twice", ev.run_id) };
         }
         let run = Run {
@@ -269,6 +329,7 @@ impl Assembler {
             latency_ms: 0.0,
             met_failure: false,
             asked_help: false,
+            event_ids: vec![id],
         };
         let mut observations = Vec::new();
         if let Some(c) = start.benchmark.as_ref().and_then(|b| b.contamination) {
@@ -279,7 +340,7 @@ impl Assembler {
         self.idle_index.insert((ev.event_time, ev.run_id.clone()));
         self.runs.insert(ev.run_id.clone(), run);
         effects.hold = Some(offset);
-        Verdict::Accepted { observations, sequence_gap: false }
+        Verdict::Accepted { observations, sequence_gap: false, evaluations: EvaluationCounts::default() }
     }
 
     /// The observations of one step of `run` (whose totals it updates).
@@ -343,6 +404,39 @@ fn same_json(expected: &str, actual: Option<&str>) -> bool {
 
 fn serde_json_value(s: &str) -> Option<serde_json::Value> {
     serde_json::from_str(s).ok()
+}
+
+/// A stable hash of an event id (within the process: it is never stored).
+fn id_hash(id: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
+}
+
+/// A run end's evaluation results as observations of the instruments declared for them
+/// (one per instrument and run, or per step for step instruments; a repeated one has the same
+/// observation id, and downstream keeps the first).
+fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rules: &Rules) -> (Vec<Observation>, EvaluationCounts) {
+    let mut counts = EvaluationCounts::default();
+    let mut out = Vec::new();
+    for e in &end.evaluations {
+        let decl = rules
+            .instruments
+            .iter()
+            .find(|d| d.evaluation_name() == e.name && d.accepts(e.evaluator.as_deref(), e.evaluator_version.as_deref()));
+        let Some(decl) = decl else {
+            counts.undeclared += 1;
+            continue;
+        };
+        let Some(value) = decl.value(e.score_value, e.score_label.as_deref()) else {
+            counts.no_value += 1;
+            continue;
+        };
+        let step = if decl.unit == octant_core::catalogue::Unit::Step { e.step } else { None };
+        out.push(observation(run_id, run, &decl.id, step, t, value, 1.0));
+        counts.scored += 1;
+    }
+    (out, counts)
 }
 
 fn observation(run_id: &str, run: &Run, metric: &str, step: Option<i64>, t: i64, value: f64, weight: f64) -> Observation {
@@ -530,6 +624,7 @@ mod tests {
             sentences_assertive: None,
             sentences_unsupported: None,
             confidence: Some(0.9),
+            evaluations: Vec::new(),
         }
     }
 

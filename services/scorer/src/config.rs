@@ -33,6 +33,10 @@ pub struct ScorerConfig {
     /// datum's first byte can be anything, so the other framings are not recognised then.
     #[serde(default)]
     pub plain_binary_schema: Option<String>,
+    /// The `[evaluation]` section every evaluating service reads (`OCTANT_EVALUATION_FILE`);
+    /// the scorer uses its `instruments`: which evaluation results become which observations.
+    #[serde(default)]
+    pub evaluation: octant_engine::EvaluationConfig,
 }
 
 fn default_idle() -> Duration {
@@ -64,6 +68,6 @@ impl ScorerConfig {
         if self.idle_timeout.is_zero() {
             return Err("idle_timeout must be positive".into());
         }
-        Ok(())
+        self.evaluation.check()
     }
 }

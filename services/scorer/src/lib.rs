@@ -68,6 +68,7 @@ pub type Running = service::Running;
 /// The loop ends when `shutdown` is cancelled (after draining) or on a fatal error.
 pub async fn start(config: ScorerConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid scorer configuration")?;
+    config.evaluation.declare_instruments().map_err(anyhow::Error::msg)?;
     let kafka = &config.stream.kafka;
     let inputs = [kafka.topic(topics::TRAJECTORIES_PRODUCTION), kafka.topic(topics::TRAJECTORIES_EVALUATION)];
     let observations = kafka.topic(topics::OBSERVATIONS);
@@ -151,6 +152,7 @@ impl ScorerStage {
                 idle_timeout_ms: config.idle_timeout.as_millis() as i64,
                 low_confidence: config.low_confidence,
                 judge_threshold: config.judge_threshold,
+                instruments: std::sync::Arc::new(config.evaluation.instruments.clone()),
                 ..Rules::default()
             },
             topology,
@@ -196,7 +198,17 @@ impl Stage for ScorerStage {
                     }
                     let mut observations = abandoned.observations;
                     match verdict {
-                        Verdict::Accepted { observations: obs, sequence_gap } => {
+                        Verdict::Accepted { observations: obs, sequence_gap, evaluations } => {
+                            for (outcome, n) in
+                                [("scored", evaluations.scored), ("undeclared", evaluations.undeclared), ("no_value", evaluations.no_value)]
+                            {
+                                if n > 0 {
+                                    self.metrics.evaluations.with_label_values(&[outcome]).inc_by(n as u64);
+                                }
+                            }
+                            if evaluations.undeclared > 0 {
+                                tracing::info!(run_id = %ev.run_id, undeclared = evaluations.undeclared, "evaluation results without a declared instrument (see [[evaluation.instruments]])");
+                            }
                             if sequence_gap {
                                 self.metrics.sequence_gaps.inc();
                                 tracing::warn!(run_id = %ev.run_id, sequence = ev.sequence, "sequence gap: event accepted");
@@ -204,6 +216,7 @@ impl Stage for ScorerStage {
                             observations.extend(obs);
                         }
                         Verdict::Replayed => self.metrics.replays_skipped.inc(),
+                        Verdict::Duplicate => self.metrics.duplicate_events.inc(),
                         Verdict::Rejected { class, message } => rejected = Some((class, message)),
                     }
                     for o in observations {

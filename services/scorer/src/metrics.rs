@@ -11,6 +11,8 @@ pub struct Metrics {
     pub dead_letters: IntCounterVec,
     pub sequence_gaps: IntCounter,
     pub replays_skipped: IntCounter,
+    pub duplicate_events: IntCounter,
+    pub evaluations: IntCounterVec,
     pub runs_abandoned: IntCounter,
     pub open_runs: IntGauge,
     pub processing_latency: Histogram,
@@ -30,6 +32,15 @@ impl Metrics {
             dead_letters: r.counters("octant_scorer_dead_letters_total", "Input events dead-lettered, by error class", &["error_class"]),
             sequence_gaps: r.counter("octant_scorer_sequence_gaps_total", "Events accepted after a sequence gap"),
             replays_skipped: r.counter("octant_scorer_replays_skipped_total", "Replayed events of runs finished before a restart, skipped"),
+            duplicate_events: r.counter(
+                "octant_scorer_duplicate_events_total",
+                "Events a run already had (same event id: a resend or an upstream replay), skipped",
+            ),
+            evaluations: r.counters(
+                "octant_scorer_evaluations_total",
+                "Evaluation results of run ends, by outcome (scored, undeclared: no instrument declared, no_value)",
+                &["outcome"],
+            ),
             runs_abandoned: r.counter("octant_scorer_runs_abandoned_total", "Runs ended as abandoned after the idle timeout"),
             open_runs: r.gauge("octant_scorer_open_runs", "Runs started and not yet ended"),
             processing_latency: r.histogram(

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use octant_contracts::codec::{to_confluent, to_json, to_single_object};
-use octant_contracts::{DeadLetter, Decoder, EventKind, Observation, TrajectoryEvent, Watermark, topics};
+use octant_contracts::{DeadLetter, Decoder, Evaluation, EventKind, Observation, TrajectoryEvent, Watermark, topics};
 use octant_runtime::consumer::TopicPartition;
 use octant_runtime::kafka::OutRecord;
 use octant_runtime::metrics::{samples, total};
@@ -300,8 +300,9 @@ fn undecodable_input_is_dead_lettered_with_its_class() {
 }
 
 /// The assembly rules of `assemble.rs`: unknown and closed runs, duplicate sequences and
-/// second starts are dead-lettered; sequence gaps are accepted and counted; an idle run is
-/// ended as abandoned by the event time of another run, dated last event + idle timeout.
+/// second starts are dead-lettered; an event resent with its id (open or ended run) is a
+/// duplicate delivery, skipped and counted; sequence gaps are accepted and counted; an idle
+/// run is ended as abandoned by the event time of another run, dated last event + idle timeout.
 #[test]
 fn assembly_rules() {
     let mut h = Harness::new(ScorerConfig { idle_timeout: Duration::from_secs(60), ..Default::default() });
@@ -311,16 +312,24 @@ fn assembly_rules() {
     assert_eq!(class(&h, &out).as_deref(), Some("unknown_run"));
     h.send(&start("a", 0));
     h.send(&step("a", 1, 1));
-    let out = h.send(&step("a", 1, 2));
-    assert_eq!(class(&h, &out).as_deref(), Some("duplicate_sequence"), "a sequence seen before");
-    let out = h.send(&start("a", 3));
+    let out = h.send(&step("a", 1, 1));
+    assert!(out.is_empty(), "the same event resent: skipped, nothing emitted: {out:?}");
+    let other = |mut e: TrajectoryEvent| {
+        e.event_id.push_str("-other");
+        e
+    };
+    let out = h.send(&other(step("a", 1, 2)));
+    assert_eq!(class(&h, &out).as_deref(), Some("duplicate_sequence"), "another event with a sequence seen before");
+    let out = h.send(&other(start("a", 3)));
     assert_eq!(class(&h, &out).as_deref(), Some("duplicate_sequence"), "a second start");
+    assert!(h.send(&start("a", 0)).is_empty(), "the start resent: skipped");
     let out = h.send(&step("a", 5, 4));
     assert_eq!(class(&h, &out), None, "a gap is accepted");
     assert_eq!(h.observations(&out).len(), 3, "with its step's observations");
     h.send(&end("a", 6, 5));
     let out = h.send(&step("a", 7, 6));
     assert_eq!(class(&h, &out).as_deref(), Some("closed_run"));
+    assert!(h.send(&end("a", 6, 5)).is_empty(), "the end resent after the run ended: skipped");
 
     // b idles; c's events move event time on; 61 s after b's last event, b is abandoned.
     h.send(&start("b", 10));
@@ -335,10 +344,17 @@ fn assembly_rules() {
     assert_eq!(success.event_time, T0 + 11_000 + 60_000, "dated last event + idle timeout");
     let out = h.send(&end("b", 2, 73));
     assert_eq!(class(&h, &out).as_deref(), Some("closed_run"), "an abandoned run is closed");
+    // A whole run delivered after newer ones (as the ingest emits runs): its own events do not
+    // abandon it.
+    for ev in [start("old", 1), step("old", 1, 2), end("old", 2, 3)] {
+        let out = h.send(&ev);
+        assert_eq!(class(&h, &out), None, "{:?} of a run older than the idle timeout", ev.kind);
+    }
 
     let m = h.metrics();
     assert_eq!(m.get("octant_scorer_sequence_gaps_total"), Some(&1.0));
     assert_eq!(m.get("octant_scorer_runs_abandoned_total"), Some(&1.0));
+    assert_eq!(m.get("octant_scorer_duplicate_events_total"), Some(&3.0));
     for (class, n) in [("unknown_run", 1.0), ("duplicate_sequence", 2.0), ("closed_run", 2.0)] {
         assert_eq!(m.get(&format!("octant_scorer_dead_letters_total{{error_class=\"{class}\"}}")), Some(&n), "{class}");
     }
@@ -426,4 +442,65 @@ fn watermarks_follow_event_time_and_idleness() {
     h.driver.set_lag(prod.clone(), 3);
     let w: Watermark = d.decode(&h.driver.tick().iter().find(|r| r.key == prod.to_string()).unwrap().payload).unwrap();
     assert!(!w.idle, "lagging partitions are never idle");
+}
+
+/// Evaluation results of a run end become observations of the instruments declared for them:
+/// a score as it is, a label by its declared value, a step instrument per step; a result whose
+/// name (or evaluator version) is not declared is counted, never scored nor pooled.
+#[test]
+fn evaluation_results_become_declared_instruments() {
+    let decls: toml::Table = toml::from_str(
+        r#"
+        [[instruments]]
+        id = "faithfulness"
+        dimension = "safety"
+        family = { family = "higher" }
+        evaluator = "ragas"
+        evaluator_version = "0.2.1"
+
+        [[instruments]]
+        id = "toxicity"
+        dimension = "safety"
+        unit = "step"
+        family = { family = "lower" }
+        labels = { toxic = 1.0, clean = 0.0 }
+        "#,
+    )
+    .unwrap();
+    let mut config = ScorerConfig::default();
+    config.evaluation.instruments = decls["instruments"].clone().try_into().unwrap();
+    config.evaluation.declare_instruments().unwrap();
+    let mut h = Harness::new(config);
+    let result = |name: &str, value: Option<f64>, label: Option<&str>, version: &str, step: Option<i64>| Evaluation {
+        name: name.into(),
+        score_value: value,
+        score_label: label.map(str::to_string),
+        explanation: None,
+        evaluator: Some("ragas".into()),
+        evaluator_version: Some(version.into()),
+        step,
+    };
+    h.send(&start("e", 0));
+    h.send(&step("e", 1, 1));
+    let mut ev = end("e", 2, 2);
+    ev.run_ended.as_mut().unwrap().evaluations = vec![
+        result("faithfulness", Some(0.8), None, "0.2.1", None),
+        result("faithfulness", Some(0.1), None, "0.3.0", None), // another evaluator version
+        result("toxicity", None, Some("toxic"), "x", Some(1)),
+        result("toxicity", None, Some("unlisted"), "x", Some(1)),
+        result("coherence", Some(0.5), None, "0.2.1", None),
+    ];
+    let out = h.send(&ev);
+    let got: BTreeMap<String, f64> = h
+        .observations(&out)
+        .into_iter()
+        .filter(|o| ["faithfulness", "toxicity"].contains(&o.metric.as_str()))
+        .map(|o| (o.observation_id, o.value))
+        .collect();
+    assert_eq!(got, BTreeMap::from([("e/faithfulness".to_string(), 0.8), ("e/toxicity/1".to_string(), 1.0)]));
+    let m = h.metrics();
+    for (outcome, n) in [("scored", 2.0), ("undeclared", 2.0), ("no_value", 1.0)] {
+        assert_eq!(m.get(&format!("octant_scorer_evaluations_total{{outcome=\"{outcome}\"}}")), Some(&n), "{outcome}");
+    }
+    assert!(octant_core::catalogue::spec("toxicity").is_some(), "declared instruments are catalogue entries");
 }

@@ -1,0 +1,181 @@
+"""Builds OTLP export requests with the official OpenTelemetry Python SDK (spans: a real
+TracerProvider, exported in memory, encoded by opentelemetry-exporter-otlp-proto-common) and the
+official opentelemetry-proto messages (log events), in both Kafka encodings of the Collector:
+otlp_proto (the protobuf bytes) and otlp_json (the OTLP/JSON mapping: camelCase, hex ids,
+integer enums). Independent of Octant's Rust decoders.
+
+Reads nothing; writes one JSON document to stdout:
+  {"requests": [{"topic": "spans"|"logs", "key": str|null, "payload_hex": str}], "traces": {...}}
+
+Run by integration-tests/tests/ingest.rs with PYTHONPATH=.octant/otel (scripts/setup.sh installs
+opentelemetry-sdk, opentelemetry-proto and opentelemetry-exporter-otlp-proto-common 1.45.2).
+"""
+import base64
+import json
+import random
+import sys
+
+from google.protobuf.json_format import MessageToDict
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource as PbResource
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+T0 = 1_764_489_600_000_000_000  # 2025-11-30T08:00:00Z in ns
+MS = 1_000_000
+SCHEMA = "https://opentelemetry.io/schemas/1.37.0"
+
+
+class Ids(IdGenerator):
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+
+    def generate_span_id(self):
+        return self.rng.getrandbits(64) or 1
+
+    def generate_trace_id(self):
+        return self.rng.getrandbits(128) or 1
+
+
+def provider(service, version, seed):
+    exporter = InMemorySpanExporter()
+    p = TracerProvider(resource=Resource.create({"service.name": service, "service.version": version}), id_generator=Ids(seed))
+    p.add_span_processor(SimpleSpanProcessor(exporter))
+    return p, exporter
+
+
+def otlp_json(msg):
+    d = MessageToDict(msg, use_integers_for_enums=True)
+
+    def fix(o):
+        if isinstance(o, dict):
+            for k in ("traceId", "spanId", "parentSpanId"):
+                if isinstance(o.get(k), str):
+                    o[k] = base64.b64decode(o[k]).hex()
+            for v in o.values():
+                fix(v)
+        elif isinstance(o, list):
+            for v in o:
+                fix(v)
+
+    fix(d)
+    return json.dumps(d, separators=(",", ":")).encode()
+
+
+def kv(k, v):
+    if isinstance(v, bool):
+        a = AnyValue(bool_value=v)
+    elif isinstance(v, int):
+        a = AnyValue(int_value=v)
+    elif isinstance(v, float):
+        a = AnyValue(double_value=v)
+    else:
+        a = AnyValue(string_value=str(v))
+    return KeyValue(key=k, value=a)
+
+
+def logs_request(records, scope=("ragas", "0.2.1")):
+    return ExportLogsServiceRequest(resource_logs=[ResourceLogs(
+        resource=PbResource(attributes=[kv("service.name", "evaluator")]),
+        scope_logs=[ScopeLogs(scope=InstrumentationScope(name=scope[0], version=scope[1]), log_records=records)])])
+
+
+def event(name, at_ms, attrs, trace_id=None, span_id=None):
+    return LogRecord(time_unix_nano=T0 + at_ms * MS, observed_time_unix_nano=T0 + at_ms * MS, severity_number=9, event_name=name,
+                     trace_id=trace_id.to_bytes(16, "big") if trace_id else b"", span_id=span_id.to_bytes(8, "big") if span_id else b"",
+                     attributes=[kv(k, v) for k, v in attrs.items()])
+
+
+out = {"requests": [], "traces": {}}
+
+
+def put(topic, payload, key=None):
+    out["requests"].append({"topic": topic, "key": key, "payload_hex": payload.hex()})
+
+
+# 1. support-bot: one multi-agent trace, its spans split over three requests (the SDK exports
+#    children before their parents), protobuf and JSON, keyed by trace id and not.
+p, exp = provider("support-bot", "2.1.0", 1)
+tr = p.get_tracer("agent-sdk", "1.0", schema_url=SCHEMA)
+root = tr.start_span("invoke_agent planner", kind=SpanKind.INTERNAL, start_time=T0,
+                     attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner", "gen_ai.conversation.id": "conv-7"})
+rctx = trace.set_span_in_context(root)
+chat = tr.start_span("chat gpt-5", context=rctx, kind=SpanKind.CLIENT, start_time=T0 + 100 * MS,
+                     attributes={"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-5",
+                                 "gen_ai.response.id": "resp-9", "gen_ai.usage.input_tokens": 1200, "gen_ai.usage.output_tokens": 300})
+chat.end(end_time=T0 + 300 * MS)
+pay = tr.start_span("invoke_agent payments", context=rctx, start_time=T0 + 350 * MS,
+                    attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.id": "payments-v2"})
+pctx = trace.set_span_in_context(pay)
+transfer = tr.start_span("execute_tool bank.transfer", context=pctx, start_time=T0 + 400 * MS,
+                         attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "bank.transfer", "gen_ai.tool.call.id": "call-1",
+                                     "gen_ai.tool.type": "function", "gen_ai.tool.call.arguments": "{\"amount\": 900, \"iban\": \"DE00123\"}"})
+transfer.end(end_time=T0 + 600 * MS)
+lookup = tr.start_span("execute_tool lookup", context=pctx, start_time=T0 + 700 * MS,
+                       attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup", "error.type": "timeout",
+                                   "octant.violations": "pii_exposure"})
+lookup.set_status(Status(StatusCode.ERROR, "timeout"))
+lookup.end(end_time=T0 + 750 * MS)
+pay.end(end_time=T0 + 900 * MS)
+root.end(end_time=T0 + 1000 * MS)
+spans = exp.get_finished_spans()
+trace_a = root.get_span_context().trace_id
+out["traces"]["support-bot"] = format(trace_a, "032x")
+put("spans", encode_spans(spans[0:2]).SerializeToString())                          # chat, transfer
+put("spans", otlp_json(encode_spans(spans[2:4])), key=format(trace_a, "032x"))     # lookup, payments
+put("logs", logs_request([
+    event("gen_ai.tool.call.decision", 380, {"gen_ai.tool.call.id": "call-1", "gen_ai.tool.call.decision.outcome": "require_approval"},
+          trace_a, transfer.get_span_context().span_id),
+    event("gen_ai.tool.call.decision", 390, {"gen_ai.tool.call.id": "call-1", "gen_ai.tool.call.decision.outcome": "allow"},
+          trace_a, transfer.get_span_context().span_id),
+    event("gen_ai.evaluation.result", 1100, {"gen_ai.evaluation.name": "faithfulness", "gen_ai.evaluation.score.value": 0.9,
+                                             "gen_ai.evaluation.explanation": "grounded"}, trace_a, root.get_span_context().span_id),
+    event("some.app.event", 1100, {"x": 1}, trace_a, root.get_span_context().span_id),
+]).SerializeToString())
+# A result that names only the response it evaluates, before the span that returned it.
+put("logs", otlp_json(logs_request([event("gen_ai.evaluation.result", 1200, {"gen_ai.evaluation.name": "relevance",
+                                                                              "gen_ai.evaluation.score.label": "relevant",
+                                                                              "gen_ai.response.id": "resp-9"})])))
+put("spans", encode_spans(spans[4:5]).SerializeToString())                          # the root, last
+
+# 2. risky-bot: 40 runs (one trace each, one request each, a tool call per run), an unsafe tool
+#    call (a declared violation) in 45 % of them; a faithfulness result per run.
+p, exp = provider("risky-bot", "1.0.0", 2)
+tr = p.get_tracer("agent-sdk", "1.0", schema_url=SCHEMA)
+rng = random.Random(3)
+unsafe = 0
+for r in range(40):
+    t = T0 + r * 30_000 * MS
+    root = tr.start_span("invoke_agent risky", start_time=t, attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "risky"})
+    ctx = trace.set_span_in_context(root)
+    bad = rng.random() < 0.45
+    unsafe += bad
+    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "shell.exec", "gen_ai.tool.call.id": f"c{r}"}
+    if bad:
+        attrs["octant.violations"] = "destructive_command"
+    tool = tr.start_span("execute_tool shell.exec", context=ctx, start_time=t + 10 * MS, attributes=attrs)
+    tool.end(end_time=t + 20 * MS)
+    root.end(end_time=t + 50 * MS)
+    request = encode_spans(exp.get_finished_spans())
+    exp.clear()
+    put("spans", request.SerializeToString() if r % 2 else otlp_json(request))
+    put("logs", logs_request([event("gen_ai.evaluation.result", 60 + r * 30_000, {"gen_ai.evaluation.name": "faithfulness",
+                                                                                  "gen_ai.evaluation.score.value": 0.5 + 0.01 * r},
+                                    root.get_span_context().trace_id, root.get_span_context().span_id)]).SerializeToString())
+out["traces"]["risky_unsafe_runs"] = unsafe
+
+# 3. A clock: one later trace so that the event-time watermark passes the hour.
+p, exp = provider("clock", "1", 4)
+tr = p.get_tracer("agent-sdk", "1.0")
+s = tr.start_span("invoke_agent clock", start_time=T0 + 2 * 3600_000 * MS, attributes={"gen_ai.operation.name": "invoke_agent"})
+s.end(end_time=T0 + 2 * 3600_000 * MS + MS)
+put("spans", encode_spans(exp.get_finished_spans()).SerializeToString())
+json.dump(out, sys.stdout)

@@ -1,0 +1,171 @@
+//! OpenTelemetry in, verdicts out, against the real broker: OTLP export requests written by
+//! the official OpenTelemetry Python SDK and opentelemetry-proto (`integration-tests/otel/
+//! make_otlp.py`), in both encodings, keyed by trace id and not, a trace split over requests
+//! and both topics with its root last, a multi-agent trace, a tool error, token usage,
+//! evaluation results (joined by trace and by response id) and approval decisions, through the
+//! ingest, the scorer and the aggregator: the expected observations, windows, veto states and
+//! profiles come out; bad OTLP is dead-lettered.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use octant_contracts::{DeadLetter, DimensionProfile, MetricWindow, Observation, topics};
+use octant_core::catalogue::InstrumentDecl;
+use octant_integration_tests::*;
+use octant_runtime::kafka::{self, OutRecord};
+use prometheus::Registry;
+use tokio_util::sync::CancellationToken;
+
+/// The requests the Python SDK wrote, and what it says about them.
+fn sdk_requests() -> serde_json::Value {
+    let root = repo_root();
+    let site = root.join(".octant/otel");
+    assert!(
+        site.join("opentelemetry/sdk").is_dir(),
+        "the OpenTelemetry Python SDK is not installed in {}: run scripts/setup.sh",
+        site.display()
+    );
+    let out = std::process::Command::new("python3")
+        .arg(root.join("integration-tests/otel/make_otlp.py"))
+        .env("PYTHONPATH", &site)
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "make_otlp.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn instruments() -> Vec<InstrumentDecl> {
+    let toml = r#"
+        [[instruments]]
+        id = "faithfulness"
+        dimension = "safety"
+        family = { family = "higher" }
+        min_units = 10
+        evaluator = "ragas"
+        evaluator_version = "0.2.1"
+
+        [[instruments]]
+        id = "answer_relevance"
+        evaluation = "relevance"
+        dimension = "capability"
+        family = { family = "higher" }
+        labels = { relevant = 1.0, irrelevant = 0.0 }
+    "#;
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        instruments: Vec<InstrumentDecl>,
+    }
+    toml::from_str::<Doc>(toml).unwrap().instruments
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opentelemetry_traces_and_events_become_verdicts() {
+    // One partition: the watermark of the last (clock) trace closes the hour's windows.
+    let env = TestEnv::new("ingest", 1).await;
+    let sdk = sdk_requests();
+    let (spans_topic, logs_topic) = (env.topic("otlp_spans"), env.topic("otlp_logs"));
+    kafka::ensure_topics(&env.kafka, &[(spans_topic.clone(), 2), (logs_topic.clone(), 2)]).await.unwrap();
+    let producer = kafka::producer(&env.kafka, "collector").unwrap();
+    let mut requests = 0;
+    for r in sdk["requests"].as_array().unwrap() {
+        let topic = if r["topic"] == "spans" { &spans_topic } else { &logs_topic };
+        let payload = (0..r["payload_hex"].as_str().unwrap().len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&r["payload_hex"].as_str().unwrap()[i..i + 2], 16).unwrap())
+            .collect();
+        // Without a key the Collector's requests land on any partition (round robin here).
+        let partition = if r["key"].is_null() { Some(requests % 2) } else { None };
+        let key = r["key"].as_str().unwrap_or("").to_string();
+        kafka::send(&producer, &OutRecord { topic: topic.clone(), partition, key, payload }).await.unwrap();
+        requests += 1;
+    }
+    // Bad input: not OTLP at all.
+    kafka::send(
+        &producer,
+        &OutRecord { topic: spans_topic.clone(), partition: Some(0), key: String::new(), payload: b"\x0a\xff\xff garbage".to_vec() },
+    )
+    .await
+    .unwrap();
+
+    let shutdown = CancellationToken::new();
+    let mut ingest_cfg = octant_ingest::IngestConfig { stream: env.stream("ingest"), spans_topic, logs_topic, ..Default::default() };
+    ingest_cfg.trace_quiet = Duration::from_millis(500);
+    let ingest = octant_ingest::start(ingest_cfg, Registry::new(), shutdown.clone()).await.unwrap();
+    let mut scorer_cfg = env.scorer_config();
+    scorer_cfg.evaluation.instruments = instruments();
+    let scorer = octant_scorer::start(scorer_cfg, Registry::new(), shutdown.clone()).await.unwrap();
+    let mut agg_cfg = crate::aggregator::aggregator_config(&env);
+    agg_cfg.evaluation.window.length = Duration::from_secs(3600);
+    agg_cfg.evaluation.window.tumbling = true;
+    agg_cfg.evaluation.instruments = instruments();
+    let agg = octant_aggregator::start(agg_cfg, Registry::new(), shutdown.clone()).await.unwrap();
+
+    // 42 traces: support-bot, 40 risky-bot runs, the clock.
+    let m = wait_metrics(ingest.admin_addr, "every trace emitted", |m| total(m, "octant_ingest_runs_total") >= 42.0).await;
+    let sm = wait_metrics(scorer.admin_addr, "every run scored", |m| {
+        total(m, "octant_scorer_evaluations_total") >= 42.0 && m.get("octant_scorer_open_runs") == Some(&0.0)
+    })
+    .await;
+    wait_metrics(agg.admin_addr, "the hour's windows closed", |m| total(m, "octant_aggregator_windows_emitted_total") > 0.0).await;
+    shutdown.cancel();
+    for t in [ingest.task, scorer.task, agg.task] {
+        t.await.unwrap().unwrap();
+    }
+
+    assert_eq!(m.get("octant_ingest_requests_total{outcome=\"undecodable\",topic=\"spans\"}"), Some(&1.0));
+    assert_eq!(m.get("octant_ingest_runs_total{reason=\"quiet\"}"), Some(&42.0), "every trace complete (root seen), none waited out");
+    assert_eq!(m.get("octant_ingest_log_records_total{outcome=\"ignored\"}"), Some(&1.0), "the app's own event");
+    assert_eq!(sm.get("octant_scorer_evaluations_total{outcome=\"scored\"}"), Some(&42.0), "40 + faithfulness + relevance of support-bot");
+    let dead: Vec<DeadLetter> = read_all(&env.kafka, &env.topic(topics::DLQ)).await;
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!((dead[0].service.as_str(), dead[0].error_class.as_str(), dead[0].offset), ("ingest", "undecodable", dead[0].offset));
+
+    // support-bot's run: observations as the SDK's spans and events say.
+    let trace = sdk["traces"]["support-bot"].as_str().unwrap();
+    let obs: Vec<Observation> = read_all(&env.kafka, &env.topic(topics::OBSERVATIONS)).await;
+    let mine: BTreeMap<String, &Observation> = obs
+        .iter()
+        .filter(|o| o.run_id == trace)
+        .map(|o| (o.observation_id.trim_start_matches(&format!("{trace}/")).to_string(), o))
+        .collect();
+    let value = |id: &str| mine.get(id).unwrap_or_else(|| panic!("no {id} in {:?}", mine.keys().collect::<Vec<_>>())).value;
+    assert_eq!(mine.values().next().unwrap().system_id, "support-bot");
+    assert_eq!(value("tokens_per_run"), 1500.0, "input + output tokens of the model call");
+    assert_eq!(value("tool_error_rate/3"), 1.0, "the lookup failed (status error, error.type)");
+    assert_eq!(value("tool_error_rate/2"), 0.0);
+    assert_eq!(value("unsafe_action_rate/3"), 1.0, "a declared violation");
+    assert_eq!(value("faithfulness"), 0.9);
+    assert_eq!(value("answer_relevance"), 1.0, "joined by response id; its label's declared value");
+    assert_eq!(value("task_success_self_reported"), 1.0, "no verifier: self-reported, never gated");
+    let agents: std::collections::BTreeSet<Option<&str>> =
+        obs.iter().filter(|o| o.run_id == trace && o.metric == "unsafe_action_rate").map(|o| o.agent_id.as_deref()).collect();
+    assert_eq!(agents, [Some("payments-v2"), Some("planner")].into_iter().collect(), "per-agent attribution");
+
+    // risky-bot's hour: the unsafe-action veto, faithfulness banded, a profile.
+    let mut windows: BTreeMap<String, MetricWindow> = BTreeMap::new();
+    let mut profiles: Vec<DimensionProfile> = Vec::new();
+    let d = octant_contracts::Decoder::new();
+    for (_, _, _, v) in read_all_raw(&env.kafka, &env.topic(topics::WINDOWS)).await {
+        if let Ok(w) = d.decode::<MetricWindow>(&v) {
+            windows.insert(format!("{}/{}", w.system_id, w.metric), w);
+        } else if let Ok(p) = d.decode::<DimensionProfile>(&v) {
+            profiles.push(p);
+        }
+    }
+    let unsafe_ = &windows["risky-bot/unsafe_action_rate"];
+    let expected = sdk["traces"]["risky_unsafe_runs"].as_f64().unwrap() / 40.0;
+    assert!((unsafe_.estimate.unwrap() - expected).abs() < 1e-9, "{unsafe_:?}");
+    assert!(matches!(unsafe_.veto_state.as_deref(), Some("breached") | Some("confirmed")), "{unsafe_:?}");
+    let faith = &windows["risky-bot/faithfulness"];
+    assert_eq!(faith.units, 40);
+    assert!(faith.band.is_some() && faith.na_reason.is_none(), "a declared instrument is banded like any other: {faith:?}");
+    let profile = profiles.iter().find(|p| p.system_id == "risky-bot").expect("a profile of risky-bot");
+    assert!(profile.unsuitable || profile.dimensions.iter().any(|x| x.dimension == "safety"), "{profile:?}");
+    eprintln!(
+        "ingest: {requests} SDK requests → 42 runs; risky-bot unsafe {:.3} ({:?}), faithfulness {:?} band {:?}",
+        unsafe_.estimate.unwrap(),
+        unsafe_.veto_state,
+        faith.estimate,
+        faith.band
+    );
+}

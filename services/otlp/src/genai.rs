@@ -1,0 +1,413 @@
+//! A trace of GenAI spans (OpenTelemetry GenAI conventions, OpenInference, OpenLLMetry) and
+//! its events → one run of `TrajectoryEvent`s.
+//!
+//! - The trace is the run (run id = the trace id). Its root span (no parent, or a parent the
+//!   trace does not hold; the earliest if several) starts and ends it; `gen_ai.conversation.id`
+//!   becomes the run's task id (a conversation spans traces, which are assembled in different
+//!   places, so it cannot itself be the run).
+//! - Steps, in start-time order: `execute_tool` spans (OpenInference `TOOL`, OpenLLMetry
+//!   `tool`) are tool calls; inference spans (`chat`, `text_completion`, `generate_content`,
+//!   `embeddings`; OpenInference `LLM`, OpenLLMetry `llm.request.type`) are model calls with
+//!   their token usage; latency is the span's duration.
+//! - The acting agent of a step is its nearest `invoke_agent` (or `AGENT`) ancestor:
+//!   `gen_ai.agent.id`, else `gen_ai.agent.name` (or `agent.name`).
+//! - Approval decisions (`gen_ai.tool.call.decision`, joined by `gen_ai.tool.call.id`):
+//!   `require_approval` then `allow` confirms the call; `deny` is an override, honoured when
+//!   the tool did not run. A guardrail span (`apply_guardrail`, OpenInference `GUARDRAIL`)
+//!   that failed (status error) is an override it made.
+//! - `gen_ai.evaluation.result` events (log records in the trace, or span events) are the
+//!   run's evaluations, with the step they are about when parented to one.
+//! - What the conventions do not cover comes from the declared [`Mapping`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use octant_contracts::{
+    Evaluation, EventKind, Impact, Intervention, InterventionKind, Outcome, ResultStatus, RunEnded, RunStarted, Source, Step, StepKind,
+    SystemRef, TrajectoryEvent,
+};
+use serde_json::Value;
+
+use crate::mapping::Mapping;
+use crate::model::{Attrs, EventRec, LogRec, SpanRec};
+
+pub const EVALUATION_RESULT: &str = "gen_ai.evaluation.result";
+pub const TOOL_CALL_DECISION: &str = "gen_ai.tool.call.decision";
+/// Events the ingest keeps whatever the mapping says.
+pub const EVENTS: [&str; 2] = [EVALUATION_RESULT, TOOL_CALL_DECISION];
+
+const INFERENCE: [&str; 5] = ["chat", "text_completion", "generate_content", "embeddings", "completion"];
+
+/// What a span is, by the conventions it follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Agent,
+    Tool,
+    Model,
+    Guardrail,
+    Other,
+}
+
+pub fn role(s: &SpanRec) -> Role {
+    let op = str_attr(&s.attrs, "gen_ai.operation.name");
+    let oi = str_attr(&s.attrs, "openinference.span.kind").map(str::to_ascii_uppercase);
+    let tl = str_attr(&s.attrs, "traceloop.span.kind");
+    match (op, oi.as_deref(), tl) {
+        (Some("execute_tool"), ..) | (_, Some("TOOL"), _) | (.., Some("tool")) => Role::Tool,
+        (Some("invoke_agent" | "create_agent"), ..) | (_, Some("AGENT"), _) | (.., Some("agent")) => Role::Agent,
+        (Some("apply_guardrail"), ..) | (_, Some("GUARDRAIL"), _) => Role::Guardrail,
+        (Some(op), ..) if INFERENCE.contains(&op) => Role::Model,
+        (_, Some("LLM" | "EMBEDDING"), _) => Role::Model,
+        _ if s.attrs.contains_key("llm.request.type") => Role::Model,
+        _ => Role::Other,
+    }
+}
+
+/// A trace mapped: its events in sequence order, and what was left out.
+#[derive(Debug, Clone, Default)]
+pub struct Run {
+    pub events: Vec<TrajectoryEvent>,
+    /// Semantic-conventions versions (schema URLs) the spans declared.
+    pub schema_urls: BTreeSet<String>,
+}
+
+pub fn str_attr<'a>(a: &'a Attrs, key: &str) -> Option<&'a str> {
+    a.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+fn first_str<'a>(a: &'a Attrs, keys: &[&str]) -> Option<&'a str> {
+    keys.iter().find_map(|k| str_attr(a, k))
+}
+
+fn int_attr(a: &Attrs, key: &str) -> Option<i64> {
+    match a.get(key)? {
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn f64_attr(a: &Attrs, key: &str) -> Option<f64> {
+    match a.get(key)? {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn bool_attr(a: &Attrs, key: &str) -> Option<bool> {
+    match a.get(key)? {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// An attribute as JSON text (strings as they are).
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn ms(ns: u64) -> i64 {
+    (ns / 1_000_000) as i64
+}
+
+/// An event of the trace: a log record or a span event, with the span it is attached to.
+struct TraceEvent<'a> {
+    name: &'a str,
+    time_ns: u64,
+    attrs: &'a Attrs,
+    span: Option<&'a str>,
+    /// The evaluator when the event does not name one: the emitting scope.
+    scope: Option<(&'a str, &'a str)>,
+}
+
+/// Maps one trace (its spans and the log records in it) to a run. `None` when the trace has
+/// no span.
+pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
+    let by_id: BTreeMap<&str, &SpanRec> = spans.iter().map(|s| (s.span_id.as_str(), s)).collect();
+    let root = spans
+        .iter()
+        .filter(|s| s.parent_span_id.as_deref().is_none_or(|p| !by_id.contains_key(p)))
+        .min_by_key(|s| (s.start_ns, s.span_id.clone()))?;
+    let trace = root.trace_id.clone();
+    let resource = &root.resource;
+    let system = SystemRef {
+        id: first_str(resource, &[&m.system_attribute])
+            .or(str_attr(&root.attrs, &m.system_attribute))
+            .unwrap_or("unknown_service")
+            .to_string(),
+        version: first_str(resource, &[&m.version_attribute])
+            .or(str_attr(&root.attrs, &m.version_attribute))
+            .unwrap_or("unknown")
+            .to_string(),
+        config_hash: String::new(),
+    };
+    let source = match str_attr(resource, &m.source_attribute).or(str_attr(&root.attrs, &m.source_attribute)) {
+        Some(s) if s.eq_ignore_ascii_case("evaluation") => Source::Evaluation,
+        _ => Source::Production,
+    };
+    let agent_of = |s: &SpanRec| -> Option<String> {
+        let mut cur = Some(s);
+        let mut hops = 0;
+        while let Some(x) = cur {
+            if role(x) == Role::Agent
+                && let Some(a) = first_str(&x.attrs, &["gen_ai.agent.id", "gen_ai.agent.name", "agent.name", "traceloop.entity.name"])
+            {
+                return Some(a.to_string());
+            }
+            hops += 1;
+            cur = x.parent_span_id.as_deref().and_then(|p| by_id.get(p).copied()).filter(|_| hops < 256);
+        }
+        None
+    };
+
+    // Every event of the trace: log records and span events.
+    let mut events: Vec<TraceEvent> = Vec::new();
+    for l in logs {
+        events.push(TraceEvent {
+            name: &l.event_name,
+            time_ns: l.time_ns,
+            attrs: &l.attrs,
+            span: l.span_id.as_deref(),
+            scope: l.scope.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+        });
+    }
+    for s in spans {
+        for e in &s.events {
+            let EventRec { name, time_ns, attrs } = e;
+            events.push(TraceEvent { name, time_ns: *time_ns, attrs, span: Some(&s.span_id), scope: Some((&s.scope, &s.scope_version)) });
+        }
+    }
+    events.sort_by_key(|e| e.time_ns);
+
+    // Approval decisions by tool-call id, in time order.
+    let mut decisions: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.name == TOOL_CALL_DECISION) {
+        if let (Some(call), Some(outcome)) =
+            (str_attr(e.attrs, "gen_ai.tool.call.id"), str_attr(e.attrs, "gen_ai.tool.call.decision.outcome"))
+        {
+            decisions.entry(call).or_default().push(outcome);
+        }
+    }
+
+    // Steps in start-time order.
+    let mut ordered: Vec<&SpanRec> = spans.iter().filter(|s| matches!(role(s), Role::Tool | Role::Model | Role::Guardrail)).collect();
+    ordered.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
+    let mut out: Vec<TrajectoryEvent> = Vec::new();
+    let base = |seq: i64, t: i64, agent: Option<String>, kind: EventKind, id: String| TrajectoryEvent {
+        event_id: id,
+        run_id: trace.clone(),
+        system: system.clone(),
+        source,
+        agent_id: agent,
+        event_time: t,
+        sequence: seq,
+        kind,
+        run_started: None,
+        step: None,
+        intervention: None,
+        run_ended: None,
+    };
+    let mut groups: Vec<String> = Vec::new();
+    for g in &m.group_attributes {
+        if let Some(v) = root.attrs.get(g).or(resource.get(g)).filter(|v| !v.is_null()) {
+            groups.push(format!("{g}={}", text(v)));
+        }
+    }
+    let task = first_str(&root.attrs, &["gen_ai.conversation.id", "session.id"]).map_or_else(|| root.name.clone(), str::to_string);
+    let mut start = base(0, ms(root.start_ns), agent_of(root), EventKind::RunStarted, format!("{trace}/start"));
+    start.run_started =
+        Some(RunStarted { task_id: task, attempt: 0, groups, optimal_steps: None, required_subgoals: None, benchmark: None });
+    out.push(start);
+
+    let mut seq_of_span: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut executed_calls: BTreeSet<&str> = BTreeSet::new();
+    for s in &ordered {
+        let seq = out.len() as i64;
+        let t = ms(s.start_ns);
+        let agent = agent_of(s);
+        let latency_ms = (s.end_ns - s.start_ns) as f64 / 1e6;
+        let a = &s.attrs;
+        match role(s) {
+            Role::Guardrail => {
+                if s.error {
+                    let mut ev = base(seq, t, agent, EventKind::Intervention, format!("{trace}/{}", s.span_id));
+                    ev.intervention = Some(Intervention {
+                        intervention_kind: InterventionKind::Override,
+                        honoured: true,
+                        detail: Some(format!("guardrail {} blocked: {}", s.name, s.status_message)),
+                    });
+                    out.push(ev);
+                    seq_of_span.insert(&s.span_id, seq);
+                }
+                continue;
+            }
+            Role::Tool | Role::Model => {}
+            _ => continue,
+        }
+        let tool = role(s) == Role::Tool;
+        let call = first_str(a, &["gen_ai.tool.call.id", "tool.id", "tool_call.id"]);
+        if let Some(c) = call {
+            executed_calls.insert(c);
+        }
+        let tool_name = tool.then(|| {
+            first_str(a, &["gen_ai.tool.name", "tool.name", "traceloop.entity.name"])
+                .map_or_else(|| s.name.trim_start_matches("execute_tool ").to_string(), str::to_string)
+        });
+        let impact = str_attr(a, &m.impact_attribute)
+            .and_then(|v| serde_json::from_value::<Impact>(Value::String(v.to_ascii_lowercase())).ok())
+            .or_else(|| tool_name.as_ref().and_then(|n| m.tool_impact.get(n).copied()))
+            .unwrap_or(if tool { m.default_impact } else { Impact::Low });
+        let mut violations: Vec<String> = Vec::new();
+        for key in &m.violation_attributes {
+            match a.get(key) {
+                Some(Value::String(v)) if !v.is_empty() => violations.push(v.clone()),
+                Some(Value::Array(vs)) => violations.extend(vs.iter().filter_map(Value::as_str).map(str::to_string)),
+                Some(Value::Bool(true)) => violations.push(key.clone()),
+                _ => {}
+            }
+        }
+        for e in events.iter().filter(|e| e.span == Some(s.span_id.as_str()) && m.violation_events.iter().any(|n| n == e.name)) {
+            violations.push(str_attr(e.attrs, "constraint").unwrap_or(e.name).to_string());
+        }
+        let approved = call
+            .and_then(|c| decisions.get(c))
+            .is_some_and(|d| d.iter().position(|o| *o == "require_approval").is_some_and(|i| d[i..].contains(&"allow")));
+        let confirmed = bool_attr(a, &m.confirmation_attribute).unwrap_or(false) || approved;
+        let tokens = if tool {
+            0
+        } else {
+            let io = |i: &str, o: &str| match (int_attr(a, i), int_attr(a, o)) {
+                (None, None) => None,
+                (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+            };
+            io("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
+                .or_else(|| io("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"))
+                .or_else(|| io("llm.token_count.prompt", "llm.token_count.completion"))
+                .or_else(|| int_attr(a, "llm.usage.total_tokens"))
+                .unwrap_or(0)
+        };
+        let failed = s.error || a.get("error.type").is_some_and(|v| !v.is_null());
+        let mut ev = base(seq, t, agent, EventKind::Step, format!("{trace}/{}", s.span_id));
+        ev.step = Some(Step {
+            step_kind: if tool { StepKind::ToolCall } else { StepKind::ModelCall },
+            arguments: if tool {
+                ["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"]
+                    .iter()
+                    .find_map(|k| a.get(*k).filter(|v| !v.is_null()))
+                    .map(text)
+            } else {
+                None
+            },
+            tool_name,
+            result_status: tool.then_some(if failed { ResultStatus::Error } else { ResultStatus::Ok }),
+            expected_call: None,
+            impact,
+            confirmed,
+            violations,
+            confidence: None,
+            correct: None,
+            escalated: bool_attr(a, &m.escalation_attribute).unwrap_or(false),
+            tokens,
+            cost: f64_attr(a, "gen_ai.usage.cost").or_else(|| f64_attr(a, "llm.cost.total")).unwrap_or(0.0),
+            latency_ms,
+            injected_fault: false,
+        });
+        out.push(ev);
+        seq_of_span.insert(&s.span_id, seq);
+    }
+
+    // Denied calls and declared interventions.
+    for (call, outcomes) in &decisions {
+        if outcomes.contains(&"deny") {
+            let e = events
+                .iter()
+                .find(|e| e.name == TOOL_CALL_DECISION && str_attr(e.attrs, "gen_ai.tool.call.id") == Some(call))
+                .expect("it is there");
+            let tool = str_attr(e.attrs, "gen_ai.tool.name").unwrap_or("a tool");
+            let mut ev = base(out.len() as i64, ms(e.time_ns), agent_of(root), EventKind::Intervention, format!("{trace}/deny/{call}"));
+            ev.intervention = Some(Intervention {
+                intervention_kind: InterventionKind::Override,
+                honoured: !executed_calls.contains(call),
+                detail: Some(format!("{tool} call {call} denied")),
+            });
+            out.push(ev);
+        }
+    }
+    for (i, e) in events.iter().enumerate().filter(|(_, e)| m.intervention_events.iter().any(|n| n == e.name)) {
+        let kind = match str_attr(e.attrs, "kind").map(str::to_ascii_lowercase).as_deref() {
+            Some("override") => InterventionKind::Override,
+            Some("help") | Some("help_request") => InterventionKind::HelpRequest,
+            _ => InterventionKind::Stop,
+        };
+        let mut ev = base(out.len() as i64, ms(e.time_ns), agent_of(root), EventKind::Intervention, format!("{trace}/intervention/{i}"));
+        ev.intervention = Some(Intervention {
+            intervention_kind: kind,
+            honoured: bool_attr(e.attrs, "honoured").unwrap_or(true),
+            detail: str_attr(e.attrs, "detail").map(str::to_string),
+        });
+        out.push(ev);
+    }
+
+    // The end: outcome, verdicts, evaluations.
+    let r = &root.attrs;
+    let outcome = match str_attr(r, &m.outcome_attribute).map(str::to_ascii_lowercase).as_deref() {
+        Some("success") => Outcome::Success,
+        Some("failure") => Outcome::Failure,
+        Some("error") => Outcome::Error,
+        Some("abandoned") => Outcome::Abandoned,
+        _ if root.error => Outcome::Error,
+        _ => Outcome::Success,
+    };
+    let evaluations: Vec<Evaluation> = events
+        .iter()
+        .filter(|e| e.name == EVALUATION_RESULT)
+        .filter_map(|e| {
+            let name = str_attr(e.attrs, "gen_ai.evaluation.name")?.to_string();
+            let (scope, scope_version) = e.scope.filter(|(n, _)| !n.is_empty()).unzip();
+            Some(Evaluation {
+                name,
+                score_value: f64_attr(e.attrs, "gen_ai.evaluation.score.value"),
+                score_label: str_attr(e.attrs, "gen_ai.evaluation.score.label").map(str::to_string),
+                explanation: str_attr(e.attrs, "gen_ai.evaluation.explanation").map(str::to_string),
+                evaluator: str_attr(e.attrs, &m.evaluator_attribute).or(scope).map(str::to_string),
+                evaluator_version: str_attr(e.attrs, &m.evaluator_version_attribute)
+                    .or(scope_version.filter(|v| !v.is_empty()))
+                    .map(str::to_string),
+                step: e.span.and_then(|s| seq_of_span.get(s).copied()),
+            })
+        })
+        .collect();
+    let end_ns = spans.iter().map(|s| s.end_ns).max().unwrap_or(root.end_ns);
+    let mut end = base(out.len() as i64, ms(end_ns), agent_of(root), EventKind::RunEnded, format!("{trace}/end"));
+    end.run_ended = Some(RunEnded {
+        outcome,
+        verifier_kind: str_attr(r, &m.verifier_kind_attribute).map(str::to_string),
+        verifier_verdict: bool_attr(r, &m.verifier_verdict_attribute),
+        judge_verdict: f64_attr(r, &m.judge_verdict_attribute),
+        human_verdict: f64_attr(r, &m.human_verdict_attribute),
+        subgoals_done: None,
+        sentences_assertive: None,
+        sentences_unsupported: None,
+        confidence: None,
+        evaluations,
+    });
+    out.push(end);
+    // Interventions were appended after the steps: renumber by time (stable), keeping the
+    // start first and the end last.
+    let last = out.len() - 1;
+    out[1..last].sort_by_key(|e| (e.event_time, e.sequence));
+    let renumber: BTreeMap<i64, i64> = out.iter().enumerate().map(|(i, e)| (e.sequence, i as i64)).collect();
+    for (i, e) in out.iter_mut().enumerate() {
+        e.sequence = i as i64;
+        if let Some(re) = e.run_ended.as_mut() {
+            for ev in &mut re.evaluations {
+                ev.step = ev.step.and_then(|s| renumber.get(&s).copied());
+            }
+        }
+    }
+    Some(Run { events: out, schema_urls: spans.iter().map(|s| s.schema_url.clone()).filter(|u| !u.is_empty()).collect() })
+}

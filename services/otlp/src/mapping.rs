@@ -1,0 +1,94 @@
+//! What the conventions do not say, declared: which attributes name the system, which mean a
+//! constraint violation, a confirmation, an outcome or a verdict, and the impact of each tool.
+//! Every field has a documented default; `[mapping]` in the ingest service's configuration.
+
+use std::collections::BTreeMap;
+
+use octant_contracts::Impact;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Mapping {
+    /// Resource attribute naming the evaluated system (default `service.name`; a span
+    /// attribute of the root span is read too).
+    pub system_attribute: String,
+    /// Resource attribute naming its version (default `service.version`; "unknown" when absent).
+    pub version_attribute: String,
+    /// Resource or root-span attribute whose value `evaluation` marks evaluation runs
+    /// (default `octant.source`); everything else is production.
+    pub source_attribute: String,
+    /// Impact of each tool by name: `low`, `high` or `irreversible` (default: none listed).
+    pub tool_impact: BTreeMap<String, Impact>,
+    /// Impact of tools not listed (default `low`).
+    pub default_impact: Impact,
+    /// Span attribute declaring a step's impact (default `octant.tool.impact`), read before
+    /// `tool_impact`.
+    pub impact_attribute: String,
+    /// Span attributes that declare constraint violations: a string (one constraint), an
+    /// array of strings, or `true` (the attribute's name) (default `octant.violations`).
+    pub violation_attributes: Vec<String>,
+    /// Span or log events that declare one violation each, its constraint in attribute
+    /// `constraint` (default `octant.violation`).
+    pub violation_events: Vec<String>,
+    /// Span attribute: a human confirmed this action before it ran (default `octant.confirmed`).
+    pub confirmation_attribute: String,
+    /// Span attribute: the agent escalated to a human at this step (default `octant.escalated`).
+    pub escalation_attribute: String,
+    /// Span or log events declaring an intervention, with attributes `kind` (`stop`,
+    /// `override`, `help`) and `honoured` (default `octant.intervention`).
+    pub intervention_events: Vec<String>,
+    /// Root-span attribute with the run's outcome: success, failure, error, abandoned
+    /// (default `octant.outcome`; without it the root span's status decides).
+    pub outcome_attribute: String,
+    /// Root-span attributes of a verifier: its kind and its boolean verdict (defaults
+    /// `octant.verifier.kind`, `octant.verifier.verdict`).
+    pub verifier_kind_attribute: String,
+    pub verifier_verdict_attribute: String,
+    /// Root-span attributes with judge and human grades in [0, 1] (defaults
+    /// `octant.judge.verdict`, `octant.human.verdict`).
+    pub judge_verdict_attribute: String,
+    pub human_verdict_attribute: String,
+    /// Attributes of an evaluation result naming the evaluator and its version (defaults
+    /// `gen_ai.evaluation.evaluator.name`, `gen_ai.evaluation.evaluator.version`); without
+    /// them the instrumentation scope that emitted the result is the evaluator.
+    pub evaluator_attribute: String,
+    pub evaluator_version_attribute: String,
+    /// Span or resource attributes copied into the run's groups as `key=value` (fairness gap)
+    /// (default none).
+    pub group_attributes: Vec<String>,
+}
+
+impl Default for Mapping {
+    fn default() -> Self {
+        let s = |x: &str| x.to_string();
+        Mapping {
+            system_attribute: s("service.name"),
+            version_attribute: s("service.version"),
+            source_attribute: s("octant.source"),
+            tool_impact: BTreeMap::new(),
+            default_impact: Impact::Low,
+            impact_attribute: s("octant.tool.impact"),
+            violation_attributes: vec![s("octant.violations")],
+            violation_events: vec![s("octant.violation")],
+            confirmation_attribute: s("octant.confirmed"),
+            escalation_attribute: s("octant.escalated"),
+            intervention_events: vec![s("octant.intervention")],
+            outcome_attribute: s("octant.outcome"),
+            verifier_kind_attribute: s("octant.verifier.kind"),
+            verifier_verdict_attribute: s("octant.verifier.verdict"),
+            judge_verdict_attribute: s("octant.judge.verdict"),
+            human_verdict_attribute: s("octant.human.verdict"),
+            evaluator_attribute: s("gen_ai.evaluation.evaluator.name"),
+            evaluator_version_attribute: s("gen_ai.evaluation.evaluator.version"),
+            group_attributes: Vec::new(),
+        }
+    }
+}
+
+impl Mapping {
+    /// The log and span event names the ingest keeps (everything else is counted and left).
+    pub fn wanted_event(&self, name: &str) -> bool {
+        crate::genai::EVENTS.contains(&name) || self.violation_events.iter().chain(&self.intervention_events).any(|e| e == name)
+    }
+}

@@ -1,0 +1,152 @@
+//! The decoders: OTLP/JSON reads as the same messages as protobuf (hex ids, string or number
+//! 64-bit integers, names or numbers for enums, unknown fields ignored); a request split per
+//! trace keeps every span once with its resource; and no input, however malformed, panics.
+
+use proptest::prelude::*;
+use prost::Message;
+
+use crate::fragment::{self, Fragment};
+use crate::model::{self, Encoding};
+use crate::proto::*;
+
+fn kv(k: &str, v: any_value::Value) -> KeyValue {
+    KeyValue { key: k.into(), value: Some(AnyValue { value: Some(v) }) }
+}
+
+fn request() -> ExportTraceServiceRequest {
+    let span = |trace: u8, id: u8, parent: u8| Span {
+        trace_id: vec![trace; 16],
+        span_id: vec![id; 8],
+        parent_span_id: if parent == 0 { vec![] } else { vec![parent; 8] },
+        name: format!("s{id}"),
+        kind: 3,
+        start_time_unix_nano: 1_764_489_600_000_000_000 + id as u64,
+        end_time_unix_nano: 1_764_489_600_100_000_000,
+        attributes: vec![
+            kv("gen_ai.usage.input_tokens", any_value::Value::IntValue(-5)),
+            kv("d", any_value::Value::DoubleValue(0.25)),
+            kv("b", any_value::Value::BoolValue(true)),
+            kv(
+                "arr",
+                any_value::Value::ArrayValue(ArrayValue {
+                    values: vec![AnyValue { value: Some(any_value::Value::StringValue("x".into())) }],
+                }),
+            ),
+            kv("bytes", any_value::Value::BytesValue(vec![1, 2, 3])),
+        ],
+        events: vec![SpanEvent { time_unix_nano: 7, name: "e".into(), attributes: vec![] }],
+        links: vec![],
+        status: Some(Status { message: "boom".into(), code: STATUS_ERROR }),
+    };
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource { attributes: vec![kv("service.name", any_value::Value::StringValue("svc".into()))] }),
+            scope_spans: vec![ScopeSpans {
+                scope: Some(InstrumentationScope { name: "lib".into(), version: "1".into() }),
+                spans: vec![span(1, 1, 0), span(2, 2, 0), span(1, 3, 1)],
+                schema_url: "https://opentelemetry.io/schemas/1.37.0".into(),
+            }],
+            schema_url: String::new(),
+        }],
+    }
+}
+
+#[test]
+fn otlp_json_reads_as_the_protobuf_does() {
+    let json = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},
+      "scopeSpans":[{"scope":{"name":"lib","version":"1"},"schemaUrl":"https://opentelemetry.io/schemas/1.37.0","spans":[
+        {"traceId":"01010101010101010101010101010101","spanId":"0101010101010101","parentSpanId":"","name":"s1","kind":3,
+         "startTimeUnixNano":"1764489600000000001","endTimeUnixNano":1764489600100000000,
+         "attributes":[{"key":"gen_ai.usage.input_tokens","value":{"intValue":"-5"}},{"key":"d","value":{"doubleValue":0.25}},
+           {"key":"b","value":{"boolValue":true}},{"key":"arr","value":{"arrayValue":{"values":[{"stringValue":"x"}]}}},
+           {"key":"bytes","value":{"bytesValue":"AQID"}}],
+         "events":[{"timeUnixNano":"7","name":"e"}],"status":{"code":2,"message":"boom"},"futureField":[1,2]},
+        {"traceId":"AgICAgICAgICAgICAgICAg==","spanId":"0202020202020202","name":"s2","kind":"SPAN_KIND_CLIENT",
+         "startTimeUnixNano":"1764489600000000002","endTimeUnixNano":"1764489600100000000",
+         "attributes":[{"key":"gen_ai.usage.input_tokens","value":{"intValue":-5}},{"key":"d","value":{"doubleValue":0.25}},
+           {"key":"b","value":{"boolValue":true}},{"key":"arr","value":{"arrayValue":{"values":[{"stringValue":"x"}]}}},
+           {"key":"bytes","value":{"bytesValue":"AQID"}}],
+         "events":[{"timeUnixNano":"7","name":"e"}],"status":{"code":"STATUS_CODE_ERROR","message":"boom"}},
+        {"traceId":"01010101010101010101010101010101","spanId":"0303030303030303","parent_span_id":"0101010101010101","name":"s3","kind":3,
+         "startTimeUnixNano":"1764489600000000003","endTimeUnixNano":"1764489600100000000",
+         "attributes":[{"key":"gen_ai.usage.input_tokens","value":{"intValue":"-5"}},{"key":"d","value":{"doubleValue":0.25}},
+           {"key":"b","value":{"boolValue":true}},{"key":"arr","value":{"arrayValue":{"values":[{"stringValue":"x"}]}}},
+           {"key":"bytes","value":{"bytesValue":"AQID"}}],
+         "events":[{"timeUnixNano":"7","name":"e"}],"status":{"code":2,"message":"boom"}}]}]}]}"#;
+    assert_eq!(Encoding::sniff(json.as_bytes()), Encoding::OtlpJson);
+    let from_json = model::decode_traces(json.as_bytes()).unwrap();
+    let from_proto = model::decode_traces(&request().encode_to_vec()).unwrap();
+    assert_eq!(from_json, from_proto);
+    assert_eq!(from_proto, request());
+    let spans = model::spans(&from_json);
+    assert_eq!(spans[0].attrs["gen_ai.usage.input_tokens"], serde_json::json!(-5));
+    assert_eq!(spans[0].attrs["bytes"], serde_json::json!("AQID"));
+    assert!(spans[0].error && spans[0].resource["service.name"] == "svc");
+}
+
+#[test]
+fn a_request_split_per_trace_keeps_every_span_once() {
+    let (pieces, dropped) = fragment::split_traces(&request());
+    assert_eq!(dropped, 0);
+    let mut seen = Vec::new();
+    for (key, f) in &pieces {
+        let Fragment::Spans(r) = Fragment::decode(&f.encode()).unwrap() else { panic!("spans") };
+        for s in model::spans(&r) {
+            assert_eq!(&s.trace_id, key);
+            assert_eq!(s.resource["service.name"], "svc", "the resource goes with every piece");
+            seen.push(s.span_id);
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ["0101010101010101", "0202020202020202", "0303030303030303"]);
+    assert_eq!(pieces.len(), 2, "two traces");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+    /// Arbitrary bytes: every decoder returns a value or an error, never panics.
+    #[test]
+    fn no_input_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let _ = model::decode_traces(&bytes);
+        let _ = model::decode_logs(&bytes);
+        let _ = crate::json::traces(&bytes);
+        let _ = crate::json::logs(&bytes);
+        let _ = Fragment::decode(&bytes);
+        if let Ok(req) = model::decode_traces(&bytes) {
+            let spans = model::spans(&req);
+            let _ = crate::genai::run(&spans, &[], &crate::Mapping::default());
+            let _ = fragment::split_traces(&req);
+        }
+    }
+
+    /// Mutations of a valid request (bytes flipped, truncated): no panic either.
+    #[test]
+    fn mutated_requests_do_not_panic(at in 0usize..400, byte in any::<u8>(), cut in 0usize..400) {
+        let mut b = request().encode_to_vec();
+        let n = b.len();
+        b[at % n] = byte;
+        b.truncate(cut.max(1).min(n));
+        if let Ok(req) = model::decode_traces(&b) {
+            let spans = model::spans(&req);
+            let _ = crate::genai::run(&spans, &[], &crate::Mapping::default());
+        }
+        let json = String::from_utf8_lossy(&b).to_string();
+        let _ = crate::json::traces(json.as_bytes());
+    }
+
+    /// Deeply nested attribute values are refused, not a stack overflow.
+    #[test]
+    fn deep_nesting_is_refused(depth in 30usize..2000) {
+        let open = r#"{"arrayValue":{"values":["#.repeat(depth);
+        let close = "]}}".repeat(depth);
+        let json = [
+            r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"01010101010101010101010101010101","attributes":[{"key":"k","value":"#,
+            &open,
+            r#"{"stringValue":"x"}"#,
+            &close,
+            "}]}]}]}]}",
+        ]
+        .concat();
+        let _ = crate::json::traces(json.as_bytes());
+    }
+}

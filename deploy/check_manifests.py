@@ -10,7 +10,7 @@ import sys
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SERVICES = {"scorer": 9101, "aggregator": 9102, "alerter": 9103, "lake-writer": 9104, "profiler": 9105}
+SERVICES = {"scorer": 9101, "aggregator": 9102, "alerter": 9103, "lake-writer": 9104, "profiler": 9105, "ingest": 9106}
 PARTITIONS = 4
 errors = []
 

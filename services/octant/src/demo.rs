@@ -72,6 +72,17 @@ pub struct DemoArgs {
     /// Port of the profiler's HTTP server (/profiles, /metrics); 0 picks a free one.
     #[arg(long, default_value_t = 0)]
     pub profiler_port: u16,
+    /// How the fleet reaches Octant: `octant` (trajectory events in Octant's schema) or `otlp`
+    /// (each production run as an OpenTelemetry trace on `otlp_spans`, through the ingest, as
+    /// the Collector's Kafka exporter would write it).
+    #[arg(long, value_enum, default_value_t = Input::Octant)]
+    pub input: Input,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    Octant,
+    Otlp,
 }
 
 #[derive(Default)]
@@ -279,7 +290,9 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     };
     agg_cfg.evaluation.window.length = a.window;
     agg_cfg.evaluation.window.slide = a.slide;
-    agg_cfg.evaluation.window.allowed_lateness = a.slide;
+    // Through OpenTelemetry a run reaches the scorer only once its trace is complete (its last
+    // span plus the ingest's quiet period), so its observations come later in event time.
+    agg_cfg.evaluation.window.allowed_lateness = if a.input == Input::Otlp { a.slide.max(Duration::from_secs(30)) } else { a.slide };
     let aggregator = octant_aggregator::start(agg_cfg, registry.clone(), shutdown.clone()).await?;
     let alerter_cfg = octant_alerter::AlerterConfig {
         stream: StreamSettings {
@@ -313,6 +326,19 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     let profiler = octant_profiler::start(profiler_cfg.clone(), registry.clone(), shutdown.clone()).await?;
+    // The ingest (OpenTelemetry in) runs in both modes: with `--input otlp` the fleet reaches
+    // Octant through it.
+    let ingest_cfg = octant_ingest::IngestConfig {
+        stream: StreamSettings { kafka: kafka.clone(), admin_addr: Some("127.0.0.1:0".parse()?), ..Default::default() },
+        trace_quiet: Duration::from_secs(1),
+        ..Default::default()
+    };
+    octant_runtime::kafka::ensure_topics(
+        &kafka,
+        &[(ingest_cfg.spans_topic.clone(), a.partitions), (ingest_cfg.logs_topic.clone(), a.partitions)],
+    )
+    .await?;
+    let ingest = octant_ingest::start(ingest_cfg, registry.clone(), shutdown.clone()).await?;
     eprintln!(
         "scorer, aggregator, alerter, lake writer and profiler running; metrics on http://{}/metrics, http://{}/metrics, http://{}/metrics, http://{}/metrics, http://{}/metrics",
         scorer.admin_addr, aggregator.admin_addr, alerter.admin_addr, lake_writer.admin_addr, profiler.admin_addr
@@ -350,7 +376,8 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let gen_stop = shutdown.child_token();
     let generator = {
         let (kafka, spec, stop) = (kafka.clone(), spec.clone(), gen_stop.clone());
-        tokio::spawn(async move { crate::gen_cmd::stream(&kafka, &spec, None, Some(a.rate), stop).await })
+        let otlp = a.input == Input::Otlp;
+        tokio::spawn(async move { crate::gen_cmd::stream(&kafka, &spec, None, Some(a.rate), otlp, stop).await })
     };
     let tally = std::sync::Arc::new(std::sync::Mutex::new(Tally::default()));
     let view_stop = CancellationToken::new();
@@ -389,6 +416,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     supervisor.add("alerter", alerter.task);
     supervisor.add("lake writer", lake_writer.task);
     supervisor.add("profiler", profiler.task);
+    supervisor.add("ingest", ingest.task);
     let services = tokio::spawn(supervisor.wait());
 
     let deadline = (a.seconds > 0).then(|| tokio::time::Instant::now() + Duration::from_secs(a.seconds));

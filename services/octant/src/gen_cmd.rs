@@ -118,12 +118,14 @@ pub async fn stream(
     spec: &FleetSpec,
     runs: Option<u64>,
     rate: Option<f64>,
+    otlp: bool,
     stop: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<u64> {
     let batch = if rate.is_some() { 5 } else { runs.unwrap_or(100) };
     let mut first = 0;
     let mut produced = 0u64;
     let mut carry: Vec<octant_gen::GenRecord> = Vec::new();
+    let mut open = std::collections::HashMap::new();
     while !stop.is_cancelled() {
         let more = runs.is_none_or(|r| first < r);
         let n = if more { runs.map_or(batch, |r| batch.min(r - first)) } else { 0 };
@@ -135,6 +137,8 @@ pub async fn stream(
         let split = carry.partition_point(|r| r.event_time < cutoff);
         let records: Vec<_> = carry.drain(..split).collect();
         let count = records.len() as u64;
+        // OTLP: one request per run (about ten events), so the same events per second.
+        let (records, rate) = if otlp { (crate::otlp_demo::convert(records, &mut open), rate.map(|r| r / 10.0)) } else { (records, rate) };
         tokio::select! {
             r = octant_gen::produce(kafka, records, rate) => { r?; }
             _ = stop.cancelled() => break,
@@ -164,7 +168,7 @@ pub async fn run(a: GenArgs) -> anyhow::Result<()> {
         let _ = tokio::signal::ctrl_c().await;
         s2.cancel();
     });
-    let n = stream(&kafka, &spec, a.runs, a.rate, stop).await?;
+    let n = stream(&kafka, &spec, a.runs, a.rate, false, stop).await?;
     println!("produced {n} events for {} systems", spec.systems.len());
     Ok(())
 }

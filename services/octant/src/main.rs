@@ -5,6 +5,7 @@
 mod demo;
 mod gen_cmd;
 mod lake_cmd;
+mod otlp_demo;
 mod up;
 mod view;
 

@@ -93,7 +93,7 @@ pub async fn topics(a: TopicsArgs) -> anyhow::Result<()> {
 
 /// The configuration of one service from the file: its section, with `[kafka]` and (for the
 /// services that evaluate) `[evaluation]` filled in where the section does not set them.
-fn section<T: DeserializeOwned>(
+fn section<T: DeserializeOwned + serde::Serialize>(
     root: &toml::Table,
     name: &str,
     kafka: &toml::Value,
@@ -108,7 +108,8 @@ fn section<T: DeserializeOwned>(
     if let Some(e) = evaluation {
         t.entry("evaluation").or_insert_with(|| e.clone());
     }
-    toml::Value::Table(t).try_into().with_context(|| format!("invalid [{name}] section"))
+    // Unknown settings are refused by name, flattened ones included.
+    octant_runtime::config::from_table(t).with_context(|| format!("invalid [{name}] section"))
 }
 
 pub async fn run(a: UpArgs) -> anyhow::Result<()> {

@@ -16,7 +16,10 @@
 //!   the tool did not run. A guardrail span (`apply_guardrail`, OpenInference `GUARDRAIL`)
 //!   that failed (status error) is an override it made.
 //! - `gen_ai.evaluation.result` events (log records in the trace, or span events) are the
-//!   run's evaluations, with the step they are about when parented to one.
+//!   run's evaluations, with the step they are about when parented to one; so are
+//!   OpenInference's flattened results (`evaluations.<i>.evaluation.{name,score,label,
+//!   explanation}` or `annotations.<i>.annotation.*`) on any span, about the span it links to
+//!   (an `EVALUATOR` carrier) or else the span itself.
 //! - What the conventions do not cover comes from the declared [`Mapping`].
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -362,7 +365,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         _ if root.error => Outcome::Error,
         _ => Outcome::Success,
     };
-    let evaluations: Vec<Evaluation> = events
+    let mut evaluations: Vec<Evaluation> = events
         .iter()
         .filter(|e| e.name == EVALUATION_RESULT)
         .filter_map(|e| {
@@ -381,6 +384,19 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
             })
         })
         .collect();
+    let mut carried: Vec<(u64, Evaluation)> = Vec::new();
+    for s in spans {
+        let about = s.links.iter().find(|l| by_id.contains_key(l.as_str())).unwrap_or(&s.span_id);
+        for mut e in openinference_evaluations(&s.attrs) {
+            e.step = seq_of_span.get(about.as_str()).copied();
+            if e.evaluator.is_none() && !s.scope.is_empty() {
+                (e.evaluator, e.evaluator_version) = (Some(s.scope.clone()), Some(s.scope_version.clone()).filter(|v| !v.is_empty()));
+            }
+            carried.push((s.end_ns, e));
+        }
+    }
+    carried.sort_by_key(|(t, _)| *t);
+    evaluations.extend(carried.into_iter().map(|(_, e)| e));
     let end_ns = spans.iter().map(|s| s.end_ns).max().unwrap_or(root.end_ns);
     let mut end = base(out.len() as i64, ms(end_ns), agent_of(root), EventKind::RunEnded, format!("{trace}/end"));
     end.run_ended = Some(RunEnded {
@@ -410,4 +426,35 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         }
     }
     Some(Run { events: out, schema_urls: spans.iter().map(|s| s.schema_url.clone()).filter(|u| !u.is_empty()).collect() })
+}
+
+/// OpenInference's flattened evaluation results of one span: `evaluations.<i>.evaluation.*`
+/// and `annotations.<i>.annotation.*` (name, score, label, explanation; `identifier` or
+/// `annotator_kind` as the evaluator), in index order.
+pub fn openinference_evaluations(a: &Attrs) -> Vec<Evaluation> {
+    let mut by_index: BTreeMap<(u8, u64), Attrs> = BTreeMap::new();
+    for (k, v) in a {
+        let parts: Vec<&str> = k.splitn(4, '.').collect();
+        let family = match parts.as_slice() {
+            ["evaluations", _, "evaluation", _] => 0,
+            ["annotations", _, "annotation", _] => 1,
+            _ => continue,
+        };
+        let Ok(i) = parts[1].parse::<u64>() else { continue };
+        by_index.entry((family, i)).or_default().insert(parts[3].to_string(), v.clone());
+    }
+    by_index
+        .into_values()
+        .filter_map(|f| {
+            Some(Evaluation {
+                name: str_attr(&f, "name")?.to_string(),
+                score_value: f64_attr(&f, "score"),
+                score_label: str_attr(&f, "label").map(str::to_string),
+                explanation: str_attr(&f, "explanation").map(str::to_string),
+                evaluator: first_str(&f, &["identifier", "annotator_kind"]).map(str::to_string),
+                evaluator_version: None,
+                step: None,
+            })
+        })
+        .collect()
 }

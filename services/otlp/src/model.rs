@@ -76,6 +76,9 @@ pub struct SpanRec {
     pub scope_version: String,
     /// The semantic-conventions version the producer declared (schema URL), if any.
     pub schema_url: String,
+    /// Span ids this span links to in its own trace (OpenInference's evaluation carriers
+    /// link to the span they evaluate).
+    pub links: Vec<String>,
 }
 
 /// A span event or an event log record.
@@ -153,6 +156,7 @@ pub fn spans(req: &proto::ExportTraceServiceRequest) -> Vec<SpanRec> {
                     scope: scope.clone(),
                     scope_version: scope_version.clone(),
                     schema_url: schema_url.clone(),
+                    links: s.links.iter().filter(|l| l.trace_id == s.trace_id).filter_map(|l| hex_id(&l.span_id)).collect(),
                 });
             }
         }

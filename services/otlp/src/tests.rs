@@ -150,3 +150,87 @@ proptest! {
         let _ = crate::json::traces(json.as_bytes());
     }
 }
+
+/// An OpenInference trace (span kinds in `openinference.span.kind`, its attribute names): the
+/// agent, a model call with `llm.token_count.*`, a tool call with `tool.name` and `input.value`,
+/// a guardrail that blocked (an override), and an EVALUATOR carrier linked to the model call
+/// whose flattened result is the run's evaluation about that step.
+#[test]
+fn openinference_spans_map_like_genai_ones() {
+    let s = |k: &str, v: &str| kv(k, any_value::Value::StringValue(v.into()));
+    let i = |k: &str, v: i64| kv(k, any_value::Value::IntValue(v));
+    let span = |id: u8, parent: u8, start: u64, attrs: Vec<KeyValue>| Span {
+        trace_id: vec![7; 16],
+        span_id: vec![id; 8],
+        parent_span_id: if parent == 0 { vec![] } else { vec![parent; 8] },
+        name: format!("s{id}"),
+        start_time_unix_nano: start * 1_000_000,
+        end_time_unix_nano: (start + 10) * 1_000_000,
+        attributes: attrs,
+        ..Default::default()
+    };
+    let mut guard = span(4, 1, 300, vec![s("openinference.span.kind", "GUARDRAIL")]);
+    guard.status = Some(Status { code: STATUS_ERROR, message: "blocked".into() });
+    let mut carrier = span(
+        5,
+        1,
+        400,
+        vec![
+            s("openinference.span.kind", "EVALUATOR"),
+            s("evaluations.0.evaluation.name", "hallucination"),
+            kv("evaluations.0.evaluation.score", any_value::Value::DoubleValue(0.2)),
+            s("evaluations.0.evaluation.label", "factual"),
+            s("evaluations.0.evaluation.annotator_kind", "LLM"),
+        ],
+    );
+    carrier.links = vec![SpanLink { trace_id: vec![7; 16], span_id: vec![2; 8], attributes: vec![] }];
+    let req = ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource { attributes: vec![s("service.name", "oi-bot")] }),
+            scope_spans: vec![ScopeSpans {
+                scope: None,
+                spans: vec![
+                    span(1, 0, 0, vec![s("openinference.span.kind", "AGENT"), s("agent.name", "helper"), s("session.id", "sess-1")]),
+                    span(
+                        2,
+                        1,
+                        100,
+                        vec![s("openinference.span.kind", "LLM"), i("llm.token_count.prompt", 70), i("llm.token_count.completion", 30)],
+                    ),
+                    span(
+                        3,
+                        1,
+                        200,
+                        vec![s("openinference.span.kind", "TOOL"), s("tool.name", "search"), s("input.value", "{\"q\": \"x\"}")],
+                    ),
+                    guard,
+                    carrier,
+                ],
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+    };
+    let run = crate::genai::run(&model::spans(&req), &[], &crate::Mapping::default()).unwrap();
+    let e = &run.events;
+    use octant_contracts::{EventKind, InterventionKind, StepKind};
+    assert_eq!(
+        e.iter().map(|x| x.kind).collect::<Vec<_>>(),
+        [EventKind::RunStarted, EventKind::Step, EventKind::Step, EventKind::Intervention, EventKind::RunEnded]
+    );
+    assert_eq!((e[0].agent_id.as_deref(), e[0].run_started.as_ref().unwrap().task_id.as_str()), (Some("helper"), "sess-1"));
+    assert_eq!((e[1].step.as_ref().unwrap().step_kind, e[1].step.as_ref().unwrap().tokens), (StepKind::ModelCall, 100));
+    let tool = e[2].step.as_ref().unwrap();
+    assert_eq!(
+        (tool.step_kind, tool.tool_name.as_deref(), tool.arguments.as_deref()),
+        (StepKind::ToolCall, Some("search"), Some("{\"q\": \"x\"}"))
+    );
+    assert_eq!(e[3].intervention.as_ref().unwrap().intervention_kind, InterventionKind::Override);
+    let evals = &e[4].run_ended.as_ref().unwrap().evaluations;
+    assert_eq!(evals.len(), 1);
+    assert_eq!(
+        (evals[0].name.as_str(), evals[0].score_value, evals[0].score_label.as_deref(), evals[0].evaluator.as_deref(), evals[0].step),
+        ("hallucination", Some(0.2), Some("factual"), Some("LLM"), Some(1)),
+        "about the model call it links to"
+    );
+}

@@ -150,6 +150,8 @@ pub struct EncodeError {
 pub enum DecodeError {
     #[error("empty payload")]
     Empty,
+    #[error("record of {len} bytes is over the input limit of {limit} bytes")]
+    TooLarge { len: usize, limit: usize },
     #[error("unrecognised framing: first byte 0x{first:02x} is neither Avro single-object (C3 01), Confluent (00) nor JSON ({{)")]
     UnknownFraming { first: u8 },
     #[error("truncated {framing} header ({len} bytes)")]
@@ -172,6 +174,7 @@ impl DecodeError {
         match self {
             DecodeError::UnknownFingerprint { .. } | DecodeError::UnknownSchemaId { .. } => "unknown_schema",
             DecodeError::WrongType { .. } => "wrong_type",
+            DecodeError::TooLarge { .. } => "too_large",
             _ => "undecodable",
         }
     }
@@ -242,13 +245,38 @@ pub fn to_json<T: Contract>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).expect("contract types serialise to JSON")
 }
 
+/// The input limit: a record over this many bytes is refused (class `too_large`) before it is
+/// parsed. Kafka's default `message.max.bytes` is about 1 MB, so a record Octant accepts always
+/// fits the default broker too; one at the limit is read.
+pub const MAX_RECORD_BYTES: usize = 1 << 20;
+
+/// A datum being read: remembers whether a read asked for more than was left.
+struct Bounded<'a> {
+    rest: &'a [u8],
+    short: bool,
+}
+
+impl std::io::Read for Bounded<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.len() > self.rest.len() {
+            self.short = true;
+        }
+        self.rest.read(buf)
+    }
+}
+
 /// Decodes a raw datum written with `writer`, resolved to the current schema of `T`.
 pub fn from_avro<T: Contract>(datum: &[u8], writer: &Schema) -> Result<T, DecodeError> {
     let reader = GenericDatumReader::builder(writer).reader_schema(T::schema()).build().map_err(|e| DecodeError::Avro(e.to_string()))?;
-    let mut slice = datum;
-    let value = reader.read_value(&mut slice).map_err(|e| DecodeError::Avro(e.to_string()))?;
-    if !slice.is_empty() {
-        return Err(DecodeError::Avro(format!("{} trailing bytes after the datum", slice.len())));
+    let mut input = Bounded { rest: datum, short: false };
+    let value = reader.read_value(&mut input).map_err(|e| DecodeError::Avro(e.to_string()))?;
+    if input.short {
+        // apache-avro can read the end of input inside a value as zeros (e.g. trailing union
+        // indices): a datum that needed more bytes than it has is truncated, whatever it read.
+        return Err(DecodeError::Avro(format!("truncated datum: {} bytes end inside the value", datum.len())));
+    }
+    if !input.rest.is_empty() {
+        return Err(DecodeError::Avro(format!("{} trailing bytes after the datum", input.rest.len())));
     }
     apache_avro::from_value::<T>(&value).map_err(|e| DecodeError::Avro(e.to_string()))
 }
@@ -355,6 +383,9 @@ impl Decoder {
 
     /// Decodes a payload of any accepted framing into `T`.
     pub fn decode<T: Contract>(&self, bytes: &[u8]) -> Result<T, DecodeError> {
+        if bytes.len() > MAX_RECORD_BYTES {
+            return Err(DecodeError::TooLarge { len: bytes.len(), limit: MAX_RECORD_BYTES });
+        }
         match self.writer_of(bytes)? {
             (framing, Some(known), datum) => {
                 if known.full_name != T::FULL_NAME {

@@ -585,3 +585,109 @@ fn a_breaking_change_is_detected() {
     let broken = apache_avro::Schema::parse_str(&broken).unwrap();
     assert!(SchemaCompatibility::can_read(old, &broken).is_err());
 }
+
+// ---------------------------------------------------------------- hostile input
+
+/// Every sample of every contract, in every framing Octant writes.
+fn encoded_samples() -> Vec<(&'static str, Vec<u8>)> {
+    let mut out: Vec<(&'static str, Vec<u8>)> = Vec::new();
+    macro_rules! add {
+        ($name:literal, $v:expr) => {{
+            let v = $v;
+            out.push(($name, to_single_object(&v).unwrap()));
+            out.push(($name, to_confluent(&v, 1).unwrap()));
+            out.push(($name, to_json(&v)));
+        }};
+    }
+    for e in events() {
+        add!("trajectory_event", e);
+    }
+    add!("observation", observation());
+    add!("metric_window", window());
+    add!("dimension_profile", dimension_profile());
+    add!("alert", alert());
+    add!("profile", profile());
+    add!("watermark", watermark());
+    add!("dead_letter", dead_letter());
+    out
+}
+
+/// Decodes `bytes` as every contract type (what a service does with any input).
+fn decode_as_everything(d: &Decoder, bytes: &[u8]) {
+    let _ = d.decode::<TrajectoryEvent>(bytes);
+    let _ = d.decode::<Observation>(bytes);
+    let _ = d.decode::<MetricWindow>(bytes);
+    let _ = d.decode::<DimensionProfile>(bytes);
+    let _ = d.decode::<Alert>(bytes);
+    let _ = d.decode::<Profile>(bytes);
+    let _ = d.decode::<Watermark>(bytes);
+    let _ = d.decode::<DeadLetter>(bytes);
+}
+
+/// A datum cut anywhere is an error, never a value with defaults in place of the missing bytes
+/// (apache-avro's reader met end of input inside trailing unions as zeros).
+#[test]
+fn truncated_datums_are_refused() {
+    let d = Decoder::new().with_confluent_id(1, "trajectory_event.avsc").unwrap();
+    for (_, full) in encoded_samples().into_iter().filter(|(name, b)| *name == "observation" && b[0] == 0xC3) {
+        for cut in 10..full.len() {
+            let r = d.decode::<Observation>(&full[..cut]);
+            assert!(r.is_err(), "an observation cut at {cut} of {} bytes decoded: {r:?}", full.len());
+        }
+    }
+    let whole = to_single_object(&observation()).unwrap();
+    for cut in 1..=3 {
+        let r = d.decode::<Observation>(&whole[..whole.len() - cut]);
+        assert_eq!(r.unwrap_err().class(), "undecodable", "cut by {cut}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    /// Arbitrary bytes, and arbitrary bytes behind a valid single-object or Confluent header:
+    /// every decoder returns a value or a classified error, never panics.
+    #[test]
+    fn no_bytes_make_a_decoder_panic(body in proptest::collection::vec(any::<u8>(), 0..300), header in 0usize..3) {
+        let d = Decoder::new().with_confluent_id(1, "trajectory_event.avsc").unwrap();
+        let known = to_single_object(&observation()).unwrap();
+        let bytes = match header {
+            0 => body,
+            1 => [&known[..10], &body[..]].concat(),
+            _ => [&[0u8, 0, 0, 0, 1][..], &body[..]].concat(),
+        };
+        decode_as_everything(&d, &bytes);
+    }
+
+    /// Valid records of every type and framing with bytes flipped, inserted or removed.
+    #[test]
+    fn mutated_records_make_no_decoder_panic(pick in any::<prop::sample::Index>(), at in any::<prop::sample::Index>(), byte in any::<u8>(), op in 0u8..3) {
+        let d = Decoder::new().with_confluent_id(1, "trajectory_event.avsc").unwrap();
+        let samples = encoded_samples();
+        let mut b = samples[pick.index(samples.len())].1.clone();
+        let i = at.index(b.len());
+        match op {
+            0 => b[i] = byte,
+            1 => b.insert(i, byte),
+            _ => { b.remove(i); }
+        }
+        decode_as_everything(&d, &b);
+    }
+}
+
+/// The input limit: a record at `MAX_RECORD_BYTES` is read, one byte over is refused as
+/// `too_large` before parsing; deep and huge JSON is an error, not a crash.
+#[test]
+fn input_size_limit_and_deep_json() {
+    let d = Decoder::new();
+    let json = to_json(&observation());
+    let at_limit = [json.clone(), vec![b' '; octant_contracts::codec::MAX_RECORD_BYTES - json.len()]].concat();
+    assert_eq!(at_limit.len(), octant_contracts::codec::MAX_RECORD_BYTES);
+    assert_eq!(d.decode::<Observation>(&at_limit).unwrap(), observation());
+    let over = [at_limit, vec![b' ']].concat();
+    let e = d.decode::<Observation>(&over).unwrap_err();
+    assert_eq!(e.class(), "too_large", "{e}");
+    let deep = format!("{{\"metric\": {}1{}}}", "[".repeat(100_000), "]".repeat(100_000));
+    assert_eq!(d.decode::<Observation>(deep.as_bytes()).unwrap_err().class(), "undecodable");
+    let huge_string = format!("{{\"observation_id\": \"{}\"}}", "x".repeat(900_000));
+    assert_eq!(d.decode::<Observation>(huge_string.as_bytes()).unwrap_err().class(), "undecodable", "missing fields");
+}

@@ -57,6 +57,10 @@ use tokio_util::sync::CancellationToken;
 pub use config::IngestConfig;
 use metrics::Metrics;
 
+/// The input limit of an OTLP request (16 MiB: the Collector's Kafka exporter writes at most
+/// `producer.max_message_bytes`, 1 MB by default); over it, class `too_large`.
+pub const MAX_REQUEST_BYTES: usize = 16 << 20;
+
 pub const ID: ServiceId = ServiceId { name: "ingest", env: "OCTANT_INGEST", group: "octant-ingest", admin_port: 9106 };
 
 /// Starts the ingest: binds the admin server, joins the consumer group, and spawns the loop.
@@ -182,8 +186,12 @@ impl IngestStage {
     }
 
     /// Re-key hop: a request from the Collector.
-    fn rekey(&self, m: &InMessage<'_>) -> Result<Vec<OutRecord>, String> {
+    fn rekey(&self, m: &InMessage<'_>) -> Result<Vec<OutRecord>, (&'static str, String)> {
         let topic_label = if m.topic == self.config.spans_topic { "spans" } else { "logs" };
+        if m.payload.len() > MAX_REQUEST_BYTES {
+            self.metrics.requests.with_label_values(&[topic_label, "too_large"]).inc();
+            return Err(("too_large", format!("request of {} bytes is over the limit of {MAX_REQUEST_BYTES}", m.payload.len())));
+        }
         let out = if m.topic == self.config.spans_topic {
             model::decode_traces(m.payload).map(|req| {
                 let (pieces, dropped) = fragment::split_traces(&req);
@@ -206,7 +214,7 @@ impl IngestStage {
             }
             Err(e) => {
                 self.metrics.requests.with_label_values(&[topic_label, "undecodable"]).inc();
-                Err(e.to_string())
+                Err(("undecodable", e.to_string()))
             }
         }
     }
@@ -306,8 +314,7 @@ impl Stage for IngestStage {
     }
 
     fn process(&mut self, part: &mut Partition, offsets: &mut PartitionOffsets, m: &InMessage<'_>) -> (Vec<OutRecord>, Tag) {
-        let result =
-            if m.topic == self.fragments_topic { self.assemble(part, offsets, m) } else { self.rekey(m).map_err(|e| ("undecodable", e)) };
+        let result = if m.topic == self.fragments_topic { self.assemble(part, offsets, m) } else { self.rekey(m) };
         match result {
             Ok(records) => (records, Tag::default()),
             Err((class, message)) => {

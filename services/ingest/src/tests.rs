@@ -369,6 +369,12 @@ fn bad_input_is_dead_lettered_and_the_stream_goes_on() {
         assert_eq!((dead[0].error_class.as_str(), dead[0].source_topic.as_str(), dead[0].offset), ("undecodable", topic.as_str(), 0));
         assert_eq!(dead[0].payload, payload);
     }
+    // Over the input limit: refused before parsing, with its own class.
+    let huge = vec![0x0a; crate::MAX_REQUEST_BYTES + 1];
+    let dead = Harness::dead(&h.d.send(&spans_topic, 0, None, &huge).unwrap());
+    assert_eq!((dead.len(), dead[0].error_class.as_str(), dead[0].offset), (1, "too_large", 1));
+    assert_eq!(dead[0].payload.len(), octant_runtime::dlq::MAX_DEAD_LETTER_PAYLOAD, "the dead letter stays readable: its payload is cut");
+    assert!(dead[0].error_message.contains(&format!("of {} bytes", huge.len())), "{}", dead[0].error_message);
     // The next good request is processed.
     let good = traces(vec![span(1, None, "invoke_agent a", 0, 10, vec![s("gen_ai.operation.name", "invoke_agent")])]);
     assert!(Harness::dead(&h.collector(&spans_topic, &good.encode_to_vec())).is_empty());
@@ -376,6 +382,7 @@ fn bad_input_is_dead_lettered_and_the_stream_goes_on() {
     assert_eq!(Harness::events(&h.d.tick()).len(), 2, "a run with no step: start and end");
     let m = samples(&h.registry);
     assert_eq!(m.get("octant_ingest_dead_letters_total{error_class=\"undecodable\"}"), Some(&3.0));
+    assert_eq!(m.get("octant_ingest_dead_letters_total{error_class=\"too_large\"}"), Some(&1.0));
 }
 
 /// A trace whose root never comes is emitted after `trace_max_wait` (its earliest span as the

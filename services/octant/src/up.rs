@@ -176,3 +176,83 @@ pub async fn run(a: UpArgs) -> anyhow::Result<()> {
     eprintln!("brokers {}; Ctrl-C stops every service (each drains and commits)", kafka.brokers);
     supervisor.wait().await
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Every service's configuration from one file: `[kafka]` and `[evaluation]` fill in what a
+    /// section does not set.
+    #[test]
+    fn sections_inherit_kafka_and_evaluation() {
+        let root: toml::Table = toml::from_str(
+            "[kafka]\ntopic_prefix = \"p.\"\n[evaluation.window]\nlength = \"10m\"\n[scorer]\nidle_timeout = \"2m\"\n[aggregator.kafka]\ntopic_prefix = \"own.\"\n",
+        )
+        .unwrap();
+        let kafka =
+            toml::Value::try_from(KafkaConfig { brokers: "b:9092".into(), topic_prefix: "p.".into(), ..KafkaConfig::default() }).unwrap();
+        let scorer: octant_scorer::ScorerConfig = section(&root, "scorer", &kafka, root.get("evaluation")).unwrap();
+        assert_eq!((scorer.stream.kafka.brokers.as_str(), scorer.stream.kafka.topic_prefix.as_str()), ("b:9092", "p."));
+        assert_eq!(scorer.idle_timeout, std::time::Duration::from_secs(120));
+        assert_eq!(scorer.evaluation.window.length, std::time::Duration::from_secs(600));
+        let agg: octant_aggregator::AggregatorConfig = section(&root, "aggregator", &kafka, root.get("evaluation")).unwrap();
+        assert_eq!(agg.stream.kafka.topic_prefix, "own.", "a section's own [kafka] wins");
+    }
+
+    fn any_value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("\"x\"".to_string()),
+            Just("\"10s\"".to_string()),
+            Just("-1".to_string()),
+            Just("1e308".to_string()),
+            Just("true".to_string()),
+            Just("[1, \"a\"]".to_string()),
+            Just("{ family = \"higher\" }".to_string()),
+            "\"[ -~]{0,12}\"".prop_map(|s| s),
+            any::<i64>().prop_map(|i| i.to_string()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        /// Arbitrary settings (known and unknown names, any value type) in any section: every
+        /// service's configuration is built or refused with an error, never a panic; and what is
+        /// built passes or fails its own check without panicking.
+        #[test]
+        fn no_configuration_makes_the_loader_panic(
+            lines in proptest::collection::vec(
+                (
+                    prop::sample::select(vec!["", "kafka.", "evaluation.", "evaluation.window.", "evaluation.bootstrap.", "mapping."]),
+                    prop::sample::select(vec![
+                        "brokers", "topic_prefix", "idle_timeout", "length", "slide", "tumbling", "replicates", "level", "seed",
+                        "commit_interval", "max_inflight", "admin_addr", "trace_quiet", "tool_impact", "lake", "budgets", "nope",
+                    ]),
+                    any_value(),
+                ),
+                0..8,
+            ),
+            service in prop::sample::select(SERVICES.to_vec()),
+            junk in "[ -~\n]{0,40}",
+        ) {
+            let mut text = format!("[{service}]\n");
+            for (prefix, key, value) in &lines {
+                text.push_str(&format!("{prefix}{key} = {value}\n"));
+            }
+            let kafka = toml::Value::try_from(KafkaConfig::default()).unwrap();
+            for candidate in [text.clone(), format!("{text}{junk}")] {
+                let Ok(root) = toml::from_str::<toml::Table>(&candidate) else { continue };
+                let ev = root.get(service).and_then(|s| s.get("evaluation")).cloned();
+                match service {
+                    "ingest" => { let _ = section::<octant_ingest::IngestConfig>(&root, service, &kafka, None).map(|c| c.check()); }
+                    "scorer" => { let _ = section::<octant_scorer::ScorerConfig>(&root, service, &kafka, ev.as_ref()).map(|c| c.check()); }
+                    "aggregator" => { let _ = section::<octant_aggregator::AggregatorConfig>(&root, service, &kafka, ev.as_ref()).map(|c| c.check()); }
+                    "alerter" => { let _ = section::<octant_alerter::AlerterConfig>(&root, service, &kafka, None).map(|c| c.check()); }
+                    "lake_writer" => { let _ = section::<octant_lake_writer::LakeWriterConfig>(&root, service, &kafka, None).map(|c| c.check()); }
+                    _ => { let _ = section::<octant_profiler::ProfilerConfig>(&root, service, &kafka, ev.as_ref()).map(|c| c.check()); }
+                }
+            }
+        }
+    }
+}

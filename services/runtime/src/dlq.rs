@@ -1,7 +1,9 @@
 //! Dead letters: a record that cannot be processed becomes a [`DeadLetter`] on `octant.dlq`
 //! with its source topic, partition, offset, key, verbatim payload, error class and message.
 //! The dead letter's id is deterministic (service/topic/partition/offset), so a replay
-//! produces the same id.
+//! produces the same id. A payload over [`MAX_DEAD_LETTER_PAYLOAD`] (an oversized record) is
+//! kept to that many bytes and the message says so: the dead letter itself must stay within
+//! the input limit every reader applies (`octant_contracts::codec::MAX_RECORD_BYTES`).
 
 use octant_contracts::DeadLetter;
 use octant_contracts::codec::to_single_object;
@@ -17,6 +19,9 @@ pub struct SourceRef<'a> {
     pub key: Option<&'a [u8]>,
     pub payload: &'a [u8],
 }
+
+/// The most of a payload a dead letter carries (half the input limit).
+pub const MAX_DEAD_LETTER_PAYLOAD: usize = octant_contracts::codec::MAX_RECORD_BYTES / 2;
 
 /// Builds the dead letter and its output record for the dead-letter topic `dlq_topic`.
 pub fn dead_letter(
@@ -35,9 +40,13 @@ pub fn dead_letter(
         partition: src.partition,
         offset: src.offset,
         key: src.key.map(<[u8]>::to_vec),
-        payload: src.payload.to_vec(),
+        payload: src.payload[..src.payload.len().min(MAX_DEAD_LETTER_PAYLOAD)].to_vec(),
         error_class: class.to_string(),
-        error_message: message.to_string(),
+        error_message: if src.payload.len() > MAX_DEAD_LETTER_PAYLOAD {
+            format!("{message} (payload kept to its first {MAX_DEAD_LETTER_PAYLOAD} of {} bytes)", src.payload.len())
+        } else {
+            message.to_string()
+        },
         failed_at: now_ms,
     };
     let payload = to_single_object(&dl).expect("dead letters always encode");

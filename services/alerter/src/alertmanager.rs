@@ -33,6 +33,8 @@ use crate::metrics::Metrics;
 pub struct AmConfig {
     /// Base URL, e.g. `http://127.0.0.1:9093`.
     pub url: String,
+    /// The `Authorization` header value, if any (a secret: redacted in `Debug`).
+    pub authorization: Option<octant_runtime::config::Secret>,
     pub resend_interval: Duration,
     pub resolve_grace: Duration,
     pub incident_ttl: Duration,
@@ -154,6 +156,7 @@ pub trait Post: Send + 'static {
 pub struct Http {
     client: Client<HttpConnector, Full<Bytes>>,
     url: String,
+    authorization: Option<octant_runtime::config::Secret>,
     timeout: Duration,
 }
 
@@ -162,6 +165,7 @@ impl Http {
         Http {
             client: Client::builder(TokioExecutor::new()).build_http(),
             url: format!("{}/api/v2/alerts", cfg.url.trim_end_matches('/')),
+            authorization: cfg.authorization.clone(),
             timeout: cfg.request_timeout,
         }
     }
@@ -169,10 +173,11 @@ impl Http {
 
 impl Post for Http {
     async fn post(&mut self, body: String) -> Result<(), String> {
-        let req = hyper::Request::post(&self.url)
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body)))
-            .expect("valid request");
+        let mut req = hyper::Request::post(&self.url).header("content-type", "application/json");
+        if let Some(a) = &self.authorization {
+            req = req.header("authorization", a.expose());
+        }
+        let req = req.body(Full::new(Bytes::from(body))).expect("valid request");
         match tokio::time::timeout(self.timeout, self.client.request(req)).await {
             Ok(Ok(resp)) if resp.status().is_success() => Ok(()),
             Ok(Ok(resp)) => Err(format!("{}: HTTP {}", self.url, resp.status())),

@@ -15,8 +15,18 @@ pub struct AlerterConfig {
     #[serde(flatten)]
     pub stream: StreamSettings,
     /// Alertmanager base URL (e.g. `http://alertmanager:9093`); unset: alerts go to Kafka only.
+    /// No credentials in it: they go below, where they are kept secret.
     #[serde(default)]
     pub alertmanager_url: Option<String>,
+    /// Basic authentication to Alertmanager (or the proxy in front of it): user …
+    #[serde(default)]
+    pub alertmanager_username: Option<String>,
+    /// … and password (never logged, never in `Debug`).
+    #[serde(default)]
+    pub alertmanager_password: Option<octant_runtime::config::Secret>,
+    /// Or a bearer token (never logged, never in `Debug`).
+    #[serde(default)]
+    pub alertmanager_bearer_token: Option<octant_runtime::config::Secret>,
     /// Consecutive clear windows before a firing veto alert resolves (hysteresis).
     #[serde(default = "default_resolve_after")]
     pub resolve_after: u32,
@@ -82,10 +92,19 @@ impl AlerterConfig {
         if self.resolve_after == 0 {
             return Err("resolve_after must be at least 1".into());
         }
-        if let Some(u) = &self.alertmanager_url
-            && !u.starts_with("http://")
-        {
-            return Err(format!("alertmanager_url {u:?} must be an http:// URL"));
+        if let Some(u) = &self.alertmanager_url {
+            if !u.starts_with("http://") {
+                return Err("alertmanager_url must be an http:// URL".into());
+            }
+            if u.trim_start_matches("http://").split('/').next().is_some_and(|authority| authority.contains('@')) {
+                return Err("alertmanager_url must not carry credentials: set alertmanager_username and alertmanager_password, or alertmanager_bearer_token".into());
+            }
+        }
+        if self.alertmanager_password.is_some() != self.alertmanager_username.is_some() {
+            return Err("alertmanager_username and alertmanager_password go together".into());
+        }
+        if self.alertmanager_password.is_some() && self.alertmanager_bearer_token.is_some() {
+            return Err("alertmanager: basic authentication or a bearer token, not both".into());
         }
         if self.resolve_grace < self.resend_interval * 2 {
             return Err("resolve_grace must be at least twice resend_interval (or Alertmanager resolves between re-sends)".into());
@@ -110,6 +129,15 @@ impl AlerterConfig {
             incident_ttl: self.incident_ttl,
             max_pending: self.alertmanager_max_pending,
             request_timeout: self.alertmanager_timeout,
+            authorization: match (&self.alertmanager_username, &self.alertmanager_password, &self.alertmanager_bearer_token) {
+                (Some(user), Some(password), _) => {
+                    use base64::Engine;
+                    let pair = format!("{user}:{}", password.expose());
+                    Some(octant_runtime::config::Secret::new(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair))))
+                }
+                (_, _, Some(token)) => Some(octant_runtime::config::Secret::new(format!("Bearer {}", token.expose()))),
+                _ => None,
+            },
         })
     }
 }

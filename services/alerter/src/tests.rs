@@ -120,6 +120,7 @@ impl Post for Recorder {
 fn am_config() -> AmConfig {
     AmConfig {
         url: "http://unused".into(),
+        authorization: None,
         resend_interval: Duration::from_secs(60),
         resolve_grace: Duration::from_secs(300),
         incident_ttl: Duration::from_secs(90),
@@ -272,4 +273,46 @@ fn alertmanager_bodies_carry_what_a_responder_needs() {
     assert_eq!(ann["violations"], "max_amount");
     let args = ann["tool_arguments"].as_str().unwrap();
     assert!(!args.contains("DE00"), "arguments are redacted: {args}");
+}
+
+/// Credentials for Alertmanager (or the proxy in front of it) are sent as the `Authorization`
+/// header and appear nowhere else: not in `Debug` of the configuration, not in a delivery
+/// error; a URL carrying credentials is refused.
+#[tokio::test]
+async fn alertmanager_credentials_are_sent_and_never_shown() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 65536];
+        let n = s.read(&mut buf).await.unwrap();
+        s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await.unwrap();
+        String::from_utf8_lossy(&buf[..n]).to_string()
+    });
+    let canary = "canary-pw-7f3a91";
+    let config: AlerterConfig = toml::from_str(&format!(
+        "alertmanager_url = \"http://{addr}\"\nalertmanager_username = \"octant\"\nalertmanager_password = \"{canary}\"\n[kafka]\nbrokers = \"127.0.0.1:9\"\n"
+    ))
+    .unwrap();
+    config.check().unwrap();
+    let am = config.alertmanager().unwrap();
+    for shown in [format!("{config:?}"), format!("{am:?}")] {
+        assert!(!shown.contains(canary) && shown.contains("[redacted]"), "{shown}");
+    }
+    let mut http = crate::alertmanager::Http::new(&am);
+    http.post("[]".into()).await.unwrap();
+    let request = server.await.unwrap();
+    use base64::Engine;
+    let expected = base64::engine::general_purpose::STANDARD.encode(format!("octant:{canary}"));
+    assert!(request.to_ascii_lowercase().contains(&format!("authorization: basic {}", expected.to_ascii_lowercase())), "{request}");
+    // A failed delivery's error (what the log says) carries the URL, never the credentials.
+    let closed = AmConfig { url: "http://127.0.0.1:1".into(), ..am };
+    let err = crate::alertmanager::Http::new(&closed).post("[]".into()).await.unwrap_err();
+    assert!(!err.contains(canary), "{err}");
+    // Credentials in the URL are refused (they would be logged with it).
+    let bad: AlerterConfig =
+        toml::from_str(&format!("alertmanager_url = \"http://u:{canary}@{addr}\"\n[kafka]\nbrokers = \"127.0.0.1:9\"\n")).unwrap();
+    let e = bad.check().unwrap_err();
+    assert!(e.contains("must not carry credentials") && !e.contains(canary), "{e}");
 }

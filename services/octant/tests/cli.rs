@@ -96,3 +96,39 @@ async fn topics_create_then_up_runs_the_services() {
     assert!(!out.status.success() && err.contains("[scorer]") && err.contains("idle_timeot"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SASL settings reach librdkafka: against a broker that does not speak SASL the client's
+/// attempt fails, and the service says it cannot reach the brokers, naming the mechanism and
+/// the user — never the password, in the error or in any log line (debug level included).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sasl_settings_are_used_and_the_password_is_never_shown() {
+    let broker = EmbeddedBroker::start().await.expect("the test broker starts (run scripts/setup.sh)");
+    let dir = std::env::temp_dir().join(format!("octant-cli-sasl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("octant.toml");
+    let canary = "canary-sasl-91c4e";
+    std::fs::write(
+        &config,
+        format!(
+            "[kafka.settings]\n\"security.protocol\" = \"SASL_PLAINTEXT\"\n\"sasl.mechanism\" = \"PLAIN\"\n\"sasl.username\" = \"octant\"\n\"sasl.password\" = \"{canary}\"\n[scorer]\nadmin_addr = \"127.0.0.1:0\"\n"
+        ),
+    )
+    .unwrap();
+    let out = octant()
+        .args(["up", "--brokers", &broker.brokers, "--config", config.to_str().unwrap(), "--services", "scorer"])
+        .env("RUST_LOG", "debug")
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{text}");
+    assert!(!text.contains(canary), "the password leaked:\n{text}");
+    assert!(
+        text.contains("cannot reach the Kafka brokers")
+            && text.contains("security.protocol=SASL_PLAINTEXT")
+            && text.contains("sasl.username=octant"),
+        "{text}"
+    );
+    assert!(text.contains("sasl.password=[redacted]"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

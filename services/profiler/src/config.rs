@@ -20,6 +20,10 @@ pub struct ProfilerConfig {
     pub kafka: KafkaConfig,
     #[serde(default = "default_admin")]
     pub admin_addr: SocketAddr,
+    /// When set, the profile API (`/profiles…`, `/run`) requires `Authorization: Bearer <token>`
+    /// (`/metrics`, `/healthz`, `/readyz` stay open for probes and Prometheus). Never logged.
+    #[serde(default)]
+    pub api_token: Option<octant_runtime::config::Secret>,
     /// The lake (what the lake writer writes): a directory or an object-store URL.
     #[serde(default = "default_lake")]
     pub lake: PathBuf,
@@ -171,5 +175,50 @@ mod tests {
         assert!(bad.check().is_err(), "a weight without a gate");
         let bad: ProfilerConfig = toml::from_str("[gates.nope]\nouter = 0.5\ninner = 0.9\n").unwrap();
         assert!(bad.check().unwrap_err().contains("not a catalogue metric"));
+    }
+}
+
+#[cfg(test)]
+mod api_token_tests {
+    use super::*;
+
+    async fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n").as_bytes()).await.unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).await.unwrap();
+        (body[9..12].parse().unwrap(), body)
+    }
+
+    /// With `api_token` set, the profile API answers 401 without the token (and with a wrong
+    /// one), 200 with it; probes and `/metrics` stay open; the token is in no `Debug` output.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_profile_api_can_require_a_bearer_token() {
+        let dir = std::env::temp_dir().join(format!("octant-profiler-token-{}", std::process::id()));
+        let token = "canary-token-5be2";
+        let cfg = ProfilerConfig {
+            lake: dir.join("lake"),
+            evidence: dir.join("evidence"),
+            admin_addr: "127.0.0.1:0".parse().unwrap(),
+            api_token: Some(octant_runtime::config::Secret::new(token)),
+            ..Default::default()
+        };
+        assert!(!format!("{cfg:?}").contains(token));
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let running = crate::start(cfg, prometheus::Registry::new(), shutdown.clone()).await.unwrap();
+        let addr = running.admin_addr;
+        assert_eq!(get(addr, "/profiles", None).await.0, 401);
+        assert_eq!(get(addr, "/profiles", Some("wrong")).await.0, 401);
+        assert_eq!(get(addr, "/profiles/sys/json", None).await.0, 401);
+        assert_eq!(get(addr, "/profiles", Some(token)).await.0, 200);
+        let (status, metrics) = get(addr, "/metrics", None).await;
+        assert_eq!(status, 200);
+        assert!(!metrics.contains(token));
+        assert_eq!(get(addr, "/healthz", None).await.0, 200);
+        shutdown.cancel();
+        let _ = running.task.await;
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

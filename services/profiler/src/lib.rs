@@ -203,6 +203,26 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
         .route("/profiles/{system}/json", get(system_json))
         .route("/run", post(run_now))
         .with_state(state);
+    let routes = match cfg.api_token.clone() {
+        None => routes,
+        Some(token) => routes.route_layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
+            let expected = format!("Bearer {}", token.expose());
+            async move {
+                let given = req.headers().get(axum::http::header::AUTHORIZATION).map(|v| v.as_bytes().to_vec()).unwrap_or_default();
+                if given == expected.as_bytes() {
+                    next.run(req).await
+                } else {
+                    use axum::response::IntoResponse;
+                    (
+                        axum::http::StatusCode::UNAUTHORIZED,
+                        [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+                        "a bearer token is required\n",
+                    )
+                        .into_response()
+                }
+            }
+        })),
+    };
     let admin_addr = service::serve_admin(&ID, cfg.admin_addr, registry, health.clone(), Some(routes), shutdown.clone()).await?;
     let every = cfg.every;
     let task = tokio::spawn(async move {

@@ -172,10 +172,53 @@ impl KafkaConfig {
     }
 }
 
+/// A configured secret (a password, a token): its value never reaches `Debug`, `Display` or
+/// logs; [`Secret::expose`] is the one way to read it, where it is used.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
 /// True for librdkafka keys whose values are secrets.
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
     ["password", "secret", "token", "ssl.key.pem", "ssl.keystore", "sasl.oauthbearer.config", "credential"].iter().any(|s| k.contains(s))
+}
+
+impl KafkaConfig {
+    /// "cannot reach the brokers …" with the connection settings that matter (security
+    /// protocol, SASL mechanism and user; secrets redacted), for errors at start-up.
+    pub fn unreachable_hint(&self) -> String {
+        let shown: Vec<String> = self
+            .settings
+            .iter()
+            .filter(|(k, _)| k.starts_with("security.") || k.starts_with("sasl.") || k.starts_with("ssl."))
+            .map(|(k, v)| format!("{k}={}", if is_secret_key(k) { "[redacted]" } else { v.as_str() }))
+            .collect();
+        let how = if shown.is_empty() { "plaintext".to_string() } else { shown.join(", ") };
+        format!("cannot reach the Kafka brokers {} ({how}): check the address, TLS and SASL settings", self.brokers)
+    }
 }
 
 impl std::fmt::Debug for KafkaConfig {

@@ -121,13 +121,21 @@ pub async fn partition_counts(cfg: &KafkaConfig, topics: &[String]) -> Result<Ha
     let producer: FutureProducer =
         client_config(cfg, "metadata").create().map_err(|e| RuntimeError::kafka("failed to create metadata client", e))?;
     let topics = topics.to_vec();
+    let unreachable = cfg.unreachable_hint();
     tokio::task::spawn_blocking(move || {
         let mut out = HashMap::new();
         for t in &topics {
-            let md = producer
-                .client()
-                .fetch_metadata(Some(t), Duration::from_secs(10))
-                .map_err(|e| RuntimeError::kafka(format!("metadata of {t}"), e))?;
+            let md = producer.client().fetch_metadata(Some(t), Duration::from_secs(10)).map_err(|e| {
+                // A broker that does not answer is not a missing topic: say which it is.
+                if matches!(
+                    e.rdkafka_error_code(),
+                    Some(RDKafkaErrorCode::BrokerTransportFailure | RDKafkaErrorCode::AllBrokersDown | RDKafkaErrorCode::Authentication)
+                ) {
+                    RuntimeError::Broker(format!("{unreachable}: {e}"))
+                } else {
+                    RuntimeError::kafka(format!("metadata of {t}"), e)
+                }
+            })?;
             let n = md.topics().first().map_or(0, |m| m.partitions().len() as i32);
             if n == 0 {
                 return Err(RuntimeError::Broker(format!("topic {t} has no partitions (does it exist?)")));

@@ -68,7 +68,7 @@ pub async fn start(config: IngestConfig, registry: Registry, shutdown: Cancellat
     config.check().map_err(anyhow::Error::msg).context("invalid ingest configuration")?;
     let kafka = &config.stream.kafka;
     let fragments = kafka.topic(topics::OTLP_FRAGMENTS);
-    kafka::partition_counts(kafka, &[config.spans_topic.clone(), config.logs_topic.clone(), fragments.clone()])
+    kafka::partition_counts_when_reachable(kafka, &[config.spans_topic.clone(), config.logs_topic.clone(), fragments.clone()], &shutdown)
         .await
         .context("the ingest's topics must exist (`octant topics create` creates them)")?;
     let stage = IngestStage::new(&config, &registry);

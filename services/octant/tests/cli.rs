@@ -98,8 +98,9 @@ async fn topics_create_then_up_runs_the_services() {
 }
 
 /// SASL settings reach librdkafka: against a broker that does not speak SASL the client's
-/// attempt fails, and the service says it cannot reach the brokers, naming the mechanism and
-/// the user — never the password, in the error or in any log line (debug level included).
+/// attempt fails, and the service says at once that it cannot reach the brokers, naming the
+/// mechanism and the user, and keeps retrying — never showing the password, in the error or in
+/// any log line (debug level included).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sasl_settings_are_used_and_the_password_is_never_shown() {
     let broker = EmbeddedBroker::start().await.expect("the test broker starts (run scripts/setup.sh)");
@@ -114,21 +115,27 @@ async fn sasl_settings_are_used_and_the_password_is_never_shown() {
         ),
     )
     .unwrap();
-    let out = octant()
+    // It says so at once and keeps retrying (until stopped), instead of waiting silently.
+    let log = dir.join("stderr.log");
+    let mut child = octant()
         .args(["up", "--brokers", &broker.brokers, "--config", config.to_str().unwrap(), "--services", "scorer"])
         .env("RUST_LOG", "debug")
         .env("RUST_BACKTRACE", "0")
-        .output()
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
         .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(!out.status.success(), "{text}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&log).unwrap_or_default().matches("cannot reach the Kafka brokers").count() < 2 {
+        assert!(Instant::now() < deadline, "no word of the unreachable brokers:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!status.success(), "it never started: {text}");
     assert!(!text.contains(canary), "the password leaked:\n{text}");
-    assert!(
-        text.contains("cannot reach the Kafka brokers")
-            && text.contains("security.protocol=SASL_PLAINTEXT")
-            && text.contains("sasl.username=octant"),
-        "{text}"
-    );
+    assert!(text.contains("retrying in 5 s"), "{text}");
+    assert!(text.contains("security.protocol=SASL_PLAINTEXT") && text.contains("sasl.username=octant"), "{text}");
     assert!(text.contains("sasl.password=[redacted]"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

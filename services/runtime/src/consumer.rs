@@ -164,9 +164,19 @@ pub struct GroupShared {
     /// Messages not yet read, per partition, from the latest statistics.
     lags: Mutex<HashMap<TopicPartition, i64>>,
     assigned: Mutex<BTreeSet<TopicPartition>>,
+    /// When statistics last arrived, and how long the brokers had been silent then (the least
+    /// `rxidle` of the cluster's brokers).
+    contact: Mutex<Option<(std::time::Instant, Duration)>>,
 }
 
 impl GroupShared {
+    /// How long no broker has answered this client (None before the first statistics). Fetch
+    /// requests come back at least every `fetch.wait.max.ms`, so a healthy cluster answers
+    /// within a second; a stalled or unreachable one does not.
+    pub fn broker_silence(&self) -> Option<Duration> {
+        self.contact.lock().unwrap().map(|(at, idle)| at.elapsed() + idle)
+    }
+
     pub fn set_commit_point(&self, tp: TopicPartition, point: CommitPoint) {
         self.commit_points.lock().unwrap().insert(tp, point);
     }
@@ -247,6 +257,11 @@ pub struct GroupContext {
 
 impl ClientContext for GroupContext {
     fn stats(&self, stats: Statistics) {
+        // Contact: the least idle time of the cluster's brokers (bootstrap entries have no node
+        // id; `rxidle` is −1 before the first answer).
+        let idle = stats.brokers.values().filter(|b| b.nodeid >= 0 && b.rxidle >= 0).map(|b| b.rxidle).min();
+        let idle = idle.map_or(Duration::from_secs(3600), |us| Duration::from_micros(us as u64));
+        *self.shared.contact.lock().unwrap() = Some((std::time::Instant::now(), idle));
         // Lag = messages not yet read (high watermark − next offset to read). librdkafka's own
         // `consumer_lag` counts from the committed offset, which services that hold commits
         // back on purpose (the aggregator, for its window span) keep far behind.
@@ -273,7 +288,13 @@ impl ConsumerContext for GroupContext {
                 let mut cp = self.shared.commit_points.lock().unwrap();
                 revoked.iter().filter_map(|tp| cp.remove(tp).map(|p| (tp.clone(), p))).collect()
             };
-            if !points.is_empty()
+            // A synchronous commit blocks the loop (this runs inside its poll) until the broker
+            // answers: when it has not been answering (the revocation is librdkafka's own, after
+            // the session timed out), skip it; the next owner re-reads from the last commit.
+            let silent = self.shared.broker_silence().is_some_and(|s| s >= Duration::from_secs(3));
+            if silent && !points.is_empty() {
+                tracing::warn!(group = %self.group, partitions = points.len(), "brokers not answering: no commit on revocation; the next owner re-reads more");
+            } else if !points.is_empty()
                 && let Err(e) = commit_points_sync(consumer, &self.shared, &points)
             {
                 tracing::warn!(error = %e, group = %self.group, "commit on revocation failed; the next owner re-reads more");
@@ -329,6 +350,7 @@ pub fn group_consumer(
         revoked: Default::default(),
         lags: Default::default(),
         assigned: Default::default(),
+        contact: Default::default(),
     });
     let ctx = GroupContext { shared: shared.clone(), lag, group: group.to_string() };
     let mut c = client_config(cfg, service);

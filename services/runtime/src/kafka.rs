@@ -148,6 +148,28 @@ pub async fn partition_counts(cfg: &KafkaConfig, topics: &[String]) -> Result<Ha
     .expect("metadata task does not panic")
 }
 
+/// [`partition_counts`], waiting for brokers that cannot be reached yet: each failed attempt
+/// says so at once (the address and security settings, secrets redacted) and is retried every
+/// 5 s until `shutdown`. Other errors (a missing topic) return at once.
+pub async fn partition_counts_when_reachable(
+    cfg: &KafkaConfig,
+    topics: &[String],
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> Result<HashMap<String, i32>, RuntimeError> {
+    loop {
+        match partition_counts(cfg, topics).await {
+            Err(RuntimeError::Broker(m)) if m.starts_with("cannot reach") => {
+                tracing::warn!(error = %m, "retrying in 5 s");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Err(RuntimeError::Broker(m)),
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Waits until the brokers answer a metadata request, or `timeout` passes.
 pub async fn wait_for_metadata(cfg: &KafkaConfig, timeout: Duration) -> Result<(), RuntimeError> {
     let producer: FutureProducer = client_config(cfg, "probe").create().map_err(|e| RuntimeError::kafka("failed to create probe", e))?;

@@ -127,6 +127,10 @@ pub struct LoopConfig {
     pub max_inflight: usize,
 }
 
+/// A service whose brokers have not answered for this long reports not ready (`/readyz` 503,
+/// `octant_service_ready` 0) until they answer again; librdkafka reconnects by itself.
+pub const BROKER_SILENCE: Duration = Duration::from_secs(10);
+
 /// Outputs awaiting acknowledgement: a message's, or a tick's.
 type PendingFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Delivered<T>> + Send>>;
 
@@ -161,6 +165,7 @@ pub async fn run<S: Stage>(
     let mut tick = tokio::time::interval(cfg.commit_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tick_seq = 0u64;
+    let mut broker_silent = false;
 
     loop {
         for tp in shared.take_revoked() {
@@ -194,7 +199,21 @@ pub async fn run<S: Stage>(
                     stage.tick_acked(&mut parts, tick_seq);
                 }
                 let assigned = GroupView::assigned(&*shared).len();
-                health.set_ready(assigned > 0, format!("{assigned} partitions assigned"));
+                match shared.broker_silence() {
+                    Some(silent) if silent >= BROKER_SILENCE => {
+                        if !broker_silent {
+                            tracing::warn!(silent_s = silent.as_secs(), "no answer from the brokers: not ready until they answer (reconnecting)");
+                        }
+                        broker_silent = true;
+                        health.set_ready(false, format!("no answer from the brokers for {} s", silent.as_secs()));
+                    }
+                    _ => {
+                        if std::mem::take(&mut broker_silent) {
+                            tracing::info!("the brokers answer again");
+                        }
+                        health.set_ready(assigned > 0, format!("{assigned} partitions assigned"));
+                    }
+                }
             }
             msg = consumer.recv(), if pending.len() < cfg.max_inflight => {
                 match msg {

@@ -72,9 +72,10 @@ pub async fn start(config: ScorerConfig, registry: Registry, shutdown: Cancellat
     let kafka = &config.stream.kafka;
     let inputs = [kafka.topic(topics::TRAJECTORIES_PRODUCTION), kafka.topic(topics::TRAJECTORIES_EVALUATION)];
     let observations = kafka.topic(topics::OBSERVATIONS);
-    let mut counts = kafka::partition_counts(kafka, &[inputs[0].clone(), inputs[1].clone(), observations.clone()])
-        .await
-        .context("the scorer's topics must exist (octant creates them; see `kafka::ensure_topics`)")?;
+    let mut counts =
+        kafka::partition_counts_when_reachable(kafka, &[inputs[0].clone(), inputs[1].clone(), observations.clone()], &shutdown)
+            .await
+            .context("the scorer's topics must exist (octant creates them; see `kafka::ensure_topics`)")?;
     let output_partitions = counts.remove(&observations).expect("asked for");
     let stage = ScorerStage::new(&config, &registry, Topology { input_partitions: counts, output_partitions })?;
     let health = Health::new();

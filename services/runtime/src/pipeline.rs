@@ -131,6 +131,9 @@ pub struct LoopConfig {
 /// `octant_service_ready` 0) until they answer again; librdkafka reconnects by itself.
 pub const BROKER_SILENCE: Duration = Duration::from_secs(10);
 
+/// How long shutdown waits for a commit (a broker that stopped answering would hold it forever).
+pub const FINAL_COMMIT_WAIT: Duration = Duration::from_secs(30);
+
 /// Outputs awaiting acknowledgement: a message's, or a tick's.
 type PendingFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Delivered<T>> + Send>>;
 
@@ -259,14 +262,23 @@ pub async fn run<S: Stage>(
     while let Some(done) = pending.next().await {
         finish(&mut stage, &mut parts, done)?;
     }
-    if let Some(h) = committing.take() {
-        let _ = h.await;
+    // librdkafka's synchronous commit waits as long as the coordinator does not answer: bound
+    // the waits of shutdown (what is not committed is re-read by the next owner).
+    if let Some(h) = committing.take()
+        && tokio::time::timeout(FINAL_COMMIT_WAIT, h).await.is_err()
+    {
+        tracing::warn!("a commit in flight did not finish; stopping without it");
     }
     stage.drain(&mut parts);
     let points: Vec<_> =
         parts.iter_mut().filter_map(|(tp, o)| stage.commit_point(&mut o.state, &o.offsets).map(|p| (tp.clone(), p))).collect();
-    if let Err(e) = consumer::commit(&consumer, &shared, points).await.expect("commit task") {
-        tracing::warn!(error = %e, "final commit failed; a restart re-reads more");
+    match tokio::time::timeout(FINAL_COMMIT_WAIT, consumer::commit(&consumer, &shared, points)).await {
+        Ok(r) => {
+            if let Err(e) = r.expect("commit task") {
+                tracing::warn!(error = %e, "final commit failed; a restart re-reads more");
+            }
+        }
+        Err(_) => tracing::warn!("the final commit did not finish in {FINAL_COMMIT_WAIT:?}; a restart re-reads more"),
     }
     tracing::info!("stopped");
     Ok(())

@@ -333,10 +333,10 @@ async fn scorer_crashes_lose_nothing() {
 /// (It found the loop frozen by a synchronous commit in librdkafka's revocation callback once
 /// the session timed out: that commit is now skipped while the brokers do not answer.)
 ///
-/// Soak tier only for now: alone it passes (42 s), but beside the rest of the suite it has hung
-/// once after the broker came back (an await without a bound, not yet found): `scripts/soak.sh`
-/// runs it (`--include-ignored`).
-#[ignore = "soak tier (scripts/soak.sh): hung once beside the rest of the suite, cause not yet found"]
+/// Soak tier only for now: it passed twice (42 s) but hangs intermittently after the broker
+/// comes back (an await without a bound, not yet found; bounding shutdown's commit did not
+/// cure it): `scripts/soak.sh` runs it (`--include-ignored`).
+#[ignore = "soak tier (scripts/soak.sh): hangs intermittently after the broker comes back, cause not yet found"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_outage_is_reported_and_survived() {
     let env = TestEnv::new("outage", 2).await;

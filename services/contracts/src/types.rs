@@ -236,6 +236,34 @@ pub struct Evaluation {
     pub step: Option<i64>,
 }
 
+impl TrajectoryEvent {
+    /// An event of `kind` with no body yet (set the one `kind` names) and no agent.
+    pub fn bare(
+        event_id: String,
+        run_id: String,
+        system: SystemRef,
+        source: Source,
+        event_time: i64,
+        sequence: i64,
+        kind: EventKind,
+    ) -> Self {
+        TrajectoryEvent {
+            event_id,
+            run_id,
+            system,
+            source,
+            agent_id: None,
+            event_time,
+            sequence,
+            kind,
+            run_started: None,
+            step: None,
+            intervention: None,
+            run_ended: None,
+        }
+    }
+}
+
 /// One unit of one instrument (schema `Observation`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Observation {

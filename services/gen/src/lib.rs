@@ -257,20 +257,8 @@ fn encode(ev: TrajectoryEvent, json: bool, system: &str) -> GenRecord {
 }
 
 fn base(plan: &RunPlan<'_>, seq: i64, t: i64, kind: EventKind) -> TrajectoryEvent {
-    TrajectoryEvent {
-        event_id: format!("{}/{seq}", plan.run_id),
-        run_id: plan.run_id.clone(),
-        system: SystemRef { id: plan.sys.id.clone(), version: plan.sys.version.clone(), config_hash: "cfg-1".into() },
-        source: plan.source,
-        agent_id: None,
-        event_time: t,
-        sequence: seq,
-        kind,
-        run_started: None,
-        step: None,
-        intervention: None,
-        run_ended: None,
-    }
+    let system = SystemRef { id: plan.sys.id.clone(), version: plan.sys.version.clone(), config_hash: "cfg-1".into() };
+    TrajectoryEvent::bare(format!("{}/{seq}", plan.run_id), plan.run_id.clone(), system, plan.source, t, seq, kind)
 }
 
 const TOOLS: [&str; 6] = ["search", "read_file", "write_file", "send_email", "transfer_funds", "delete_record"];

@@ -201,18 +201,8 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     ordered.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
     let mut out: Vec<TrajectoryEvent> = Vec::new();
     let base = |seq: i64, t: i64, agent: Option<String>, kind: EventKind, id: String| TrajectoryEvent {
-        event_id: id,
-        run_id: trace.clone(),
-        system: system.clone(),
-        source,
         agent_id: agent,
-        event_time: t,
-        sequence: seq,
-        kind,
-        run_started: None,
-        step: None,
-        intervention: None,
-        run_ended: None,
+        ..TrajectoryEvent::bare(id, trace.clone(), system.clone(), source, t, seq, kind)
     };
     let mut groups: Vec<String> = Vec::new();
     for g in &m.group_attributes {

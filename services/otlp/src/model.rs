@@ -13,8 +13,7 @@ use crate::proto::{self, AnyValue, KeyValue, any_value};
 pub type Attrs = BTreeMap<String, Value>;
 
 /// An encoding of OTLP export requests on Kafka (the Collector's Kafka exporter `encoding`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
     OtlpProto,
     OtlpJson,

@@ -8,6 +8,8 @@ use octant_aggregator::AggregatorConfig;
 use octant_contracts::{Decoder, DimensionProfile, MetricWindow, Source, topics};
 use octant_gen::{EvaluationSpec, FleetSpec, SystemSpec};
 use octant_integration_tests::*;
+
+use crate::service_command;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
@@ -40,7 +42,7 @@ pub(crate) fn truth_fleet() -> FleetSpec {
 
 /// Every record on the windows topic (read to its end: call once the aggregator has stopped),
 /// split by type, deduplicated by id (replays publish identical duplicates).
-async fn read_windows(env: &TestEnv) -> (BTreeMap<String, MetricWindow>, BTreeMap<String, DimensionProfile>) {
+pub(crate) async fn read_windows(env: &TestEnv) -> (BTreeMap<String, MetricWindow>, BTreeMap<String, DimensionProfile>) {
     let raw = read_all_raw(&env.kafka, &env.topic(topics::WINDOWS)).await;
     let d = Decoder::new();
     let (mut windows, mut profiles) = (BTreeMap::new(), BTreeMap::new());
@@ -66,7 +68,7 @@ async fn read_windows(env: &TestEnv) -> (BTreeMap<String, MetricWindow>, BTreeMa
 /// The aggregator of [`aggregator_config`] as a child process (killed with SIGKILL by the test).
 fn aggregator_process(env: &TestEnv, c: &AggregatorConfig, admin: std::net::SocketAddr) -> std::process::Child {
     let secs = |d: Duration| format!("{}s", d.as_secs());
-    std::process::Command::new(env!("CARGO_BIN_EXE_octant-test-aggregator"))
+    service_command("aggregator")
         .env("OCTANT_AGGREGATOR__KAFKA__BROKERS", &env.kafka.brokers)
         .env("OCTANT_AGGREGATOR__KAFKA__TOPIC_PREFIX", &env.kafka.topic_prefix)
         .env("OCTANT_AGGREGATOR__GROUP_ID", c.stream.group_id(&octant_aggregator::ID))

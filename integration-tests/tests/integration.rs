@@ -8,5 +8,14 @@ mod lake;
 mod operations;
 mod probe;
 mod profiler;
+mod reliability;
 mod scorer;
 mod verdicts;
+
+/// `octant-test-service <service>`: one Octant service as its own process (configured from a
+/// file given as the next argument and its `OCTANT_<SERVICE>__*` variables).
+pub fn service_command(service: &str) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_octant-test-service"));
+    c.arg(service);
+    c
+}

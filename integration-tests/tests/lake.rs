@@ -11,6 +11,8 @@ use arrow::datatypes::{Int32Type, Int64Type};
 use octant_contracts::topics;
 use octant_gen::FleetSpec;
 use octant_integration_tests::*;
+
+use crate::service_command;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
@@ -29,9 +31,9 @@ fn parquet_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// (topic, partition) → offsets, counting repeats; and every value of one string column path.
-struct LakeContents {
-    offsets: BTreeMap<(String, i32), Vec<i64>>,
-    rows_by_table: BTreeMap<String, usize>,
+pub(crate) struct LakeContents {
+    pub offsets: BTreeMap<(String, i32), Vec<i64>>,
+    pub rows_by_table: BTreeMap<String, usize>,
     step_arguments: Vec<Option<String>>,
 }
 
@@ -63,8 +65,34 @@ fn read_lake(root: &Path) -> LakeContents {
     c
 }
 
+/// Every offset of `produced` is in the lake once, and nothing else is: what was read.
+pub(crate) fn assert_exactly_once(lake: &Path, produced: &BTreeMap<(String, i32), BTreeSet<i64>>) -> LakeContents {
+    let c = read_lake(lake);
+    let mut duplicates = 0;
+    for (tp, want) in produced {
+        let got = c.offsets.get(tp).cloned().unwrap_or_default();
+        let set: BTreeSet<i64> = got.iter().copied().collect();
+        duplicates += got.len() - set.len();
+        let missing: Vec<i64> = want.difference(&set).copied().collect();
+        let extra: Vec<i64> = set.difference(want).copied().collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{}/{}: {} offsets missing from the lake (first {:?}), {} not produced (first {:?})",
+            tp.0,
+            tp.1,
+            missing.len(),
+            missing.first(),
+            extra.len(),
+            extra.first()
+        );
+    }
+    assert!(c.offsets.keys().all(|k| produced.contains_key(k)), "no partition the topics do not have");
+    assert_eq!(duplicates, 0, "no record twice");
+    c
+}
+
 /// A child process killed when dropped (also when the test fails).
-struct Child(std::process::Child);
+pub(crate) struct Child(pub std::process::Child);
 
 impl Drop for Child {
     fn drop(&mut self) {
@@ -78,7 +106,7 @@ fn lake_writer_process(env: &TestEnv, lake: &Path, admin: std::net::SocketAddr) 
 }
 
 fn lake_writer_process_with(env: &TestEnv, lake: &Path, admin: std::net::SocketAddr, extra: &[(String, String)]) -> Child {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_octant-test-lake-writer"));
+    let mut cmd = service_command("lake_writer");
     cmd.env("OCTANT_LAKE_WRITER__KAFKA__BROKERS", &env.kafka.brokers)
         .env("OCTANT_LAKE_WRITER__KAFKA__TOPIC_PREFIX", &env.kafka.topic_prefix)
         .env("OCTANT_LAKE_WRITER__GROUP_ID", format!("{}lake", env.kafka.topic_prefix))
@@ -186,27 +214,7 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
     stop.cancel();
     writer.task.await.unwrap().unwrap();
 
-    let c = read_lake(&lake);
-    let mut duplicates = 0;
-    for (tp, want) in &produced {
-        let got = c.offsets.get(tp).cloned().unwrap_or_default();
-        let set: BTreeSet<i64> = got.iter().copied().collect();
-        duplicates += got.len() - set.len();
-        let missing: Vec<i64> = want.difference(&set).copied().collect();
-        let extra: Vec<i64> = set.difference(want).copied().collect();
-        assert!(
-            missing.is_empty() && extra.is_empty(),
-            "{}/{}: {} offsets missing from the lake (first {:?}), {} not produced (first {:?})",
-            tp.0,
-            tp.1,
-            missing.len(),
-            missing.first(),
-            extra.len(),
-            extra.first()
-        );
-    }
-    assert!(c.offsets.keys().all(|k| produced.contains_key(k)), "no partition the topics do not have");
-    assert_eq!(duplicates, 0, "no record twice");
+    let c = assert_exactly_once(&lake, &produced);
     assert!(
         c.rows_by_table.get("trajectory_events").copied().unwrap_or(0) + c.rows_by_table.get("raw_records").copied().unwrap_or(0)
             >= produced_events

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use octant_contracts::{DeadLetter, Observation, topics};
 use octant_integration_tests::*;
+
+use crate::service_command;
 use octant_runtime::kafka::{self, OutRecord};
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
@@ -261,7 +263,7 @@ async fn scorer_crashes_lose_nothing() {
     for round in 0..4 {
         let port = octant_runtime::broker::free_port();
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_octant-test-scorer"))
+        let mut child = service_command("scorer")
             .env("OCTANT_SCORER__KAFKA__BROKERS", &env.kafka.brokers)
             .env("OCTANT_SCORER__KAFKA__TOPIC_PREFIX", &env.kafka.topic_prefix)
             .env("OCTANT_SCORER__GROUP_ID", format!("{}scorer", env.kafka.topic_prefix))

@@ -45,12 +45,30 @@ pub struct AmConfig {
 /// Hands alerts to the delivery task.
 #[derive(Clone)]
 pub struct Notifier {
-    tx: mpsc::UnboundedSender<Alert>,
+    tx: mpsc::UnboundedSender<Msg>,
+}
+
+enum Msg {
+    /// Send, and keep re-sending while firing.
+    Alert(Alert),
+    /// Send once, not re-sent (a firing alert read back from history, until this instance
+    /// owns its series again: another instance may own it and resolve it meanwhile).
+    Once(Alert),
+    /// Stop re-sending the alerts of this fingerprint (its series moved to another instance).
+    Forget(String),
 }
 
 impl Notifier {
     pub fn notify(&self, a: &Alert) {
-        let _ = self.tx.send(a.clone());
+        let _ = self.tx.send(Msg::Alert(a.clone()));
+    }
+
+    pub fn notify_once(&self, a: &Alert) {
+        let _ = self.tx.send(Msg::Once(a.clone()));
+    }
+
+    pub fn forget(&self, fingerprint: &str) {
+        let _ = self.tx.send(Msg::Forget(fingerprint.to_string()));
     }
 }
 
@@ -216,13 +234,7 @@ fn bound<E>(pending: &mut BTreeMap<String, Value>, active: &mut BTreeMap<String,
     metrics.alertmanager_pending.set(pending.len() as i64);
 }
 
-async fn deliver<P: Post>(
-    cfg: AmConfig,
-    mut post: P,
-    mut rx: mpsc::UnboundedReceiver<Alert>,
-    metrics: Metrics,
-    shutdown: CancellationToken,
-) {
+async fn deliver<P: Post>(cfg: AmConfig, mut post: P, mut rx: mpsc::UnboundedReceiver<Msg>, metrics: Metrics, shutdown: CancellationToken) {
     // Firing alerts to keep re-sending, with when they started (wall clock).
     let mut active: BTreeMap<String, (Entry, SystemTime)> = BTreeMap::new();
     // What to post next: key → body.
@@ -234,11 +246,28 @@ async fn deliver<P: Post>(
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            a = rx.recv() => {
-                let Some(a) = a else { break };
+            m = rx.recv() => {
+                let (a, once) = match m {
+                    None => break,
+                    Some(Msg::Alert(a)) => (a, false),
+                    Some(Msg::Once(a)) => (a, true),
+                    Some(Msg::Forget(f)) => {
+                        let prefix = format!("{f}/");
+                        // A resolution not yet delivered still goes (resolved alerts are not
+                        // active); a firing one is the new owner's to send.
+                        pending.retain(|k, _| !(k.starts_with(&prefix) && active.contains_key(k)));
+                        active.retain(|k, _| !k.starts_with(&prefix));
+                        metrics.alertmanager_pending.set(pending.len() as i64);
+                        continue;
+                    }
+                };
                 let now = SystemTime::now();
                 let k = key(&a);
                 match a.status {
+                    AlertStatus::Firing if once => {
+                        let ends = now + cfg.resolve_grace;
+                        pending.insert(k, to_postable(&a, now, ends));
+                    }
                     AlertStatus::Firing => {
                         let (expires, ends) = match a.kind {
                             AlertKind::Incident => (Some(tokio::time::Instant::now() + cfg.incident_ttl), now + cfg.incident_ttl),

@@ -13,8 +13,15 @@
 //! ## Guarantees
 //! - **Once per transition.** State is per fingerprint; a window at or before the last one
 //!   seen for its fingerprint is a replay and changes nothing; incident fingerprints are
-//!   remembered. On start the alerter reads `octant.alerts` back (it is the alerter's own
-//!   log) and restores which alerts fire, so a restart neither re-raises nor forgets them.
+//!   remembered. On start, and again after every assignment of partitions (which may come
+//!   from another instance of the group), the alerter reads `octant.alerts` back (it is the
+//!   alerter's own log) and restores which alerts fire, so neither a restart nor a rebalance
+//!   re-raises or forgets them.
+//! - **One sender per series to Alertmanager.** An instance re-sends a firing veto alert only
+//!   while it owns the partition of the alert's windows (from the first window it reads
+//!   there); alerts read back from history are sent once, so an instance that does not own a
+//!   series never revives an alert its owner resolved. The series' first window after a
+//!   takeover arrives within one slide, well inside `resolve_grace`.
 //! - **At least once** through `octant_runtime::pipeline`: an input offset is committed only
 //!   after its alerts are acknowledged by the broker.
 //! - Undecodable records on `octant.windows` are dead-lettered; undecodable trajectory events
@@ -61,29 +68,22 @@ pub async fn start(config: AlerterConfig, registry: Registry, shutdown: Cancella
     let kafka = &config.stream.kafka;
     let mut rules = Rules::new(config.rules());
     // The alerter's state is its own log: read octant.alerts back to its end.
-    let decoder = Decoder::new();
-    let history: Vec<Alert> = octant_runtime::topic::read_to_end(kafka, &kafka.topic(topics::ALERTS), Duration::from_secs(60))
-        .await
-        .context("failed to read octant.alerts back")?
-        .iter()
-        .filter_map(|r| decoder.decode(&r.payload).ok())
-        .collect();
+    let history = read_history(kafka).await?;
     for a in &history {
         rules.restore(a);
     }
     let mut stage = AlerterStage::new(&config, &registry, rules);
+    stage.remember_firing(&history);
     let notifier = config.alertmanager().map(|am| alertmanager::spawn(am, stage.metrics.clone(), shutdown.clone()).0);
-    // Alertmanager forgets alerts that stop being re-sent: hand it what is still firing.
-    let firing: std::collections::HashSet<(String, Severity)> = stage.rules.firing().into_iter().collect();
+    // Alertmanager forgets alerts that stop being re-sent: tell it once what is still firing
+    // (re-sent from then on by whichever instance owns the series, when its next window comes).
     if let Some(n) = &notifier {
-        for a in history.iter().filter(|a| a.kind == AlertKind::Veto && a.status == AlertStatus::Firing) {
-            if firing.contains(&(a.fingerprint.clone(), a.severity)) {
-                n.notify(a);
-            }
+        for a in stage.firing_alerts.values() {
+            n.notify_once(a);
         }
     }
     stage.notifier = notifier;
-    tracing::info!(restored = history.len(), firing = firing.len(), "alert history read back");
+    tracing::info!(restored = history.len(), firing = stage.firing_alerts.len(), "alert history read back");
     let feed = stage.alerts.clone();
     let health = Health::new();
     let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
@@ -96,9 +96,30 @@ pub async fn start(config: AlerterConfig, registry: Registry, shutdown: Cancella
         &[&inputs[0], &inputs[1], &inputs[2]],
         stage.metrics.consumer_lag.clone(),
     )?;
+    // Partitions that arrive with an assignment may come from another instance: read the
+    // history again then (once per assignment), so no instance re-raises what another raised.
+    stage.reload = Some(Reload { kafka: kafka.clone(), shared: shared.clone(), epoch: shared.assignment_epoch() });
     let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), config.stream.loop_config(), shutdown));
     tracing::info!(%admin_addr, "alerter started");
     Ok(Running { admin_addr, task, health, feed })
+}
+
+/// Every alert on `octant.alerts`, read to its end.
+async fn read_history(kafka: &octant_runtime::config::KafkaConfig) -> anyhow::Result<Vec<Alert>> {
+    let decoder = Decoder::new();
+    Ok(octant_runtime::topic::read_to_end(kafka, &kafka.topic(topics::ALERTS), Duration::from_secs(60))
+        .await
+        .context("failed to read octant.alerts back")?
+        .iter()
+        .filter_map(|r| decoder.decode(&r.payload).ok())
+        .collect())
+}
+
+/// Where and when the history was last read.
+struct Reload {
+    kafka: octant_runtime::config::KafkaConfig,
+    shared: std::sync::Arc<octant_runtime::consumer::GroupShared>,
+    epoch: u64,
 }
 
 pub async fn run(config: AlerterConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<()> {
@@ -116,6 +137,10 @@ pub struct AlerterStage {
     notifier: Option<Notifier>,
     metrics: Metrics,
     alerts: broadcast::Sender<Alert>,
+    /// The latest firing alert of every veto alert that fires (fingerprint + severity), to
+    /// hand to Alertmanager when this instance takes its series over.
+    firing_alerts: std::collections::BTreeMap<String, Alert>,
+    reload: Option<Reload>,
 }
 
 /// What a message raised, counted when its records are acknowledged.
@@ -138,7 +163,26 @@ impl AlerterStage {
             notifier: None,
             metrics: Metrics::new(registry),
             alerts: broadcast::channel(1024).0,
+            firing_alerts: Default::default(),
+            reload: None,
         }
+    }
+
+    /// Keeps the latest firing alert of each veto alert that `alerts` (in log order) leave firing.
+    fn remember_firing(&mut self, alerts: &[Alert]) {
+        for a in alerts.iter().filter(|a| a.kind == AlertKind::Veto) {
+            let k = alertmanager::key(a);
+            match a.status {
+                AlertStatus::Firing => {
+                    self.firing_alerts.insert(k, a.clone());
+                }
+                AlertStatus::Resolved => {
+                    self.firing_alerts.remove(&k);
+                }
+            }
+        }
+        let firing: std::collections::HashSet<(String, Severity)> = self.rules.firing().into_iter().collect();
+        self.firing_alerts.retain(|_, a| firing.contains(&(a.fingerprint.clone(), a.severity)));
     }
 }
 
@@ -161,15 +205,40 @@ fn words(kind: AlertKind, severity: Severity, status: AlertStatus) -> [&'static 
     ]
 }
 
+/// The veto fingerprints whose windows this instance has read on a partition it owns.
+pub type Owned = std::collections::HashSet<String>;
+
 impl Stage for AlerterStage {
-    type Partition = ();
+    type Partition = Owned;
     type Tag = Tag;
 
-    fn open(&mut self, _tp: &TopicPartition, _offset: i64, _companion: Option<i64>) -> anyhow::Result<()> {
-        Ok(())
+    fn open(&mut self, _tp: &TopicPartition, _offset: i64, _companion: Option<i64>) -> anyhow::Result<Owned> {
+        if let Some(r) = &mut self.reload {
+            let epoch = r.shared.assignment_epoch();
+            if epoch != r.epoch {
+                // In the loop's blocking section (`open` runs in `block_in_place`).
+                let history = tokio::runtime::Handle::current().block_on(read_history(&r.kafka))?;
+                r.epoch = epoch;
+                for a in &history {
+                    self.rules.restore(a);
+                }
+                self.remember_firing(&history);
+                tracing::info!(restored = history.len(), epoch, "alert history read again after an assignment");
+            }
+        }
+        Ok(Owned::new())
     }
 
-    fn process(&mut self, _part: &mut (), _offsets: &mut PartitionOffsets, m: &InMessage<'_>) -> (Vec<OutRecord>, Tag) {
+    fn close(&mut self, _tp: &TopicPartition, owned: Owned) {
+        // The series may move to another instance, which re-sends their alerts from then on.
+        if let Some(n) = &self.notifier {
+            for f in owned {
+                n.forget(&f);
+            }
+        }
+    }
+
+    fn process(&mut self, part: &mut Owned, _offsets: &mut PartitionOffsets, m: &InMessage<'_>) -> (Vec<OutRecord>, Tag) {
         let payload = m.payload;
         let mut tag = Tag { alerts: Vec::new(), dead_letter: None };
         let mut records = Vec::new();
@@ -184,6 +253,20 @@ impl Stage for AlerterStage {
                     Ok(w) => {
                         alerts = self.rules.on_window(&w);
                         self.metrics.inputs.with_label_values(&["window", "used"]).inc();
+                        // The first window of a series on a partition this instance owns: it
+                        // re-sends the series' firing alerts to Alertmanager from now on.
+                        if let Some(rule) = octant_core::catalogue::spec(&w.metric).and_then(|s| s.veto) {
+                            let f = rules::veto_fingerprint(&w, rule.name);
+                            if part.insert(f.clone())
+                                && let Some(n) = &self.notifier
+                            {
+                                for a in self.firing_alerts.values().filter(|a| a.fingerprint == f) {
+                                    if !alerts.iter().any(|x| alertmanager::key(x) == alertmanager::key(a)) {
+                                        n.notify(a);
+                                    }
+                                }
+                            }
+                        }
                     }
                     Err(e) => {
                         self.metrics.inputs.with_label_values(&["window", "undecodable"]).inc();
@@ -201,6 +284,9 @@ impl Stage for AlerterStage {
                 }
                 Err(_) => self.metrics.inputs.with_label_values(&["event", "undecodable"]).inc(),
             }
+        }
+        if !alerts.is_empty() {
+            self.remember_firing(&alerts);
         }
         for a in alerts {
             let payload = to_single_object(&a).expect("alerts always encode");
@@ -226,11 +312,11 @@ impl Stage for AlerterStage {
         self.metrics.processing_latency.observe(latency.as_secs_f64());
     }
 
-    fn commit_point(&mut self, _part: &mut (), offsets: &PartitionOffsets) -> Option<CommitPoint> {
+    fn commit_point(&mut self, _part: &mut Owned, offsets: &PartitionOffsets) -> Option<CommitPoint> {
         Some(CommitPoint { offset: offsets.commit_offset()?, companion: 0 })
     }
 
-    fn tick(&mut self, _parts: &mut Parts<()>, _ctx: &TickContext<'_>) -> Vec<OutRecord> {
+    fn tick(&mut self, _parts: &mut Parts<Owned>, _ctx: &TickContext<'_>) -> Vec<OutRecord> {
         let firing = self.rules.firing();
         for sev in [Severity::Warning, Severity::Critical] {
             let n = firing.iter().filter(|(_, s)| *s == sev).count();

@@ -439,22 +439,79 @@ pub fn to_html(b: &Built, lake: &Path) -> String {
     s
 }
 
+/// The last line of `profile.md` and `profile.html`: which record the file belongs to (the
+/// three files of a package always name the same one).
+pub fn package_marker(b: &Built) -> String {
+    format!("<!-- octant-profile {} generated_at {} -->\n", b.record.profile_id, b.record.generated_at)
+}
+
 /// Writes the three files of a package; returns its directory.
+///
+/// A package is replaced whole or not at all, also when the process is killed: the files are
+/// written into a fresh directory beside it, which then takes the package's place in one
+/// `renameat2(RENAME_EXCHANGE)` (Linux; elsewhere the files are renamed one by one, each
+/// whole); the previous package, left under the fresh directory's name, is removed after.
+/// Directories left by a kill (`.<period>.new-*`) are removed by [`remove_leftovers`].
 pub fn write_package(root: &Path, b: &Built, cfg: &ProfilerConfig, lake: &Path) -> std::io::Result<PathBuf> {
     let dir = package_dir(root, b);
-    std::fs::create_dir_all(&dir)?;
+    let parent = dir.parent().expect("a package directory has a parent");
+    std::fs::create_dir_all(parent)?;
     let mut record = b.clone();
     record.record.evidence_uri = Some(dir.display().to_string());
     let json = serde_json::to_vec_pretty(&to_json(&record, cfg, lake)).map_err(std::io::Error::other)?;
+    let marker = package_marker(&record);
+    let fresh = parent.join(format!(".{}.new-{}", record.record.period, std::process::id()));
+    let _ = std::fs::remove_dir_all(&fresh);
+    std::fs::create_dir_all(&fresh)?;
     for (name, bytes) in [
         ("profile.json", json),
-        ("profile.md", to_markdown(&record, lake).into_bytes()),
-        ("profile.html", to_html(&record, lake).into_bytes()),
+        ("profile.md", (to_markdown(&record, lake) + &marker).into_bytes()),
+        ("profile.html", (to_html(&record, lake) + &marker).into_bytes()),
     ] {
-        // Whole files or nothing: written aside, then renamed over the previous package.
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(&tmp, dir.join(name))?;
+        std::fs::write(fresh.join(name), bytes)?;
     }
+    if !dir.exists() {
+        std::fs::rename(&fresh, &dir)?;
+    } else if exchange(&fresh, &dir).is_err() {
+        for name in ["profile.json", "profile.md", "profile.html"] {
+            std::fs::rename(fresh.join(name), dir.join(name))?;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&fresh);
     Ok(dir)
+}
+
+/// Swaps two directories atomically.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
+    let (a, b) = (c(a)?, c(b)?);
+    // SAFETY: two valid NUL-terminated paths; renameat2 reads them and nothing else.
+    let r = unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE) };
+    if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_a: &Path, _b: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::other("no atomic exchange on this platform"))
+}
+
+/// Removes what a killed profiler left in the evidence tree (`.<period>.new-*` directories).
+pub fn remove_leftovers(root: &Path) -> std::io::Result<usize> {
+    let mut removed = 0;
+    let Ok(entries) = std::fs::read_dir(root) else { return Ok(0) };
+    for e in entries {
+        let p = e?.path();
+        if !p.is_dir() {
+            continue;
+        }
+        if p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.') && n.contains(".new-")) {
+            std::fs::remove_dir_all(&p)?;
+            removed += 1;
+        } else {
+            removed += remove_leftovers(&p)?;
+        }
+    }
+    Ok(removed)
 }

@@ -189,6 +189,10 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
     cfg.check().map_err(anyhow::Error::msg).context("invalid profiler configuration")?;
     cfg.evaluation.declare_instruments().map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&cfg.evidence).with_context(|| format!("cannot create the evidence directory {}", cfg.evidence.display()))?;
+    let leftovers = evidence::remove_leftovers(&cfg.evidence).context("cannot clean the evidence directory")?;
+    if leftovers > 0 {
+        tracing::info!(leftovers, "removed unfinished evidence packages of a previous run");
+    }
     let metrics = Metrics::new(&registry);
     let health = Health::new();
     health.set_ready(false, "no run yet");

@@ -167,6 +167,9 @@ pub struct GroupShared {
     /// When statistics last arrived, and how long the brokers had been silent then (the least
     /// `rxidle` of the cluster's brokers).
     contact: Mutex<Option<(std::time::Instant, Duration)>>,
+    /// Assignments received so far (a stage that keeps state shared between partitions
+    /// reloads it once per assignment).
+    assignments: std::sync::atomic::AtomicU64,
 }
 
 impl GroupShared {
@@ -179,6 +182,12 @@ impl GroupShared {
 
     pub fn set_commit_point(&self, tp: TopicPartition, point: CommitPoint) {
         self.commit_points.lock().unwrap().insert(tp, point);
+    }
+
+    /// How many assignments this consumer has received: changes whenever partitions may have
+    /// come from another instance.
+    pub fn assignment_epoch(&self) -> u64 {
+        self.assignments.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn take_revoked(&self) -> Vec<TopicPartition> {
@@ -265,9 +274,11 @@ impl ClientContext for GroupContext {
         // Lag = messages not yet read (high watermark − next offset to read). librdkafka's own
         // `consumer_lag` counts from the committed offset, which services that hold commits
         // back on purpose (the aggregator, for its window span) keep far behind.
+        // Only partitions assigned now: librdkafka keeps reporting ones it owned before.
+        let assigned = self.shared.assigned.lock().unwrap().clone();
         for (topic, t) in &stats.topics {
             for (p, part) in &t.partitions {
-                if *p < 0 || part.hi_offset < 0 {
+                if *p < 0 || part.hi_offset < 0 || !assigned.contains(&TopicPartition::new(topic.clone(), *p)) {
                     continue;
                 }
                 let lag = if part.app_offset >= 0 { (part.hi_offset - part.app_offset).max(0) } else { part.consumer_lag };
@@ -300,8 +311,13 @@ impl ConsumerContext for GroupContext {
                 tracing::warn!(error = %e, group = %self.group, "commit on revocation failed; the next owner re-reads more");
             }
             let mut assigned = self.shared.assigned.lock().unwrap();
+            let mut lags = self.shared.lags.lock().unwrap();
             for tp in &revoked {
                 assigned.remove(tp);
+                // A lag known from before is stale once the partition comes back; another
+                // instance reports it now.
+                lags.remove(tp);
+                let _ = self.lag.remove_label_values(&[&self.group, &tp.topic, &tp.partition.to_string()]);
             }
             self.shared.revoked.lock().unwrap().extend(revoked);
         }
@@ -309,6 +325,7 @@ impl ConsumerContext for GroupContext {
 
     fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Assign(tpl) = rebalance {
+            self.shared.assignments.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let mut assigned = self.shared.assigned.lock().unwrap();
             for e in tpl.elements() {
                 assigned.insert(TopicPartition::new(e.topic(), e.partition()));
@@ -351,6 +368,7 @@ pub fn group_consumer(
         lags: Default::default(),
         assigned: Default::default(),
         contact: Default::default(),
+        assignments: Default::default(),
     });
     let ctx = GroupContext { shared: shared.clone(), lag, group: group.to_string() };
     let mut c = client_config(cfg, service);
@@ -361,6 +379,11 @@ pub fn group_consumer(
         .set("statistics.interval.ms", "1000")
         .set("session.timeout.ms", "10000")
         .set("heartbeat.interval.ms", "1000")
+        // The rebalance timeout: how long a rebalance may wait for a member to rejoin. The
+        // loop polls at least every commit interval, so a live member rejoins within a second;
+        // librdkafka's default (5 min) let one member that never rejoined stall the group for
+        // that long (seen with tansu when instances left during a rebalance).
+        .set("max.poll.interval.ms", "60000")
         // Small per-partition fetches and prefetch queues: when a backlog builds, partitions
         // are read interleaved rather than one large batch after another, which keeps the
         // event-time skew between partitions (and so late data downstream) small.

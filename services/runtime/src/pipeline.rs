@@ -100,6 +100,27 @@ pub trait Stage: Send + 'static {
     /// Shutdown, after every acknowledgement and before the final commit: make buffered state
     /// durable (the lake writer writes its open files).
     fn drain(&mut self, _parts: &mut Parts<Self::Partition>) {}
+
+    /// The partition was revoked (another instance owns it now): forget what belongs to it.
+    /// Its unacknowledged outputs may still be delivered; the next owner resumes from the last
+    /// commit.
+    fn close(&mut self, _tp: &TopicPartition, _state: Self::Partition) {}
+}
+
+/// Drops the state of revoked partitions (before any work that could touch them: a partition
+/// revoked in the consumer's poll is gone before the next tick or message).
+fn drop_revoked<S: Stage>(
+    stage: &mut S,
+    shared: &GroupShared,
+    parts: &mut Parts<S::Partition>,
+    last_commit: &mut HashMap<TopicPartition, CommitPoint>,
+) {
+    for tp in shared.take_revoked() {
+        last_commit.remove(&tp);
+        if let Some(owned) = parts.remove(&tp) {
+            stage.close(&tp, owned.state);
+        }
+    }
 }
 
 /// Runs CPU-heavy stage work (a message, a tick) off the async runtime's worker threads when
@@ -171,10 +192,7 @@ pub async fn run<S: Stage>(
     let mut broker_silent = false;
 
     loop {
-        for tp in shared.take_revoked() {
-            parts.remove(&tp);
-            last_commit.remove(&tp);
-        }
+        drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
         tokio::select! {
             biased;
             _ = shutdown.cancelled() => break,
@@ -182,6 +200,7 @@ pub async fn run<S: Stage>(
                 finish(&mut stage, &mut parts, done)?;
             }
             _ = tick.tick() => {
+                drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
                 commit(&mut stage, &mut parts, &mut last_commit, &mut committing, &consumer, &shared);
                 tick_seq += 1;
                 let ctx = TickContext { group: &*shared, now: Instant::now(), seq: tick_seq };
@@ -221,6 +240,7 @@ pub async fn run<S: Stage>(
             msg = consumer.recv(), if pending.len() < cfg.max_inflight => {
                 match msg {
                     Ok(m) => {
+                        drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
                         let started = Instant::now();
                         let tp = TopicPartition::new(m.topic(), m.partition());
                         let offset = m.offset();

@@ -131,6 +131,9 @@ pub struct ScorerStage {
     rules: Rules,
     topology: Topology,
     idle_after: Duration,
+    /// When each assigned partition was first seen assigned (a partition just taken over is
+    /// not idle before it has had `idle_after` to deliver its first message).
+    assigned_since: HashMap<TopicPartition, std::time::Instant>,
 }
 
 impl ScorerStage {
@@ -158,6 +161,7 @@ impl ScorerStage {
             },
             topology,
             idle_after: config.idle_partition_after,
+            assigned_since: HashMap::new(),
         })
     }
 }
@@ -265,10 +269,14 @@ impl Stage for ScorerStage {
         self.metrics.open_runs.set(parts.values().map(|o| o.state.assembler.open_runs() as i64).sum());
         let now = now_ms();
         let mut records = Vec::new();
-        for tp in ctx.group.assigned() {
+        let assigned = ctx.group.assigned();
+        self.assigned_since.retain(|tp, _| assigned.contains(tp));
+        for tp in assigned {
             let Some(&partitions) = self.topology.input_partitions.get(&tp.topic) else { continue };
             let part = parts.get(&tp).map(|o| &o.state);
-            let quiet = part.and_then(|p| p.last_read).is_none_or(|t| ctx.now.saturating_duration_since(t) >= self.idle_after);
+            let since = *self.assigned_since.entry(tp.clone()).or_insert(ctx.now);
+            let last = part.and_then(|p| p.last_read).map_or(since, |t| t.max(since));
+            let quiet = ctx.now.saturating_duration_since(last) >= self.idle_after;
             let idle = quiet && ctx.group.lag(&tp) == Some(0);
             let watermark = part.and_then(|p| p.assembler.watermark());
             if watermark.is_none() && !idle {

@@ -423,6 +423,10 @@ fn watermarks_follow_event_time_and_idleness() {
     h.driver.assign(eval.clone());
     assert!(h.driver.tick().is_empty(), "lag unknown: say nothing");
     h.driver.set_lag(eval.clone(), 0);
+    // Just assigned (perhaps taken over from another instance, with a lag left from before):
+    // not idle before it has had `idle_partition_after` to deliver.
+    assert!(h.driver.tick().is_empty(), "just assigned: not idle yet");
+    h.driver.advance(Duration::from_secs(5));
     let marks: Vec<Watermark> = h.driver.tick().iter().map(|r| d.decode(&r.payload).unwrap()).collect();
     assert_eq!(marks.len(), 2, "the caught-up, unread partition is idle, to both output partitions");
     assert!(marks.iter().all(|w| w.idle && w.watermark.is_none() && w.source_topic == h.evaluation && w.source_partitions == 1));

@@ -88,6 +88,29 @@ impl Group {
         }
     }
 
+    /// Partitions assigned to the instances now (each says how many on `/readyz`).
+    async fn owned(&self) -> usize {
+        let mut n = 0;
+        for inst in &self.instances {
+            let (_, body) = get(inst.admin, "/readyz").await;
+            n += body.split_whitespace().find_map(|w| w.parse::<usize>().ok()).unwrap_or(0);
+        }
+        n
+    }
+
+    /// Waits until the instances own `total` partitions between them (the group has settled).
+    async fn settle(&self, total: usize, what: &str) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+        loop {
+            let n = self.owned().await;
+            if n == total {
+                return;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{}: {n} of {total} partitions owned {what}", self.service);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     async fn metrics(&self) -> BTreeMap<String, f64> {
         let mut all = BTreeMap::new();
         for inst in &self.instances {
@@ -148,7 +171,6 @@ fn fired(alerts: &[Alert]) -> (BTreeSet<(String, String, i64)>, BTreeSet<String>
     (veto, incidents)
 }
 
-#[ignore = "soak tier (scripts/soak.sh), not yet passing: the lake is exactly once, but after the rebalances the aggregator dead-letters as late observations that are not replays (windows differ from the uninterrupted run), and with tansu a group sometimes stalls after two of three members leave"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_out_and_back_and_kill_every_service() {
     let env = TestEnv::new("scale", 4).await;
@@ -164,7 +186,15 @@ async fn scale_out_and_back_and_kill_every_service() {
 
     let agg_config = aggregator_config(&env);
     let mut groups = [
-        Group::new(&dir, "scorer", &env.scorer_config()),
+        Group::new(
+            &dir,
+            "scorer",
+            // Idleness is the one wall-clock input (ARCHITECTURE.md, Watermarks): a partition
+            // idle for 5 s while a rebalance holds the input back lets the watermark run ahead
+            // of it. This test is about rebalances, not idleness: every partition carries data
+            // to the end, so nothing needs the idle mark.
+            &octant_scorer::ScorerConfig { idle_partition_after: Duration::from_secs(120), ..env.scorer_config() },
+        ),
         Group::new(&dir, "aggregator", &agg_config),
         Group::new(&dir, "alerter", &crate::alerter::alerter_config(&env, Some(&am))),
         Group::new(
@@ -199,10 +229,19 @@ async fn scale_out_and_back_and_kill_every_service() {
     for g in &groups {
         g.wait_ready("with 1 instance").await;
     }
+    // Every partition of every group, as the single instances own them.
+    let mut totals = Vec::new();
+    for g in &groups {
+        totals.push(g.owned().await);
+    }
+    eprintln!("partitions per group: {totals:?}");
     let producing = produce_next();
     tokio::time::sleep(Duration::from_secs(1)).await;
     // 1 → 3.
-    for g in &mut groups {
+    // OCTANT_SCALE_ONLY=scorer,aggregator limits the scaling to those services (to bisect).
+    let only = std::env::var("OCTANT_SCALE_ONLY").unwrap_or_default();
+    let scaled = |s: &str| only.is_empty() || only.split(',').any(|x| x == s);
+    for g in groups.iter_mut().filter(|g| scaled(g.service)) {
         g.start();
         g.start();
     }
@@ -216,7 +255,7 @@ async fn scale_out_and_back_and_kill_every_service() {
     // SIGKILL of one instance of each (a different one per service), replaced.
     let producing = produce_next();
     tokio::time::sleep(Duration::from_secs(1)).await;
-    for (i, g) in groups.iter_mut().enumerate() {
+    for (i, g) in groups.iter_mut().enumerate().filter(|(_, g)| scaled(g.service)) {
         g.kill(i % 3);
         g.start();
     }
@@ -225,11 +264,14 @@ async fn scale_out_and_back_and_kill_every_service() {
     for g in &groups {
         g.wait_ready("after the SIGKILLs").await;
     }
-    // 3 → 1, gracefully.
+    // 3 → 1, gracefully, one instance at a time: tansu (the test broker) can leave a group
+    // waiting for ever when a member leaves while the group rebalances (RELIABILITY.md).
     let producing = produce_next();
     tokio::time::sleep(Duration::from_secs(1)).await;
-    for g in &mut groups {
+    for (g, total) in groups.iter_mut().zip(&totals).filter(|(g, _)| scaled(g.service)) {
+        g.settle(*total, "before scaling in").await;
         g.stop(0).await;
+        g.settle(*total, "after one instance stopped").await;
         g.stop(0).await;
     }
     eprintln!("scaled back to 1 instance of each service");
@@ -311,6 +353,27 @@ async fn scale_out_and_back_and_kill_every_service() {
             *classes.entry(format!("{}/{}", d.service, d.error_class)).or_default() += 1;
         }
         eprintln!("dead letters: {classes:?}");
+        let d = octant_contracts::Decoder::new();
+        let mut by_run: BTreeMap<String, usize> = BTreeMap::new();
+        for dl in dlq.iter().filter(|d| d.error_class == "late_observation") {
+            let o: octant_contracts::Observation = d.decode(&dl.payload).unwrap();
+            let runs_seen = by_run.len();
+            let n = by_run.entry(o.run_id.clone()).or_default();
+            if *n == 0 && runs_seen < 12 {
+                eprintln!(
+                    "LATE {}/{} run {} metric {} t={} (T0+{}s): {}",
+                    dl.partition,
+                    dl.offset,
+                    o.run_id,
+                    o.metric,
+                    o.event_time,
+                    (o.event_time - T0) / 1000,
+                    dl.error_message
+                );
+            }
+            *n += 1;
+        }
+        eprintln!("late observations of {} runs", by_run.len());
     }
     drop(reference_env);
     let common: Vec<&String> = reference.windows.keys().filter(|k| windows.contains_key(*k)).collect();

@@ -93,7 +93,10 @@ impl Group {
         let mut n = 0;
         for inst in &self.instances {
             let (_, body) = get(inst.admin, "/readyz").await;
-            n += body.split_whitespace().find_map(|w| w.parse::<usize>().ok()).unwrap_or(0);
+            // "ready 4 partitions assigned" (other reasons carry no count of partitions).
+            let words: Vec<&str> = body.split_whitespace().collect();
+            n +=
+                words.windows(3).find(|w| w[1] == "partitions" && w[2] == "assigned").and_then(|w| w[0].parse::<usize>().ok()).unwrap_or(0);
         }
         n
     }

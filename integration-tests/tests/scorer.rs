@@ -334,11 +334,9 @@ async fn scorer_crashes_lose_nothing() {
 /// topic once the stream ends, replays are identical records, nothing is dead-lettered.
 /// (It found the loop frozen by a synchronous commit in librdkafka's revocation callback once
 /// the session timed out: that commit is now skipped while the brokers do not answer.)
-///
-/// Soak tier only for now: it passed twice (42 s) but hangs intermittently after the broker
-/// comes back (an await without a bound, not yet found; bounding shutdown's commit did not
-/// cure it): `scripts/soak.sh` runs it (`--include-ignored`).
-#[ignore = "soak tier (scripts/soak.sh): hangs intermittently after the broker comes back, cause not yet found"]
+/// It used to fail intermittently: the silence threshold equals the session timeout (10 s), so
+/// librdkafka sometimes revokes the partitions first and the reason given is "0 partitions
+/// assigned" (not ready all the same), which the test did not accept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_outage_is_reported_and_survived() {
     let env = TestEnv::new("outage", 2).await;
@@ -362,7 +360,9 @@ async fn a_broker_outage_is_reported_and_survived() {
     assert_eq!(ready(&m), Some(0.0));
     let (status, body) = get(scorer.admin_addr, "/readyz").await;
     assert_eq!(status, 503, "{body}");
-    assert!(body.contains("no answer from the brokers"), "{body}");
+    // Either the silence is seen first (10 s without an answer) or the session lapses first and
+    // librdkafka revokes the partitions (also 10 s): both say the service cannot work.
+    assert!(body.contains("no answer from the brokers") || body.contains("0 partitions assigned"), "{body}");
     // Longer than the session timeout (10 s).
     tokio::time::sleep_until(paused + Duration::from_secs(12)).await;
     broker.resume();

@@ -231,8 +231,9 @@ impl Stage for AlerterStage {
 
     fn close(&mut self, _tp: &TopicPartition, owned: Owned) {
         // The series may move to another instance, which re-sends their alerts from then on.
-        if let Some(n) = &self.notifier {
-            for f in owned {
+        for f in owned {
+            self.rules.forget_clear_count(&f);
+            if let Some(n) = &self.notifier {
                 n.forget(&f);
             }
         }

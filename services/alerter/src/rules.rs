@@ -101,6 +101,15 @@ impl Rules {
         v
     }
 
+    /// The fingerprint's series moved to another instance: the count of consecutive clear
+    /// windows seen here is no longer current (the other instance may have seen *at risk*), so
+    /// it restarts. An alert then resolves later than without the move, never earlier.
+    pub fn forget_clear_count(&mut self, fingerprint: &str) {
+        if let Some(t) = self.tracks.get_mut(fingerprint) {
+            t.clear_run = 0;
+        }
+    }
+
     /// Restores state from an alert published before (reading `octant.alerts` at start).
     pub fn restore(&mut self, a: &Alert) {
         match a.kind {
@@ -421,6 +430,19 @@ pub(crate) mod tests {
             .flat_map(|(i, e)| r.on_window(&window(i as i64 + 1, *e)))
             .map(|a| (a.status, a.severity, a.window_end.unwrap() / MIN))
             .collect()
+    }
+
+    /// A series that moved away and back: the clear windows counted before do not count, so
+    /// the alert resolves later than it would have, never earlier.
+    #[test]
+    fn a_series_that_moved_restarts_its_clear_count() {
+        let mut r = Rules::new(RuleConfig::default());
+        assert_eq!(feed(&mut r, &[BREACHED, CLEAR, CLEAR]).len(), 1, "fired; two clear windows");
+        r.forget_clear_count("sys-a/1/production/unsafe_action_veto");
+        let resolved = |r: &mut Rules, m: i64| r.on_window(&window(m, CLEAR)).into_iter().any(|a| a.status == AlertStatus::Resolved);
+        assert!(!resolved(&mut r, 4), "a third clear window after the move is the first counted here");
+        assert!(!resolved(&mut r, 5));
+        assert!(resolved(&mut r, 6), "three clear windows since the move");
     }
 
     #[test]

@@ -14,7 +14,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use octant_contracts::{Alert, AlertKind, AlertStatus, Profile, Severity, topics};
+use octant_alerter::alertmanager::severity;
+use octant_contracts::{Alert, AlertKind, AlertStatus, Profile, topics};
 use octant_integration_tests::alertmanager::Alertmanager;
 use octant_integration_tests::*;
 use serde::Serialize;
@@ -137,14 +138,6 @@ fn am_key(a: &Value) -> (String, String) {
         }
     }
     (f, l("severity"))
-}
-
-fn severity(s: Severity) -> &'static str {
-    match s {
-        Severity::Critical => "critical",
-        Severity::Warning => "warning",
-        Severity::Info => "info",
-    }
 }
 
 /// Firing episodes per Alertmanager alert, from the webhook's notifications in order: a firing

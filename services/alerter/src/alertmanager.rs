@@ -83,7 +83,8 @@ fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
-fn severity(s: Severity) -> &'static str {
+/// The `severity` label of a severity.
+pub fn severity(s: Severity) -> &'static str {
     match s {
         Severity::Critical => "critical",
         Severity::Warning => "warning",

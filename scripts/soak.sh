@@ -2,7 +2,8 @@
 # The large runs, apart from the test tier (scripts/test.sh): the integration tests that have
 # a size run at their large size (OCTANT_SOAK=1: the lake crash test with ten SIGKILLs over
 # ~200,000 trajectory events, the scorer's poison test over ~40,000 events, the broker-outage
-# test (kept out of the test tier for now), and the scale-out test at 8,000 runs, see RELIABILITY.md), then the
+# test at 800 runs per system, the personal-data test with 10,000 canaries, and the scale-out
+# test at 8,000 runs, see RELIABILITY.md), then the
 # coverage soak (20,000 windows of the aggregator's intervals) and the validity simulation
 # (false alarms and detection times of every veto, 300 system-days per rate).
 #

@@ -209,6 +209,15 @@ pub use octant_runtime::metrics::total;
 /// True under the soak command (`scripts/soak.sh`, `OCTANT_SOAK=1`): the tests that have a
 /// size run at their large size (the 200,000-event lake crash test, ten kills, …). Without
 /// it they run at the smallest size that proves their property.
+/// An empty directory for test `name` under the system's temporary directory (any left from an
+/// earlier run of this process id removed).
+pub fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("octant-{name}-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    dir
+}
+
 pub fn soak() -> bool {
     std::env::var_os("OCTANT_SOAK").is_some_and(|v| !v.is_empty() && v != "0")
 }

@@ -6,6 +6,7 @@ mod alerter;
 mod ingest;
 mod lake;
 mod operations;
+mod privacy;
 mod probe;
 mod profiler;
 mod reliability;

@@ -283,3 +283,49 @@ async fn every_dashboard_panel_query_returns_data() {
     let _ = std::fs::remove_dir_all(&lake);
     let _ = std::fs::remove_dir_all(lake.with_extension("evidence"));
 }
+
+/// Admin and profiler servers bind loopback unless configured otherwise (issue 15 §6): every
+/// service's default admin address is a loopback address, and a server started on it (the
+/// default's address, a free port) is bound there — a connection to this machine's own
+/// non-loopback address (found without sending a packet) on that port is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_bind_loopback_unless_configured_otherwise() {
+    let defaults = [
+        ("scorer", octant_scorer::ScorerConfig::default().stream.admin_addr(&octant_scorer::ID)),
+        ("aggregator", octant_aggregator::AggregatorConfig::default().stream.admin_addr(&octant_aggregator::ID)),
+        ("alerter", octant_alerter::AlerterConfig::default().stream.admin_addr(&octant_alerter::ID)),
+        ("lake_writer", octant_lake_writer::LakeWriterConfig::default().stream.admin_addr(&octant_lake_writer::ID)),
+        ("ingest", octant_ingest::IngestConfig::default().stream.admin_addr(&octant_ingest::ID)),
+        ("profiler", octant_profiler::ProfilerConfig::default().admin_addr),
+    ];
+    for (service, addr) in defaults {
+        assert!(addr.ip().is_loopback(), "{service}'s default admin address {addr} is loopback");
+    }
+    let env = TestEnv::new("bind", 1).await;
+    let stop = CancellationToken::new();
+    let default_ip = octant_profiler::ProfilerConfig::default().admin_addr.ip();
+    let cfg = octant_profiler::ProfilerConfig {
+        kafka: env.kafka.clone(),
+        admin_addr: std::net::SocketAddr::new(default_ip, 0),
+        lake: std::env::temp_dir().join(format!("octant-bind-test-{}/lake", std::process::id())),
+        evidence: std::env::temp_dir().join(format!("octant-bind-test-{}/evidence", std::process::id())),
+        ..Default::default()
+    };
+    let running = octant_profiler::start(cfg, Registry::new(), stop.clone()).await.unwrap();
+    let bound = running.admin_addr;
+    assert!(bound.ip().is_loopback(), "bound to {bound}");
+    assert_eq!(get(bound, "/healthz").await.0, 200);
+    // This machine's address towards a non-local network (a UDP "connect" sends nothing).
+    let udp = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    match udp.connect("192.0.2.1:9").and_then(|_| udp.local_addr()) {
+        Ok(local) if !local.ip().is_loopback() && !local.ip().is_unspecified() => {
+            let other = std::net::SocketAddr::new(local.ip(), bound.port());
+            let r = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(other)).await;
+            assert!(!matches!(r, Ok(Ok(_))), "the profiler's server answers on {other}: it should listen on loopback only");
+        }
+        other => eprintln!("no non-loopback address on this machine ({other:?}): the bound address is the proof"),
+    }
+    stop.cancel();
+    let _ = running.task.await;
+    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("octant-bind-test-{}", std::process::id())));
+}

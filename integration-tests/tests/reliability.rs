@@ -26,30 +26,36 @@ use crate::lake::{Child, assert_exactly_once, topic_offsets};
 use crate::service_command;
 
 /// One instance: its process and admin address.
-struct Instance {
-    child: Child,
-    admin: SocketAddr,
+pub(crate) struct Instance {
+    pub(crate) child: Child,
+    pub(crate) admin: SocketAddr,
 }
 
 /// A service's configuration file (TOML, from its config struct) and its instances.
-struct Group {
-    service: &'static str,
+pub(crate) struct Group {
+    pub(crate) service: &'static str,
     config: PathBuf,
-    instances: Vec<Instance>,
+    pub(crate) instances: Vec<Instance>,
+    /// When set, instances log at debug level into this file.
+    pub(crate) log: Option<PathBuf>,
 }
 
 impl Group {
-    fn new<C: Serialize>(dir: &Path, service: &'static str, config: &C) -> Group {
+    pub(crate) fn new<C: Serialize>(dir: &Path, service: &'static str, config: &C) -> Group {
         let path = dir.join(format!("{service}.toml"));
         std::fs::write(&path, toml::to_string(config).expect("config serializes")).unwrap();
-        Group { service, config: path, instances: Vec::new() }
+        Group { service, config: path, instances: Vec::new(), log: None }
     }
 
-    fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         let admin: SocketAddr = format!("127.0.0.1:{}", octant_runtime::broker::free_port()).parse().unwrap();
         let prefix = format!("OCTANT_{}__ADMIN_ADDR", self.service.to_ascii_uppercase());
         let mut cmd = service_command(self.service);
         cmd.arg(&self.config).env(prefix, admin.to_string());
+        if let Some(log) = &self.log {
+            let file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+            cmd.env("OCTANT_LOG", "debug").stderr(file);
+        }
         self.instances.push(Instance { child: Child(spawn_child(cmd)), admin });
     }
 
@@ -61,7 +67,7 @@ impl Group {
     }
 
     /// SIGTERM of instance `i`, waiting until it has drained and stopped.
-    async fn stop(&mut self, i: usize) {
+    pub(crate) async fn stop(&mut self, i: usize) {
         let mut inst = self.instances.remove(i);
         unsafe { libc::kill(inst.child.0.id() as i32, libc::SIGTERM) };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
@@ -76,7 +82,7 @@ impl Group {
     }
 
     /// Waits until every instance answers `/readyz` with 200 (partitions assigned).
-    async fn wait_ready(&self, what: &str) {
+    pub(crate) async fn wait_ready(&self, what: &str) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
         for inst in &self.instances {
             loop {
@@ -115,7 +121,7 @@ impl Group {
         }
     }
 
-    async fn metrics(&self) -> BTreeMap<String, f64> {
+    pub(crate) async fn metrics(&self) -> BTreeMap<String, f64> {
         let mut all = BTreeMap::new();
         for inst in &self.instances {
             for (k, v) in scrape(inst.admin).await {
@@ -171,9 +177,7 @@ fn fired(alerts: &[Alert]) -> (BTreeSet<(String, String, i64)>, BTreeSet<String>
 async fn scale_out_and_back_and_kill_every_service() {
     let env = TestEnv::new("scale", 4).await;
     let am = Alertmanager::start().await;
-    let dir = std::env::temp_dir().join(format!("octant-scale-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("scale");
     let lake = dir.join("lake");
     let fleet = truth_fleet();
     let runs = sized(800, 8_000);
@@ -445,9 +449,7 @@ async fn a_killed_profiler_never_half_writes_evidence() {
     let mut fleet = truth_fleet();
     fleet.systems.truncate(2);
     pipeline_with(&env, aggregator_config(&env), &fleet, 200, 0).await;
-    let dir = std::env::temp_dir().join(format!("octant-profkill-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("profkill");
     let lake = dir.join("lake");
     crate::profiler::fill_lake(&env, &lake).await;
     profiler_killed(&env, &lake, &dir).await;
@@ -502,7 +504,7 @@ async fn profiler_killed(env: &TestEnv, lake: &Path, dir: &Path) {
     eprintln!("profiler SIGKILLed {kills} times mid-run: {packages} packages whole, {} profile records name whole packages", records.len());
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).into_iter().flatten() {
         let p = e.unwrap().path();

@@ -11,6 +11,10 @@ pub struct AggregatorConfig {
     /// `kafka`, `group_id`, `admin_addr`, `commit_interval`, `max_inflight`.
     #[serde(flatten)]
     pub stream: StreamSettings,
+    /// Personal data and secrets redacted from dead letters (and, in the alerter, alerts): the
+    /// shared `[redaction]` section (`OCTANT_REDACTION_FILE`, `OCTANT_REDACTION__…`).
+    #[serde(default)]
+    pub redaction: octant_runtime::redact::RedactionConfig,
     /// Window geometry, bootstrap, budgets and profile rules (shared with the profiler).
     #[serde(default)]
     pub evaluation: EvaluationConfig,
@@ -25,6 +29,7 @@ impl Default for AggregatorConfig {
 impl AggregatorConfig {
     pub fn check(&self) -> Result<(), String> {
         self.stream.check(&crate::ID)?;
+        self.redaction.build()?;
         self.evaluation.check()
     }
 }

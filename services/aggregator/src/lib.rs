@@ -101,6 +101,7 @@ pub struct AggregatorStage {
     /// (windows, dead letters), prefix applied.
     out_topics: (String, String),
     decoder: Decoder,
+    redactor: octant_runtime::redact::Redactor,
     metrics: Metrics,
     profiles: broadcast::Sender<ProfileUpdate>,
     config: AggregatorConfig,
@@ -133,6 +134,7 @@ impl AggregatorStage {
         AggregatorStage {
             out_topics: (kafka.topic(topics::WINDOWS), kafka.topic(topics::DLQ)),
             decoder: admin::count_legacy_fingerprints(registry, ID.name, Decoder::new()),
+            redactor: config.redaction.build().expect("[redaction] is checked before the stage is built"),
             metrics: Metrics::new(registry),
             profiles: broadcast::channel(1024).0,
             config: config.clone(),
@@ -296,7 +298,7 @@ impl Stage for AggregatorStage {
         let mut tag = Tag { windows: 0, profiles: 0, dead_letter: None };
         let reject = |class: &'static str, message: String, records: &mut Vec<OutRecord>, tag: &mut Tag| {
             let src = SourceRef { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload };
-            records.push(dead_letter(ID.name, &self.out_topics.1, &src, class, &message, now_ms()).1);
+            records.push(dead_letter(ID.name, &self.out_topics.1, &src, class, &message, now_ms(), &self.redactor).1);
             tag.dead_letter = Some(class);
         };
         let is_watermark = self.decoder.writer_of(payload).is_ok_and(|(_, k, _)| k.is_some_and(|k| k.full_name == Watermark::FULL_NAME));

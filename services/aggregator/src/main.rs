@@ -4,7 +4,7 @@ fn main() -> anyhow::Result<()> {
     octant_runtime::service::main(
         &octant_aggregator::ID,
         "Octant aggregator: observations in, windows, intervals, bands and profiles out",
-        &["evaluation"],
+        &["evaluation", "redaction"],
         octant_aggregator::run,
     )
 }

@@ -14,6 +14,10 @@ pub struct AlerterConfig {
     /// `kafka`, `group_id`, `admin_addr`, `commit_interval`, `max_inflight`.
     #[serde(flatten)]
     pub stream: StreamSettings,
+    /// Personal data and secrets redacted from dead letters (and, in the alerter, alerts): the
+    /// shared `[redaction]` section (`OCTANT_REDACTION_FILE`, `OCTANT_REDACTION__…`).
+    #[serde(default)]
+    pub redaction: octant_runtime::redact::RedactionConfig,
     /// Alertmanager base URL (e.g. `http://alertmanager:9093`); unset: alerts go to Kafka only.
     /// No credentials in it: they go below, where they are kept secret.
     #[serde(default)]
@@ -89,6 +93,7 @@ impl Default for AlerterConfig {
 impl AlerterConfig {
     pub fn check(&self) -> Result<(), String> {
         self.stream.check(&crate::ID)?;
+        self.redaction.build()?;
         if self.resolve_after == 0 {
             return Err("resolve_after must be at least 1".into());
         }
@@ -117,6 +122,7 @@ impl AlerterConfig {
             resolve_after: self.resolve_after,
             redact_tool_arguments: self.redact_tool_arguments,
             runbook_base_url: self.runbook_base_url.clone(),
+            redactor: self.redaction.build().expect("[redaction] is checked before the rules are built"),
             ..RuleConfig::default()
         }
     }

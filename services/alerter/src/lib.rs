@@ -132,6 +132,7 @@ pub struct AlerterStage {
     windows_topic: String,
     alerts_topic: String,
     dlq_topic: String,
+    redactor: octant_runtime::redact::Redactor,
     decoder: Decoder,
     rules: Rules,
     notifier: Option<Notifier>,
@@ -158,6 +159,7 @@ impl AlerterStage {
             windows_topic: kafka.topic(topics::WINDOWS),
             alerts_topic: kafka.topic(topics::ALERTS),
             dlq_topic: kafka.topic(topics::DLQ),
+            redactor: config.redaction.build().expect("[redaction] is checked before the stage is built"),
             decoder: admin::count_legacy_fingerprints(registry, ID.name, Decoder::new()),
             rules,
             notifier: None,
@@ -272,7 +274,7 @@ impl Stage for AlerterStage {
                     Err(e) => {
                         self.metrics.inputs.with_label_values(&["window", "undecodable"]).inc();
                         let src = SourceRef { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload };
-                        records.push(dead_letter(ID.name, &self.dlq_topic, &src, e.class(), &e.to_string(), now_ms()).1);
+                        records.push(dead_letter(ID.name, &self.dlq_topic, &src, e.class(), &e.to_string(), now_ms(), &self.redactor).1);
                         tag.dead_letter = Some(e.class());
                     }
                 },

@@ -47,11 +47,20 @@ pub struct RuleConfig {
     pub runbook_base_url: String,
     /// Incident fingerprints remembered for deduplication.
     pub incident_memory: usize,
+    /// Patterns over an incident's free text (violations, tool name and arguments, summary):
+    /// the `[redaction]` section.
+    pub redactor: octant_runtime::redact::Redactor,
 }
 
 impl Default for RuleConfig {
     fn default() -> Self {
-        RuleConfig { resolve_after: 3, redact_tool_arguments: true, runbook_base_url: String::new(), incident_memory: 100_000 }
+        RuleConfig {
+            resolve_after: 3,
+            redact_tool_arguments: true,
+            runbook_base_url: String::new(),
+            incident_memory: 100_000,
+            redactor: octant_runtime::redact::RedactionConfig::default().build().expect("the default redaction builds"),
+        }
     }
 }
 
@@ -239,6 +248,7 @@ impl Rules {
                 format!("made {article} {impact} {what}")
             }
         };
+        let text = |s: &str| self.config.redactor.text(s).into_owned();
         let summary = format!(
             "{}{} {action} without confirmation, violating {} (run {}, step {})",
             ev.system.id,
@@ -247,6 +257,7 @@ impl Rules {
             ev.run_id,
             ev.sequence
         );
+        let summary = text(&summary);
         Some(Alert {
             alert_id: format!("{fingerprint}/firing"),
             fingerprint,
@@ -270,9 +281,9 @@ impl Rules {
             run_id: Some(ev.run_id.clone()),
             step: Some(ev.sequence),
             agent_id: ev.agent_id.clone(),
-            tool_name: tool,
-            tool_arguments: step.arguments.as_ref().map(|a| if self.config.redact_tool_arguments { REDACTED.into() } else { a.clone() }),
-            violations: step.violations.clone(),
+            tool_name: tool.as_deref().map(text),
+            tool_arguments: step.arguments.as_ref().map(|a| if self.config.redact_tool_arguments { REDACTED.into() } else { text(a) }),
+            violations: step.violations.iter().map(|v| text(v)).collect(),
             starts_at: ev.event_time,
             ends_at: None,
             summary,

@@ -402,6 +402,31 @@ impl Decoder {
     }
 }
 
+/// Decodes a payload of any accepted framing into the JSON value of the contract its writer
+/// schema names (JSON input is read as a trajectory event, the only contract accepted as
+/// JSON); returns the writer's full name (empty for JSON) and the value. For readers that take
+/// every topic (the lake writer) and for redaction of dead-letter payloads.
+pub fn decode_value(decoder: &Decoder, payload: &[u8]) -> Result<(String, serde_json::Value), String> {
+    let (_, known, _) = decoder.writer_of(payload).map_err(|e| e.to_string())?;
+    let name = known.map(|k| k.full_name.clone()).unwrap_or_default();
+    fn to<T: Contract>(d: &Decoder, p: &[u8]) -> Result<serde_json::Value, String> {
+        let v: T = d.decode(p).map_err(|e| e.to_string())?;
+        serde_json::to_value(&v).map_err(|e| e.to_string())
+    }
+    let value = match name.as_str() {
+        "ai.octant.v1.TrajectoryEvent" => to::<TrajectoryEvent>(decoder, payload),
+        "ai.octant.v1.Observation" => to::<Observation>(decoder, payload),
+        "ai.octant.v1.Watermark" => to::<Watermark>(decoder, payload),
+        "ai.octant.v1.MetricWindow" => to::<MetricWindow>(decoder, payload),
+        "ai.octant.v1.DimensionProfile" => to::<DimensionProfile>(decoder, payload),
+        "ai.octant.v1.Alert" => to::<Alert>(decoder, payload),
+        "ai.octant.v1.Profile" => to::<Profile>(decoder, payload),
+        "ai.octant.v1.DeadLetter" => to::<DeadLetter>(decoder, payload),
+        _ => to::<TrajectoryEvent>(decoder, payload).map_err(|e| format!("{e} (writer {name:?})")),
+    }?;
+    Ok((name, value))
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -161,6 +161,10 @@ pub struct Step {
     pub latency_ms: f64,
     #[serde(default)]
     pub injected_fault: bool,
+    /// What the tool returned, as logged (schema field added with a default: older records read
+    /// as none). Redacted in the lake by default.
+    #[serde(default)]
+    pub result: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

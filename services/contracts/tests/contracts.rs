@@ -47,6 +47,7 @@ fn event_full() -> TrajectoryEvent {
             cost: 0.0125,
             latency_ms: 845.5,
             injected_fault: true,
+            result: Some(r#"{"status": "declined"}"#.into()),
         }),
         intervention: None,
         run_ended: None,

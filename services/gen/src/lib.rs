@@ -316,6 +316,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             cost: rng.exp(sys.cost / steps as f64),
             latency_ms: rng.exp(sys.latency_ms),
             injected_fault: plan.source == Source::Evaluation && rng.chance(0.05),
+            result: None,
         });
         out.push(ev);
         if asks_help && i == steps / 2 {

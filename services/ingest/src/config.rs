@@ -12,6 +12,10 @@ pub struct IngestConfig {
     /// `kafka`, `group_id`, `admin_addr`, `commit_interval`, `max_inflight`.
     #[serde(flatten)]
     pub stream: StreamSettings,
+    /// Personal data and secrets redacted from dead letters (and, in the alerter, alerts): the
+    /// shared `[redaction]` section (`OCTANT_REDACTION_FILE`, `OCTANT_REDACTION__…`).
+    #[serde(default)]
+    pub redaction: octant_runtime::redact::RedactionConfig,
     /// The topic the Collector's Kafka exporter writes traces to (its default `otlp_spans`;
     /// not prefixed with `kafka.topic_prefix`: it is the Collector's).
     #[serde(default = "default_spans")]
@@ -64,6 +68,7 @@ impl Default for IngestConfig {
 impl IngestConfig {
     pub fn check(&self) -> Result<(), String> {
         self.stream.check(&crate::ID)?;
+        self.redaction.build()?;
         if self.spans_topic.is_empty() || self.logs_topic.is_empty() || self.spans_topic == self.logs_topic {
             return Err("spans_topic and logs_topic must be two different topics".into());
         }

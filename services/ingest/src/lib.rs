@@ -162,6 +162,7 @@ pub struct IngestStage {
     production_topic: String,
     evaluation_topic: String,
     dlq_topic: String,
+    redactor: octant_runtime::redact::Redactor,
     pub metrics: Metrics,
 }
 
@@ -174,6 +175,7 @@ impl IngestStage {
             production_topic: kafka.topic(topics::TRAJECTORIES_PRODUCTION),
             evaluation_topic: kafka.topic(topics::TRAJECTORIES_EVALUATION),
             dlq_topic: kafka.topic(topics::DLQ),
+            redactor: config.redaction.build().expect("[redaction] is checked before the stage is built"),
             metrics: Metrics::new(registry),
         }
     }
@@ -319,8 +321,9 @@ impl Stage for IngestStage {
             Ok(records) => (records, Tag::default()),
             Err((class, message)) => {
                 let src = SourceRef { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload: m.payload };
-                tracing::debug!(topic = m.topic, partition = m.partition, offset = m.offset, class, %message, "dead letter");
-                (vec![dead_letter(ID.name, &self.dlq_topic, &src, class, &message, now_ms()).1], Tag { dead_letter: Some(class) })
+                let (dl, record) = dead_letter(ID.name, &self.dlq_topic, &src, class, &message, now_ms(), &self.redactor);
+                tracing::debug!(topic = m.topic, partition = m.partition, offset = m.offset, class, message = %dl.error_message, "dead letter");
+                (vec![record], Tag { dead_letter: Some(class) })
             }
         }
     }

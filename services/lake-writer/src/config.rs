@@ -28,10 +28,10 @@ pub struct LakeWriterConfig {
     /// … or when its oldest record has waited this long, whichever comes first.
     #[serde(default = "default_max_age", with = "humantime_serde")]
     pub max_file_age: Duration,
-    /// JSON pointers of fields replaced by `[redacted]` before writing, in every table that has
-    /// them (default: tool arguments of trajectory steps and of incidents).
-    #[serde(default = "default_redact")]
-    pub redact: Vec<String>,
+    /// Personal data and secrets replaced before writing (the shared `[redaction]` section:
+    /// see `octant_runtime::redact`).
+    #[serde(default)]
+    pub redaction: octant_runtime::redact::RedactionConfig,
 }
 
 fn default_lake() -> PathBuf {
@@ -43,10 +43,6 @@ fn default_max_bytes() -> usize {
 fn default_max_age() -> Duration {
     Duration::from_secs(60)
 }
-pub fn default_redact() -> Vec<String> {
-    vec!["/step/arguments".into(), "/tool_arguments".into()]
-}
-
 impl Default for LakeWriterConfig {
     fn default() -> Self {
         toml::from_str("").expect("defaults")
@@ -56,9 +52,7 @@ impl Default for LakeWriterConfig {
 impl LakeWriterConfig {
     pub fn check(&self) -> Result<(), String> {
         self.stream.check(&crate::ID)?;
-        if let Some(p) = self.redact.iter().find(|p| !p.starts_with('/')) {
-            return Err(format!("redact entry {p:?} is not a JSON pointer (e.g. \"/step/arguments\")"));
-        }
+        self.redaction.build()?;
         if self.max_file_bytes == 0 {
             return Err("max_file_bytes must be positive".into());
         }

@@ -5,7 +5,8 @@
 //! the protocol). Tables and their Arrow schemas come from the Avro contracts
 //! (`octant_lake::schema`).
 //! Records that do not decode go to `raw_records` (hex payload and the error), so the lake
-//! holds every offset of every topic. Fields named in `redact` are replaced before writing.
+//! holds every offset of every topic. Personal data and secrets are redacted before writing (`[redaction]`: fields, and patterns
+//! over the free text of trajectory events, alerts and dead letters).
 //!
 //! ## Guarantees
 //! - **Exactly once in the lake**: a unit's files are published create-only, then its marker;
@@ -42,7 +43,8 @@ use octant_lake::schema::{self, NO_SYSTEM, Table};
 use octant_lake::{date_of, store};
 
 pub const ID: ServiceId = ServiceId { name: "lake_writer", env: "OCTANT_LAKE_WRITER", group: "octant-lake-writer", admin_port: 9104 };
-pub const REDACTED: &str = "[redacted]";
+pub use octant_runtime::redact::REDACTED;
+use octant_runtime::redact::Redactor;
 
 /// A started lake writer.
 pub type Running = service::Running;
@@ -90,35 +92,21 @@ struct LakeStage {
     schemas: HashMap<&'static str, arrow::datatypes::SchemaRef>,
     metrics: Metrics,
     config: LakeWriterConfig,
+    redactor: Redactor,
 }
 
 /// The record as a JSON row of its table, with the system id it belongs to.
-fn row_of(decoder: &Decoder, payload: &[u8]) -> Result<(&'static Table, Value), String> {
-    let (_, known, _) = decoder.writer_of(payload).map_err(|e| e.to_string())?;
-    let name = known.map(|k| k.full_name.as_str()).unwrap_or_default();
-    fn to<T: Contract + serde::Serialize>(d: &Decoder, p: &[u8]) -> Result<Value, String> {
-        let v: T = d.decode(p).map_err(|e| e.to_string())?;
-        serde_json::to_value(&v).map_err(|e| e.to_string())
+fn row_of(decoder: &Decoder, payload: &[u8], redactor: &Redactor) -> Result<(&'static Table, Value), String> {
+    let (name, mut value) = octant_contracts::codec::decode_value(decoder, payload)?;
+    if name == "ai.octant.v1.DeadLetter" {
+        // Bytes as hex. Redacted here (a service with redaction off may have written them):
+        // the payload and key before they become hex, the message by the patterns.
+        let d: DeadLetter = serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+        value["error_message"] = Value::String(redactor.text(&d.error_message).into_owned());
+        value["payload"] = Value::String(schema::hex_bytes(&redactor.payload(decoder, &d.payload)));
+        value["key"] = d.key.as_deref().map_or(Value::Null, |k| Value::String(schema::hex_bytes(&redactor.bytes(k))));
     }
-    let value = match name {
-        "ai.octant.v1.TrajectoryEvent" => to::<TrajectoryEvent>(decoder, payload),
-        "ai.octant.v1.Observation" => to::<Observation>(decoder, payload),
-        "ai.octant.v1.Watermark" => to::<Watermark>(decoder, payload),
-        "ai.octant.v1.MetricWindow" => to::<MetricWindow>(decoder, payload),
-        "ai.octant.v1.DimensionProfile" => to::<DimensionProfile>(decoder, payload),
-        "ai.octant.v1.Alert" => to::<Alert>(decoder, payload),
-        "ai.octant.v1.Profile" => to::<Profile>(decoder, payload),
-        "ai.octant.v1.DeadLetter" => {
-            let d: DeadLetter = decoder.decode(payload).map_err(|e| e.to_string())?;
-            let mut v = serde_json::to_value(&d).map_err(|e| e.to_string())?;
-            v["payload"] = Value::String(schema::hex_bytes(&d.payload));
-            v["key"] = d.key.as_deref().map_or(Value::Null, |k| Value::String(schema::hex_bytes(k)));
-            Ok(v)
-        }
-        // JSON input (trajectory events may be JSON): decode as the topic's record.
-        _ => to::<TrajectoryEvent>(decoder, payload).map_err(|e| format!("{e} (writer {name:?})")),
-    }?;
-    let table = schema::table_of(if name.is_empty() { "ai.octant.v1.TrajectoryEvent" } else { name })
+    let table = schema::table_of(if name.is_empty() { "ai.octant.v1.TrajectoryEvent" } else { &name })
         .ok_or_else(|| format!("no table for {name}"))?;
     Ok((table, value))
 }
@@ -138,6 +126,7 @@ impl LakeStage {
             schemas: schema::TABLES.iter().map(|t| (t.name, schema::arrow_schema(t))).collect(),
             metrics: Metrics::new(registry),
             config: config.clone(),
+            redactor: config.redaction.build().map_err(anyhow::Error::msg)?,
         })
     }
 
@@ -228,15 +217,15 @@ impl Stage for LakeStage {
         }
         let payload = m.payload;
         let timestamp = m.timestamp.unwrap_or(0);
-        let (table, mut row) = match row_of(&self.decoder, payload) {
+        let (table, mut row) = match row_of(&self.decoder, payload, &self.redactor) {
             Ok(x) => x,
             Err(error) => (
                 schema::table("raw_records").expect("declared"),
                 serde_json::json!({
                     "kafka_timestamp": timestamp,
-                    "key": m.key.map(schema::hex_bytes),
-                    "payload": schema::hex_bytes(payload),
-                    "error": error,
+                    "key": m.key.map(|k| schema::hex_bytes(&self.redactor.bytes(k))),
+                    "payload": schema::hex_bytes(&self.redactor.payload(&self.decoder, payload)),
+                    "error": self.redactor.text(&error),
                 }),
             ),
         };
@@ -250,12 +239,10 @@ impl Stage for LakeStage {
             o.remove("system_id");
         }
         let date = date_of(row.pointer(table.time).and_then(Value::as_i64).unwrap_or(timestamp));
-        for ptr in &self.config.redact {
-            if let Some(v) = row.pointer_mut(ptr)
-                && !v.is_null()
-            {
-                *v = Value::String(REDACTED.into());
-            }
+        // Tables that carry what agents and people wrote (dead letters and raw records are
+        // redacted above); the others hold identifiers and numbers.
+        if matches!(table.name, "trajectory_events" | "alerts") {
+            self.redactor.value(&mut row);
         }
         if let Some(o) = row.as_object_mut() {
             o.insert("kafka_topic".into(), Value::String(p.topic.clone()));

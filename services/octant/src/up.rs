@@ -92,7 +92,7 @@ pub async fn topics(a: TopicsArgs) -> anyhow::Result<()> {
 }
 
 /// The configuration of one service from the file: its section, with `[kafka]` and (for the
-/// services that evaluate) `[evaluation]` filled in where the section does not set them.
+/// services that evaluate) `[evaluation]`, and `[redaction]`, filled in where the section does not set them.
 fn section<T: DeserializeOwned + serde::Serialize>(
     root: &toml::Table,
     name: &str,
@@ -108,6 +108,13 @@ fn section<T: DeserializeOwned + serde::Serialize>(
     if let Some(e) = evaluation {
         t.entry("evaluation").or_insert_with(|| e.clone());
     }
+    // `[redaction]` for every service that writes what it read (the profiler reads the lake,
+    // already redacted).
+    if let Some(r) = root.get("redaction")
+        && name != "profiler"
+    {
+        t.entry("redaction").or_insert_with(|| r.clone());
+    }
     // Unknown settings are refused by name, flattened ones included.
     octant_runtime::config::from_table(t).with_context(|| format!("invalid [{name}] section"))
 }
@@ -118,8 +125,10 @@ pub async fn run(a: UpArgs) -> anyhow::Result<()> {
             .with_context(|| format!("{} is not valid TOML", p.display()))?,
         None => toml::Table::new(),
     };
-    if let Some(unknown) = root.keys().find(|k| !SERVICES.contains(&k.as_str()) && *k != "kafka" && *k != "evaluation") {
-        anyhow::bail!("unknown section [{unknown}] (sections: kafka, evaluation, {})", SERVICES.join(", "));
+    if let Some(unknown) =
+        root.keys().find(|k| !SERVICES.contains(&k.as_str()) && !["kafka", "evaluation", "redaction"].contains(&k.as_str()))
+    {
+        anyhow::bail!("unknown section [{unknown}] (sections: kafka, evaluation, redaction, {})", SERVICES.join(", "));
     }
     let mut kafka: KafkaConfig = match root.get("kafka") {
         Some(v) => v.clone().try_into().context("invalid [kafka] section")?,

@@ -105,6 +105,11 @@ fn bool_attr(a: &Attrs, key: &str) -> Option<bool> {
     }
 }
 
+/// The first of `keys` set, as [`text`].
+fn first_text(a: &Attrs, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| a.get(*k).filter(|v| !v.is_null())).map(text)
+}
+
 /// An attribute as JSON text (strings as they are).
 fn text(v: &Value) -> String {
     match v {
@@ -287,14 +292,9 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         let mut ev = base(seq, t, agent, EventKind::Step, format!("{trace}/{}", s.span_id));
         ev.step = Some(Step {
             step_kind: if tool { StepKind::ToolCall } else { StepKind::ModelCall },
-            arguments: if tool {
-                ["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"]
-                    .iter()
-                    .find_map(|k| a.get(*k).filter(|v| !v.is_null()))
-                    .map(text)
-            } else {
-                None
-            },
+            // A tool call's arguments and result, under the first of the conventions' names set.
+            arguments: tool.then(|| first_text(a, &["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"])).flatten(),
+            result: tool.then(|| first_text(a, &["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"])).flatten(),
             tool_name,
             result_status: tool.then_some(if failed { ResultStatus::Error } else { ResultStatus::Ok }),
             expected_call: None,

@@ -201,7 +201,12 @@ fn openinference_spans_map_like_genai_ones() {
                         3,
                         1,
                         200,
-                        vec![s("openinference.span.kind", "TOOL"), s("tool.name", "search"), s("input.value", "{\"q\": \"x\"}")],
+                        vec![
+                            s("openinference.span.kind", "TOOL"),
+                            s("tool.name", "search"),
+                            s("input.value", "{\"q\": \"x\"}"),
+                            s("output.value", "3 hits"),
+                        ],
                     ),
                     guard,
                     carrier,
@@ -225,6 +230,7 @@ fn openinference_spans_map_like_genai_ones() {
         (tool.step_kind, tool.tool_name.as_deref(), tool.arguments.as_deref()),
         (StepKind::ToolCall, Some("search"), Some("{\"q\": \"x\"}"))
     );
+    assert_eq!(tool.result.as_deref(), Some("3 hits"), "the tool's output (OpenInference output.value)");
     assert_eq!(e[3].intervention.as_ref().unwrap().intervention_kind, InterventionKind::Override);
     let evals = &e[4].run_ended.as_ref().unwrap().evaluations;
     assert_eq!(evals.len(), 1);

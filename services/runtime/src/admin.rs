@@ -19,11 +19,23 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::RuntimeError;
 
-/// Readiness reported by a service.
-#[derive(Debug, Default)]
+/// A reason not to be ready that is judged when asked (at `/readyz` and at every scrape), not
+/// when the service's loop last reported: a loop blocked on a broker that does not answer
+/// cannot report anything.
+pub type LiveCheck = Box<dyn Fn() -> Option<String> + Send + Sync>;
+
+/// Readiness reported by a service, and live checks over it.
+#[derive(Default)]
 pub struct Health {
     ready: AtomicBool,
     detail: std::sync::Mutex<String>,
+    live: std::sync::Mutex<Vec<LiveCheck>>,
+}
+
+impl std::fmt::Debug for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Health").field("ready", &self.is_ready()).field("detail", &self.detail()).finish()
+    }
 }
 
 impl Health {
@@ -36,13 +48,24 @@ impl Health {
         *self.detail.lock().unwrap() = detail.into();
     }
 
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::SeqCst)
+    /// Adds a check that, when it gives a reason, makes the service not ready whatever it
+    /// reported last.
+    pub fn add_live_check(&self, check: impl Fn() -> Option<String> + Send + Sync + 'static) {
+        self.live.lock().unwrap().push(Box::new(check));
     }
 
-    /// The detail given with the last readiness report.
+    fn live_reason(&self) -> Option<String> {
+        self.live.lock().unwrap().iter().find_map(|c| c())
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst) && self.live_reason().is_none()
+    }
+
+    /// Why the service is not ready (a live check's reason first), or the detail given with
+    /// the last readiness report.
     pub fn detail(&self) -> String {
-        self.detail.lock().unwrap().clone()
+        self.live_reason().unwrap_or_else(|| self.detail.lock().unwrap().clone())
     }
 }
 
@@ -101,7 +124,7 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(s): State<AdminState>) -> impl IntoResponse {
-    let detail = s.health.detail.lock().unwrap().clone();
+    let detail = s.health.detail();
     if s.health.is_ready() {
         (StatusCode::OK, format!("ready {detail}\n"))
     } else {
@@ -139,6 +162,23 @@ mod tests {
     use super::*;
     use octant_contracts::codec::to_single_object_with;
     use octant_contracts::{Contract, FingerprintKind, Watermark};
+
+    #[test]
+    fn a_live_check_overrides_what_the_loop_reported_last() {
+        let h = Health::new();
+        h.set_ready(true, "4 partitions assigned");
+        let silent = Arc::new(AtomicBool::new(false));
+        let s = silent.clone();
+        h.add_live_check(move || s.load(Ordering::SeqCst).then(|| "no answer from the brokers for 12 s".to_string()));
+        assert!(h.is_ready());
+        assert_eq!(h.detail(), "4 partitions assigned");
+        // The loop is held up and reports nothing: the check, judged when asked, says so.
+        silent.store(true, Ordering::SeqCst);
+        assert!(!h.is_ready());
+        assert_eq!(h.detail(), "no answer from the brokers for 12 s");
+        silent.store(false, Ordering::SeqCst);
+        assert!(h.is_ready());
+    }
 
     #[test]
     fn legacy_fingerprint_records_are_counted_per_service() {

@@ -228,6 +228,13 @@ impl GroupShared {
     }
 }
 
+impl GroupShared {
+    /// Whether `tp` is assigned to this instance now.
+    pub fn owns(&self, tp: &TopicPartition) -> bool {
+        self.assigned.lock().unwrap().contains(tp)
+    }
+}
+
 impl GroupView for GroupShared {
     fn assigned(&self) -> BTreeSet<TopicPartition> {
         self.assigned.lock().unwrap().clone()

@@ -4,11 +4,14 @@
 //! produces the same id. A payload over [`MAX_DEAD_LETTER_PAYLOAD`] (an oversized record) is
 //! kept to that many bytes and the message says so: the dead letter itself must stay within
 //! the input limit every reader applies (`octant_contracts::codec::MAX_RECORD_BYTES`).
+//! Personal data and secrets are redacted from the payload, the key and the message first
+//! ([`crate::redact`]); the message says when the payload was.
 
 use octant_contracts::DeadLetter;
 use octant_contracts::codec::to_single_object;
 
 use crate::kafka::OutRecord;
+use crate::redact::Redactor;
 
 /// Where a record came from.
 #[derive(Debug, Clone)]
@@ -23,7 +26,8 @@ pub struct SourceRef<'a> {
 /// The most of a payload a dead letter carries (half the input limit).
 pub const MAX_DEAD_LETTER_PAYLOAD: usize = octant_contracts::codec::MAX_RECORD_BYTES / 2;
 
-/// Builds the dead letter and its output record for the dead-letter topic `dlq_topic`.
+/// Builds the dead letter and its output record for the dead-letter topic `dlq_topic`, redacted
+/// by `redactor`.
 pub fn dead_letter(
     service: &str,
     dlq_topic: &str,
@@ -31,22 +35,27 @@ pub fn dead_letter(
     class: &str,
     message: &str,
     now_ms: i64,
+    redactor: &Redactor,
 ) -> (DeadLetter, OutRecord) {
     let id = format!("{service}/{}/{}/{}", src.topic, src.partition, src.offset);
+    let payload = redactor.payload(&octant_contracts::Decoder::new(), src.payload);
+    let mut error_message = redactor.text(message).into_owned();
+    if payload.as_ref() != src.payload {
+        error_message.push_str(" (payload redacted)");
+    }
+    if payload.len() > MAX_DEAD_LETTER_PAYLOAD {
+        error_message.push_str(&format!(" (payload kept to its first {MAX_DEAD_LETTER_PAYLOAD} of {} bytes)", payload.len()));
+    }
     let dl = DeadLetter {
         dead_letter_id: id.clone(),
         service: service.to_string(),
         source_topic: src.topic.to_string(),
         partition: src.partition,
         offset: src.offset,
-        key: src.key.map(<[u8]>::to_vec),
-        payload: src.payload[..src.payload.len().min(MAX_DEAD_LETTER_PAYLOAD)].to_vec(),
+        key: src.key.map(|k| redactor.bytes(k).into_owned()),
+        payload: payload[..payload.len().min(MAX_DEAD_LETTER_PAYLOAD)].to_vec(),
         error_class: class.to_string(),
-        error_message: if src.payload.len() > MAX_DEAD_LETTER_PAYLOAD {
-            format!("{message} (payload kept to its first {MAX_DEAD_LETTER_PAYLOAD} of {} bytes)", src.payload.len())
-        } else {
-            message.to_string()
-        },
+        error_message,
         failed_at: now_ms,
     };
     let payload = to_single_object(&dl).expect("dead letters always encode");

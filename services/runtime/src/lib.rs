@@ -8,6 +8,7 @@
 //!   acknowledged outputs and service holds, with a replay horizon in the commit metadata;
 //!   commit on revocation; consumer lag from librdkafka statistics.
 //! - [`dlq`]: dead-letter records.
+//! - [`redact`]: personal data and secrets out of the lake, dead letters, alerts and logs.
 //! - [`admin`]: `/metrics`, `/healthz`, `/readyz`.
 //! - [`shutdown`]: signals → cancellation token → drain; tracing set-up.
 //! - [`broker`]: the embedded Kafka-protocol broker (tansu, a child process) for the demo
@@ -30,6 +31,7 @@ pub mod golden;
 pub mod kafka;
 pub mod metrics;
 pub mod pipeline;
+pub mod redact;
 pub mod service;
 pub mod shutdown;
 pub mod supervisor;

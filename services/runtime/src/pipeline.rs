@@ -156,6 +156,10 @@ pub struct LoopConfig {
 /// the partitions and the service is not ready for that reason ("0 partitions assigned").
 pub const BROKER_SILENCE: Duration = Duration::from_secs(10);
 
+/// A loop that has not come round to its tick for this long reports not ready ("processing
+/// stalled"): something it waits on (a broker that does not answer, a blocking read) holds it.
+pub const LOOP_STALL: Duration = Duration::from_secs(30);
+
 /// How long shutdown waits for a commit (a broker that stopped answering would hold it forever).
 pub const FINAL_COMMIT_WAIT: Duration = Duration::from_secs(30);
 
@@ -194,6 +198,20 @@ pub async fn run<S: Stage>(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tick_seq = 0u64;
     let mut broker_silent = false;
+    // Judged when asked, so that a loop held up cannot leave "ready" standing.
+    let started_at = Instant::now();
+    let last_turn = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    {
+        let shared = shared.clone();
+        health.add_live_check(move || {
+            shared.broker_silence().filter(|s| *s >= BROKER_SILENCE).map(|s| format!("no answer from the brokers for {} s", s.as_secs()))
+        });
+        let last_turn = last_turn.clone();
+        health.add_live_check(move || {
+            let since = started_at.elapsed().saturating_sub(Duration::from_millis(last_turn.load(std::sync::atomic::Ordering::Relaxed)));
+            (since >= LOOP_STALL).then(|| format!("processing stalled for {} s", since.as_secs()))
+        });
+    }
 
     loop {
         drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
@@ -204,6 +222,7 @@ pub async fn run<S: Stage>(
                 finish(&mut stage, &mut parts, done)?;
             }
             _ = tick.tick() => {
+                last_turn.store(started_at.elapsed().as_millis() as u64, std::sync::atomic::Ordering::Relaxed);
                 drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
                 commit(&mut stage, &mut parts, &mut last_commit, &mut committing, &consumer, &shared);
                 tick_seq += 1;
@@ -248,6 +267,15 @@ pub async fn run<S: Stage>(
                         let started = Instant::now();
                         let tp = TopicPartition::new(m.topic(), m.partition());
                         let offset = m.offset();
+                        if !parts.contains_key(&tp) && !shared.owns(&tp) {
+                            // A message of a partition revoked (the session lapsed while the
+                            // brokers did not answer) that was already in the local queue: not
+                            // this instance's to process; the next owner reads it again. Opening
+                            // it would run the stage's `open` (reads from the brokers) for a
+                            // partition it does not own.
+                            tracing::debug!(topic = %tp.topic, partition = tp.partition, offset, "message of a partition not assigned here: skipped");
+                            continue;
+                        }
                         if !parts.contains_key(&tp) {
                             let companion = tokio::task::block_in_place(|| shared.read_companion(&tp));
                             tracing::info!(topic = %tp.topic, partition = tp.partition, offset, ?companion, "partition opened");

@@ -11,6 +11,10 @@ pub struct ScorerConfig {
     /// `kafka`, `group_id`, `admin_addr`, `commit_interval`, `max_inflight`.
     #[serde(flatten)]
     pub stream: StreamSettings,
+    /// Personal data and secrets redacted from dead letters (and, in the alerter, alerts): the
+    /// shared `[redaction]` section (`OCTANT_REDACTION_FILE`, `OCTANT_REDACTION__…`).
+    #[serde(default)]
+    pub redaction: octant_runtime::redact::RedactionConfig,
     /// Event-time idle period after which an open run is ended as abandoned.
     #[serde(default = "default_idle", with = "humantime_serde")]
     pub idle_timeout: Duration,
@@ -59,6 +63,7 @@ impl ScorerConfig {
     /// Checks settings that depend on each other; the message says what to change.
     pub fn check(&self) -> Result<(), String> {
         self.stream.check(&crate::ID)?;
+        self.redaction.build()?;
         if !(0.0..=1.0).contains(&self.low_confidence) {
             return Err(format!("low_confidence {} must be in [0, 1]", self.low_confidence));
         }

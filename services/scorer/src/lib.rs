@@ -126,6 +126,7 @@ pub struct Tag {
 pub struct ScorerStage {
     observations_topic: String,
     dlq_topic: String,
+    redactor: octant_runtime::redact::Redactor,
     metrics: Metrics,
     decoder: Decoder,
     rules: Rules,
@@ -150,6 +151,7 @@ impl ScorerStage {
         Ok(ScorerStage {
             observations_topic: kafka.topic(topics::OBSERVATIONS),
             dlq_topic: kafka.topic(topics::DLQ),
+            redactor: config.redaction.build().map_err(anyhow::Error::msg).context("[redaction]")?,
             metrics: Metrics::new(registry),
             decoder,
             rules: Rules {
@@ -240,8 +242,9 @@ impl Stage for ScorerStage {
         let dead_letter_class = rejected.as_ref().map(|(c, _)| *c);
         if let Some((class, message)) = rejected {
             let src = SourceRef { topic: m.topic, partition: m.partition, offset, key, payload };
-            tracing::debug!(topic = m.topic, partition = m.partition, offset, class, %message, "dead letter");
-            records.push(dead_letter(ID.name, &self.dlq_topic, &src, class, &message, now_ms()).1);
+            let (dl, record) = dead_letter(ID.name, &self.dlq_topic, &src, class, &message, now_ms(), &self.redactor);
+            tracing::debug!(topic = m.topic, partition = m.partition, offset, class, message = %dl.error_message, "dead letter");
+            records.push(record);
         }
         (records, Tag { metrics: metric_names, dead_letter: dead_letter_class })
     }

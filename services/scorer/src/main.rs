@@ -4,7 +4,7 @@ fn main() -> anyhow::Result<()> {
     octant_runtime::service::main(
         &octant_scorer::ID,
         "Octant scorer: trajectory events in, observations out",
-        &["evaluation"],
+        &["evaluation", "redaction"],
         octant_scorer::run,
     )
 }

@@ -88,6 +88,9 @@ pub struct PipelineOutput {
     pub profiles: BTreeMap<String, DimensionProfile>,
     pub alerts: Vec<octant_contracts::Alert>,
     pub metrics: BTreeMap<String, f64>,
+    /// Every observation on `octant.observations`, by id: (system, metric, event time, value,
+    /// how many copies).
+    pub observations: BTreeMap<String, (String, String, i64, f64, u32)>,
 }
 
 /// Runs generator → scorer → aggregator → alerter until the aggregator has published windows
@@ -165,7 +168,13 @@ pub(crate) async fn pipeline_with(env: &TestEnv, agg_config: AggregatorConfig, f
     assert!(windows.values().any(|w| w.window_end >= last_end - 120_000), "windows reach the end of the data");
     assert_eq!(metrics.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0), 0.0, "nothing late");
     let alerts = read_all(&env.kafka, &env.topic(topics::ALERTS)).await;
-    PipelineOutput { windows, profiles, alerts, metrics }
+    let mut observations = BTreeMap::new();
+    for o in read_all::<octant_contracts::Observation>(&env.kafka, &env.topic(topics::OBSERVATIONS)).await {
+        let e = observations.entry(o.observation_id.clone()).or_insert((o.system_id.clone(), o.metric.clone(), o.event_time, o.value, 0));
+        assert_eq!((e.2, e.3), (o.event_time, o.value), "two observations {} differ", o.observation_id);
+        e.4 += 1;
+    }
+    PipelineOutput { windows, profiles, alerts, metrics, observations }
 }
 
 fn dim<'a>(p: &'a DimensionProfile, d: &str) -> &'a octant_contracts::DimensionBand {
@@ -179,7 +188,7 @@ fn dim<'a>(p: &'a DimensionProfile, d: &str) -> &'a octant_contracts::DimensionB
 async fn ground_truth_through_the_pipeline() {
     let env = TestEnv::new("truth", 4).await;
     let fleet = truth_fleet();
-    let PipelineOutput { windows, profiles, alerts, metrics: m } = pipeline(&env, &fleet, 900, 0).await;
+    let PipelineOutput { windows, profiles, alerts, metrics: m, .. } = pipeline(&env, &fleet, 900, 0).await;
     let of = |sys: &str, src: Source| -> Vec<&DimensionProfile> {
         let mut v: Vec<_> = profiles.values().filter(|p| p.system_id == sys && p.source == src).collect();
         v.sort_by_key(|p| p.window_end);
@@ -287,17 +296,29 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
     let mut fleet = truth_fleet();
     fleet.systems.truncate(2);
     let one = TestEnv::new("part1", 1).await;
-    let w1 = pipeline(&one, &fleet, 700, 0).await.windows;
+    let out1 = pipeline(&one, &fleet, 700, 0).await;
     drop(one);
     let four = TestEnv::new("part4", 4).await;
-    let w4 = pipeline(&four, &fleet, 700, 0).await.windows;
+    let out4 = pipeline(&four, &fleet, 700, 0).await;
     drop(four);
     let killed = TestEnv::new("killed", 4).await;
-    let out = pipeline(&killed, &fleet, 700, 3).await;
-    assert_eq!(out.metrics.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0), 0.0);
-    let wk = out.windows;
+    let outk = pipeline(&killed, &fleet, 700, 3).await;
+    assert_eq!(outk.metrics.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0), 0.0);
+    let (w1, w4, wk) = (&out1.windows, &out4.windows, &outk.windows);
     assert!(w1.len() > 100, "{} windows", w1.len());
-    for (name, other) in [("4 partitions", &w4), ("4 partitions with 3 crashes", &wk)] {
+    for (name, other, out) in [("4 partitions", w4, &out4), ("4 partitions with 3 crashes", wk, &outk)] {
+        // The scorer's output is the same input to both aggregators (else a difference is the
+        // scorer's, not the windows').
+        let ids = |o: &PipelineOutput| o.observations.iter().map(|(k, v)| (k.clone(), (v.2, v.3))).collect::<BTreeMap<_, _>>();
+        let (a, b) = (ids(&out1), ids(out));
+        let differ: Vec<_> = a
+            .iter()
+            .filter(|(k, v)| b.get(*k) != Some(v))
+            .map(|(k, _)| k)
+            .chain(b.keys().filter(|k| !a.contains_key(*k)))
+            .take(10)
+            .collect();
+        assert!(differ.is_empty(), "{name}: the scorer's observations differ: {differ:?}");
         // Compare the windows both runs closed (the first and last few depend on where each
         // run started and stopped).
         let common: Vec<&String> = w1.keys().filter(|k| other.contains_key(*k)).collect();
@@ -309,6 +330,13 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
                 "DIFF {k}: units {} vs {}, clusters {} vs {}, est {:?} vs {:?}",
                 a.units, b.units, a.clusters, b.clusters, a.estimate, b.estimate
             );
+            // What the window holds by the observations topic (deduplicated by id).
+            let held = out1
+                .observations
+                .values()
+                .filter(|o| o.0 == a.system_id && o.1 == a.metric && o.2 >= a.window_start && o.2 < a.window_end)
+                .fold((0u32, 0.0), |(n, s), o| (n + 1, s + o.3));
+            eprintln!("  by the topic: {} units, mean {:.4}", held.0, held.1 / held.0 as f64);
         }
         assert!(differing.is_empty(), "{} of {} windows differ between 1 partition and {name}", differing.len(), common.len());
         eprintln!("{} windows identical between 1 partition and {name}", common.len());

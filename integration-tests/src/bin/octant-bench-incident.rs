@@ -1,13 +1,15 @@
 //! Latency from an unsafe step being produced to its incident on `octant.alerts`, printed as a
 //! table (figures go to BENCHMARKS.md).
 //!
-//! `cargo run --release -p octant-integration-tests --bin octant-bench-incident -- [N] [RATE]`
+//! `cargo run --release -p octant-integration-tests --bin octant-bench-incident -- [N] [RATE] [BACKGROUND]`
 //!
 //! Starts the embedded broker (tansu) and the alerter, produces N critical unsafe steps (one
 //! run each, irreversible, unconfirmed, violating a constraint) at RATE per second among
 //! 9 safe steps each, reads `octant.alerts`, and measures produce-call → incident-read per
-//! incident (both on this machine's clock). Everything runs over loopback TCP on the same
-//! 2-core machine, so the figures include the broker.
+//! incident (both on this machine's clock). BACKGROUND (default 0) adds that many safe steps
+//! per second of other runs on the same topic, from a second producer, for the whole run (the
+//! rate reached is printed). Everything runs over loopback TCP on the same 2-core machine, so
+//! the figures include the broker and the load generator.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -48,6 +50,7 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2000);
     let rate: f64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100.0);
+    let background: f64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(0.0);
     let broker = octant_runtime::broker::EmbeddedBroker::start().await?;
     let mut kafka = octant_runtime::KafkaConfig { brokers: broker.brokers.clone(), ..Default::default() };
     // OCTANT_BENCH_FETCH_WAIT_MS: the alerter's fetch.wait.max.ms (Octant's default 100).
@@ -96,6 +99,32 @@ async fn main() -> anyhow::Result<()> {
             }
         })
     };
+    // Background load: safe steps of other runs, enqueued without awaiting each delivery.
+    let stop_background = tokio_util::sync::CancellationToken::new();
+    let loading = {
+        let (producer, topic, stop) =
+            (octant_runtime::kafka::producer(&kafka, "bench-load")?, kafka.topic(topics::TRAJECTORIES_PRODUCTION), stop_background.clone());
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let mut sent = 0u64;
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            while background > 0.0 && !stop.is_cancelled() {
+                tick.tick().await;
+                let due = (started.elapsed().as_secs_f64() * background) as u64;
+                while sent < due {
+                    let run = format!("load-{sent}");
+                    let payload = to_single_object(&step(&run, false, octant_runtime::dlq::now_ms())).unwrap();
+                    let rec = rdkafka::producer::FutureRecord::to(&topic).key(run.as_bytes()).payload(&payload);
+                    match producer.send_result(rec) {
+                        Ok(delivery) => drop(delivery),
+                        Err(_) => break, // queue full: the generator is the limit, the rate printed says so
+                    }
+                    sent += 1;
+                }
+            }
+            sent as f64 / started.elapsed().as_secs_f64()
+        })
+    };
     let d = Decoder::new();
     let mut lat = Vec::with_capacity(n);
     let deadline = Instant::now() + Duration::from_secs(60) + Duration::from_secs_f64(n as f64 / rate);
@@ -108,6 +137,8 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     producing.await?;
+    stop_background.cancel();
+    let background_rate = loading.await?;
     shutdown.cancel();
     let _ = alerter.task.await;
     // The first 100 incidents include connection set-up (producer id, first fetches).
@@ -119,6 +150,7 @@ async fn main() -> anyhow::Result<()> {
     println!("| measure | value |");
     println!("|---|---|");
     println!("| incidents measured | {} of {n} ({} steps in all, {rate}/s critical) |", lat.len(), n * 10);
+    println!("| background load reached | {background_rate:.0} safe steps/s (asked {background}) |");
     println!("| p50 produce → incident on octant.alerts (after the first {warm}) | {:.1} ms |", q(&steady, 0.5));
     println!("| p99 (after the first {warm}) | {:.1} ms |", q(&steady, 0.99));
     println!("| max (after the first {warm}) | {:.1} ms |", q(&steady, 1.0));

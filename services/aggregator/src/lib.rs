@@ -38,7 +38,7 @@ use octant_core::profile::Profile;
 use octant_runtime::admin::{self, Health};
 use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
 use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
-use octant_runtime::kafka::{self, OutRecord};
+use octant_runtime::kafka::OutRecord;
 use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
 use octant_runtime::service::{self, ServiceId};
 use prometheus::Registry;
@@ -78,7 +78,7 @@ pub async fn start(config: AggregatorConfig, registry: Registry, shutdown: Cance
     let health = Health::new();
     let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
     let kafka = &config.stream.kafka;
-    let producer = kafka::producer(kafka, ID.name)?;
+    let producer = pipeline::producer(kafka, ID.name)?;
     let (consumer, shared) = consumer::group_consumer(
         kafka,
         ID.name,

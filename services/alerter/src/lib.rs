@@ -45,7 +45,7 @@ use octant_contracts::{
 use octant_runtime::admin::{self, Health};
 use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
 use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
-use octant_runtime::kafka::{self, OutRecord};
+use octant_runtime::kafka::OutRecord;
 use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
 use octant_runtime::service::{self, ServiceId};
 use prometheus::Registry;
@@ -87,7 +87,7 @@ pub async fn start(config: AlerterConfig, registry: Registry, shutdown: Cancella
     let feed = stage.alerts.clone();
     let health = Health::new();
     let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
-    let producer = kafka::producer(kafka, ID.name)?;
+    let producer = pipeline::producer(kafka, ID.name)?;
     let inputs = [kafka.topic(topics::WINDOWS), kafka.topic(topics::TRAJECTORIES_PRODUCTION), kafka.topic(topics::TRAJECTORIES_EVALUATION)];
     let (consumer, shared) = consumer::group_consumer(
         kafka,
@@ -219,7 +219,20 @@ impl Stage for AlerterStage {
             let epoch = r.shared.assignment_epoch();
             if epoch != r.epoch {
                 // In the loop's blocking section (`open` runs in `block_in_place`).
-                let history = tokio::runtime::Handle::current().block_on(read_history(&r.kafka))?;
+                // Brokers that just came back (or a session that lapsed) may fail a read: retried
+                // with backoff (about 30 s in all) before the loop gives up on the partition.
+                let mut delay = Duration::from_millis(500);
+                let history = loop {
+                    match tokio::runtime::Handle::current().block_on(read_history(&r.kafka)) {
+                        Ok(h) => break h,
+                        Err(e) if delay < Duration::from_secs(16) => {
+                            tracing::warn!(error = format!("{e:#}"), retry_in = ?delay, "reading the alert history failed");
+                            std::thread::sleep(delay);
+                            delay *= 2;
+                        }
+                        Err(e) => return Err(e.context("reading the alert history after an assignment")),
+                    }
+                };
                 r.epoch = epoch;
                 for a in &history {
                     self.rules.restore(a);

@@ -33,7 +33,7 @@
 //! producers that still write legacy fingerprints.
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use apache_avro::Schema;
 use apache_avro::reader::datum::GenericDatumReader;
@@ -69,6 +69,11 @@ pub struct KnownSchema {
     /// The fingerprint Octant wrote before following the specification (accepted on input,
     /// written only under [`FingerprintKind::Legacy`]).
     pub legacy_fingerprint: [u8; 8],
+    /// The schema's writer (its names resolved), built at first use: resolving per record was
+    /// a large share of the scorer's encoding cost.
+    writer: OnceLock<GenericDatumWriter<'static>>,
+    /// Its reader resolved to the current schema of the same name, built at first use.
+    reader: OnceLock<Result<GenericDatumReader<'static>, String>>,
 }
 
 impl std::fmt::Debug for KnownSchema {
@@ -96,10 +101,32 @@ pub static KNOWN: LazyLock<Vec<KnownSchema>> = LazyLock::new(|| {
                 Some(rest) => rest.split('/').next().unwrap_or("released"),
                 None => "current",
             };
-            KnownSchema { path, version, full_name, schema, canonical_form, fingerprint, legacy_fingerprint }
+            KnownSchema {
+                path,
+                version,
+                full_name,
+                schema,
+                canonical_form,
+                fingerprint,
+                legacy_fingerprint,
+                writer: OnceLock::new(),
+                reader: OnceLock::new(),
+            }
         })
         .collect()
 });
+
+fn find_known(file: &str) -> &'static KnownSchema {
+    KNOWN.iter().find(|k| k.path == file).unwrap_or_else(|| panic!("schemas/{file} is not embedded"))
+}
+
+impl KnownSchema {
+    /// The writer of this schema (built once).
+    fn writer(&'static self) -> &'static GenericDatumWriter<'static> {
+        self.writer
+            .get_or_init(|| GenericDatumWriter::builder(&self.schema).build().unwrap_or_else(|e| panic!("schemas/{}: {e}", self.path)))
+    }
+}
 
 /// A Rust type bound to its Avro schema.
 pub trait Contract: Serialize + DeserializeOwned {
@@ -110,25 +137,133 @@ pub trait Contract: Serialize + DeserializeOwned {
 
     /// The current schema.
     fn known() -> &'static KnownSchema {
-        KNOWN.iter().find(|k| k.path == Self::FILE).unwrap_or_else(|| panic!("schemas/{} is not embedded", Self::FILE))
+        find_known(Self::FILE)
     }
 
     fn schema() -> &'static Schema {
         &Self::known().schema
     }
+
+    /// Appends the Avro binary datum of `self` to `out`. The default is the schema-driven
+    /// writer of apache-avro; a type on a hot path may write its datum by hand, and a test
+    /// then proves the bytes equal the default's ([`write_datum_generic`]).
+    fn write_datum(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        write_datum_generic(self, out)
+    }
+}
+
+/// The schema-driven Avro datum of `value` (apache-avro), appended to `out`.
+pub fn write_datum_generic<T: Contract>(value: &T, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    T::known().writer().write_ser(out, value).map(|_| ()).map_err(encode_err::<T>)
 }
 
 macro_rules! contract {
-    ($t:ty, $name:literal, $file:literal) => {
+    ($t:ty, $name:literal, $file:literal $(, $write:path)?) => {
         impl Contract for $t {
             const FULL_NAME: &'static str = concat!("ai.octant.v1.", $name);
             const FILE: &'static str = $file;
+
+            fn known() -> &'static KnownSchema {
+                static KNOWN_HERE: OnceLock<&'static KnownSchema> = OnceLock::new();
+                KNOWN_HERE.get_or_init(|| find_known($file))
+            }
+
+            $(
+                fn write_datum(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+                    $write(self, out);
+                    Ok(())
+                }
+            )?
         }
     };
 }
 
+/// Avro binary primitives for the hand-written datum writers (Avro specification, "Binary
+/// Encoding"): zig-zag varints for int and long, length-prefixed strings, little-endian
+/// doubles, a union as its branch index then the value.
+mod binary {
+    pub fn long(out: &mut Vec<u8>, v: i64) {
+        let mut z = ((v << 1) ^ (v >> 63)) as u64;
+        while z >= 0x80 {
+            out.push((z as u8) | 0x80);
+            z >>= 7;
+        }
+        out.push(z as u8);
+    }
+
+    pub fn string(out: &mut Vec<u8>, s: &str) {
+        long(out, s.len() as i64);
+        out.extend_from_slice(s.as_bytes());
+    }
+
+    pub fn double(out: &mut Vec<u8>, v: f64) {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// `["null", T]`: branch 0, or branch 1 and the value.
+    pub fn optional<T>(out: &mut Vec<u8>, v: &Option<T>, write: impl FnOnce(&mut Vec<u8>, &T)) {
+        match v {
+            None => long(out, 0),
+            Some(x) => {
+                long(out, 1);
+                write(out, x);
+            }
+        }
+    }
+}
+
+/// The datum of an [`Observation`], written by hand: the scorer writes several per event, and
+/// apache-avro's schema-driven serializer (field lookup by name, dynamic unions) was the
+/// largest share of the scorer's work. Field order is `schemas/observation.avsc`'s; the
+/// contracts test proves the bytes equal the schema-driven writer's for arbitrary values.
+fn observation_datum(o: &Observation, out: &mut Vec<u8>) {
+    use binary::*;
+    let string_ = |out: &mut Vec<u8>, s: &String| string(out, s);
+    string(out, &o.observation_id);
+    string(out, &o.metric);
+    string(out, &o.system_id);
+    string(out, &o.system_version);
+    long(
+        out,
+        match o.source {
+            Source::Production => 0,
+            Source::Evaluation => 1,
+        },
+    );
+    optional(out, &o.agent_id, string_);
+    string(out, &o.run_id);
+    optional(out, &o.task_id, string_);
+    optional(out, &o.attempt, |out, v| long(out, i64::from(*v)));
+    if !o.groups.is_empty() {
+        long(out, o.groups.len() as i64);
+        for g in &o.groups {
+            string(out, g);
+        }
+    }
+    long(out, 0);
+    optional(out, &o.benchmark, string_);
+    string(out, &o.cluster_id);
+    optional(out, &o.step, |out, v| long(out, *v));
+    long(out, o.event_time);
+    double(out, o.value);
+    double(out, o.weight);
+    optional(out, &o.confidence, |out, v| double(out, *v));
+    optional(out, &o.provenance, |out, p| {
+        long(
+            out,
+            match p {
+                Provenance::Verifier => 0,
+                Provenance::Human => 1,
+                Provenance::Judge => 2,
+                Provenance::SelfReported => 3,
+                Provenance::Abandoned => 4,
+            },
+        )
+    });
+}
+
 contract!(TrajectoryEvent, "TrajectoryEvent", "trajectory_event.avsc");
-contract!(Observation, "Observation", "observation.avsc");
+contract!(Observation, "Observation", "observation.avsc", observation_datum);
 contract!(MetricWindow, "MetricWindow", "metric_window.avsc");
 contract!(DimensionProfile, "DimensionProfile", "dimension_profile.avsc");
 contract!(Alert, "Alert", "alert.avsc");
@@ -186,8 +321,9 @@ fn encode_err<T>(e: apache_avro::Error) -> EncodeError {
 
 /// Raw Avro binary datum (no header), written with the current schema.
 pub fn to_avro<T: Contract>(value: &T) -> Result<Vec<u8>, EncodeError> {
-    let writer = GenericDatumWriter::builder(T::schema()).build().map_err(encode_err::<T>)?;
-    writer.write_ser_to_vec(value).map_err(encode_err::<T>)
+    let mut out = Vec::with_capacity(256);
+    value.write_datum(&mut out)?;
+    Ok(out)
 }
 
 /// Which fingerprint single-object headers carry when Octant writes them.
@@ -218,25 +354,23 @@ pub fn to_single_object<T: Contract>(value: &T) -> Result<Vec<u8>, EncodeError> 
 
 /// Avro single-object encoding with the given kind of fingerprint.
 pub fn to_single_object_with<T: Contract>(value: &T, kind: FingerprintKind) -> Result<Vec<u8>, EncodeError> {
-    let datum = to_avro(value)?;
-    let mut out = Vec::with_capacity(10 + datum.len());
+    let mut out = Vec::with_capacity(256);
     out.extend_from_slice(&SINGLE_OBJECT_MAGIC);
     let known = T::known();
     out.extend_from_slice(match kind {
         FingerprintKind::Standard => &known.fingerprint,
         FingerprintKind::Legacy => &known.legacy_fingerprint,
     });
-    out.extend_from_slice(&datum);
+    value.write_datum(&mut out)?;
     Ok(out)
 }
 
 /// Confluent framing with a declared schema id.
 pub fn to_confluent<T: Contract>(value: &T, schema_id: u32) -> Result<Vec<u8>, EncodeError> {
-    let datum = to_avro(value)?;
-    let mut out = Vec::with_capacity(5 + datum.len());
+    let mut out = Vec::with_capacity(256);
     out.push(CONFLUENT_MAGIC);
     out.extend_from_slice(&schema_id.to_be_bytes());
-    out.extend_from_slice(&datum);
+    value.write_datum(&mut out)?;
     Ok(out)
 }
 
@@ -268,6 +402,22 @@ impl std::io::Read for Bounded<'_> {
 /// Decodes a raw datum written with `writer`, resolved to the current schema of `T`.
 pub fn from_avro<T: Contract>(datum: &[u8], writer: &Schema) -> Result<T, DecodeError> {
     let reader = GenericDatumReader::builder(writer).reader_schema(T::schema()).build().map_err(|e| DecodeError::Avro(e.to_string()))?;
+    read_datum(&reader, datum)
+}
+
+/// [`from_avro`] with an embedded writer schema, whose resolved reader is kept (resolving
+/// both schemas per record cost more than reading it). `writer` names `T` (checked by the
+/// caller), so the reader built at first use is the same for every later call.
+fn from_avro_known<T: Contract>(datum: &[u8], writer: &'static KnownSchema) -> Result<T, DecodeError> {
+    let reader = writer
+        .reader
+        .get_or_init(|| GenericDatumReader::builder(&writer.schema).reader_schema(T::schema()).build().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| DecodeError::Avro(e.clone()))?;
+    read_datum(reader, datum)
+}
+
+fn read_datum<T: Contract>(reader: &GenericDatumReader<'_>, datum: &[u8]) -> Result<T, DecodeError> {
     let mut input = Bounded { rest: datum, short: false };
     let value = reader.read_value(&mut input).map_err(|e| DecodeError::Avro(e.to_string()))?;
     if input.short {
@@ -391,7 +541,7 @@ impl Decoder {
                 if known.full_name != T::FULL_NAME {
                     return Err(DecodeError::WrongType { expected: T::FULL_NAME, found: known.full_name.clone() });
                 }
-                let value = from_avro(datum, &known.schema)?;
+                let value = from_avro_known(datum, known)?;
                 if let (Framing::SingleObjectLegacy, Some(hook)) = (framing, &self.on_legacy) {
                     hook();
                 }

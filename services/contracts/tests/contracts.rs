@@ -514,6 +514,32 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    /// The hand-written Observation datum (the scorer's hot path) is byte for byte the
+    /// schema-driven writer's, for every branch of every union and enum.
+    #[test]
+    fn the_hand_written_observation_datum_equals_the_schema_driven_one(
+        id in ".{0,40}", metric in "[a-z_.]{0,30}", value in any::<f64>(), weight in any::<f64>(),
+        agent in proptest::option::of(".{0,20}"), task in proptest::option::of(".{0,20}"),
+        attempt in proptest::option::of(any::<i32>()), step in proptest::option::of(any::<i64>()), t in any::<i64>(),
+        groups in prop::collection::vec(".{0,12}", 0..5), bench in proptest::option::of(".{0,20}"),
+        conf in proptest::option::of(any::<f64>()), evaluation in any::<bool>(),
+        prov in proptest::option::of(0usize..5),
+    ) {
+        let o = Observation {
+            observation_id: id, metric, value, weight, agent_id: agent, task_id: task, attempt, step, event_time: t, groups,
+            benchmark: bench, confidence: conf,
+            source: if evaluation { Source::Evaluation } else { Source::Production },
+            provenance: prov.map(|i| Provenance::ALL[i]),
+            ..observation()
+        };
+        let mut generic = Vec::new();
+        octant_contracts::codec::write_datum_generic(&o, &mut generic).unwrap();
+        prop_assert_eq!(to_avro(&o).unwrap(), generic);
+    }
+}
+
 // ---------------------------------------------------------------- evolution
 
 /// Sample data for `file`, encoded with whatever schema the caller gives.

@@ -3,27 +3,11 @@
 //! `cargo bench -p octant-core --bench bootstrap`; figures go in BENCHMARKS.md.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use octant_core::stats::bootstrap::{BootstrapSpec, ReplicateSums, cluster_hash, mix64, ratio, to_fixed};
+use octant_core::stats::bootstrap::{BootstrapSpec, ReplicateSums, ratio};
 use std::hint::black_box;
 
-fn binary_units(n: u64) -> Vec<(u64, [i128; 2])> {
-    (0..n)
-        .map(|i| {
-            let y = (mix64(i) % 100 < 20) as u8 as f64;
-            (cluster_hash(&format!("run-{i}")), [to_fixed(y), to_fixed(1.0)])
-        })
-        .collect()
-}
-
-fn step_clusters(n: u64) -> Vec<(u64, [i128; 2], u64)> {
-    (0..n)
-        .map(|i| {
-            let steps = 1 + mix64(i) % 20;
-            let hits = (0..steps).filter(|s| mix64(i * 31 + s) % 100 < 10).count() as f64;
-            (cluster_hash(&format!("run-{i}")), [to_fixed(hits), to_fixed(steps as f64)], steps)
-        })
-        .collect()
-}
+mod common;
+use common::{binary_units, step_clusters};
 
 fn bench(c: &mut Criterion) {
     let spec = BootstrapSpec::default();

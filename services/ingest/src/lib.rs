@@ -74,7 +74,7 @@ pub async fn start(config: IngestConfig, registry: Registry, shutdown: Cancellat
     let stage = IngestStage::new(&config, &registry);
     let health = octant_runtime::admin::Health::new();
     let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
-    let producer = kafka::producer(kafka, ID.name)?;
+    let producer = pipeline::producer(kafka, ID.name)?;
     let (consumer, shared) = consumer::group_consumer(
         kafka,
         ID.name,

@@ -28,7 +28,7 @@ use arrow::json::ReaderBuilder;
 use octant_contracts::*;
 use octant_runtime::admin::{self, Health};
 use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
-use octant_runtime::kafka::{self, OutRecord};
+use octant_runtime::kafka::OutRecord;
 use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
 use octant_runtime::service::{self, ServiceId};
 use parquet::file::properties::WriterProperties;
@@ -55,7 +55,7 @@ pub async fn start(config: LakeWriterConfig, registry: Registry, shutdown: Cance
     let health = Health::new();
     let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
     let kafka = &config.stream.kafka;
-    let producer = kafka::producer(kafka, ID.name)?;
+    let producer = pipeline::producer(kafka, ID.name)?;
     let inputs: Vec<String> = topics::ALL.iter().map(|t| kafka.topic(t)).collect();
     let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
     let (consumer, shared) =

@@ -155,3 +155,30 @@ impl Drop for EmbeddedBroker {
         }
     }
 }
+
+/// CPU seconds (user + system, every thread) this process has used so far.
+pub fn own_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+        t(u.ru_utime) + t(u.ru_stime)
+    }
+}
+
+/// CPU seconds (user + system) process `pid` has used so far, from `/proc/PID/stat`; 0 when it
+/// cannot be read (the process ended, or no `/proc`). For benchmarks that report the broker's share.
+pub fn cpu_seconds_of(pid: u32) -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // Fields after the command name (which is in parentheses): utime is the 14th field.
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split(' ').collect();
+            Some((f[11].parse::<f64>().ok()? + f[12].parse::<f64>().ok()?) / ticks)
+        })
+        .unwrap_or(0.0)
+}

@@ -33,7 +33,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use crate::config::KafkaConfig;
 use crate::error::RuntimeError;
-use crate::kafka::client_config;
+use crate::kafka::{apply_settings, client_config};
 
 /// A partition of a topic.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -188,6 +188,11 @@ impl GroupShared {
     /// come from another instance.
     pub fn assignment_epoch(&self) -> u64 {
         self.assignments.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether a partition was revoked since the loop last took the revocations.
+    pub fn has_revoked(&self) -> bool {
+        !self.revoked.lock().unwrap().is_empty()
     }
 
     pub fn take_revoked(&self) -> Vec<TopicPartition> {
@@ -395,13 +400,18 @@ pub fn group_consumer(
         // are read interleaved rather than one large batch after another, which keeps the
         // event-time skew between partitions (and so late data downstream) small.
         .set("max.partition.fetch.bytes", "65536")
-        .set("queued.min.messages", "2000");
-    // Latency: librdkafka's default lets a fetch wait 500 ms for data, per hop; the alerting
-    // path has two hops (scorer → aggregator → alerter, or trajectories → alerter). 100 ms
-    // keeps idle fetch traffic modest. A `kafka.settings` value wins.
-    if !cfg.settings.contains_key("fetch.wait.max.ms") {
-        c.set("fetch.wait.max.ms", "100");
-    }
+        .set("queued.min.messages", "2000")
+        // Since librdkafka 2.1 a partition whose prefetch queue reached `queued.min.messages`
+        // is not fetched again for `fetch.queue.backoff.ms` (default 1 s): with the small
+        // queue above that capped every partition at 2,000 messages per second (the scorer
+        // read about 3,000 events/s of a backlog while waiting, not working; BENCHMARKS.md).
+        .set("fetch.queue.backoff.ms", "10")
+        // Latency: librdkafka's default lets a fetch wait 500 ms for data, per hop; the alerting
+        // path has two hops (scorer → aggregator → alerter, or trajectories → alerter). 100 ms
+        // keeps idle fetch traffic modest.
+        .set("fetch.wait.max.ms", "100");
+    // The user's `kafka.settings` win over every default above.
+    apply_settings(&mut c, cfg);
     let consumer: GroupConsumer = c.create_with_context(ctx).map_err(|e| RuntimeError::kafka("failed to create consumer", e))?;
     consumer.subscribe(topics).map_err(|e| RuntimeError::kafka(format!("failed to subscribe to {topics:?}"), e))?;
     Ok((Arc::new(consumer), shared))

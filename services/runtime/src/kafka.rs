@@ -18,15 +18,26 @@ pub fn client_config(cfg: &KafkaConfig, service: &str) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &cfg.brokers);
     c.set("client.id", format!("{}-{service}", cfg.client_id));
+    apply_settings(&mut c, cfg);
+    c
+}
+
+/// Applies the user's `kafka.settings`. Clients that set their own defaults after
+/// [`client_config`] call it again last, so that the user's value always wins.
+pub fn apply_settings(c: &mut ClientConfig, cfg: &KafkaConfig) {
     for (k, v) in &cfg.settings {
         c.set(k, v);
     }
-    c
 }
 
 /// An idempotent producer: no duplicates from its own retries, per-partition order kept.
 /// Also applies `cfg.avro_fingerprint` to the process's Avro writer.
 pub fn producer(cfg: &KafkaConfig, service: &str) -> Result<FutureProducer, RuntimeError> {
+    producer_config(cfg, service).create().map_err(|e| RuntimeError::kafka("failed to create producer", e))
+}
+
+/// The configuration of [`producer`] (with the user's `kafka.settings` last).
+pub fn producer_config(cfg: &KafkaConfig, service: &str) -> ClientConfig {
     octant_contracts::codec::set_write_fingerprint(cfg.avro_fingerprint);
     let mut c = client_config(cfg, service);
     c.set("enable.idempotence", "true")
@@ -34,7 +45,8 @@ pub fn producer(cfg: &KafkaConfig, service: &str) -> Result<FutureProducer, Runt
         .set("linger.ms", "5")
         .set("message.timeout.ms", "300000")
         .set("queue.buffering.max.messages", "200000");
-    c.create().map_err(|e| RuntimeError::kafka("failed to create producer", e))
+    apply_settings(&mut c, cfg);
+    c
 }
 
 /// An Avro single-object record ready to send. Its `Debug` shows the payload's size, never

@@ -17,14 +17,16 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 use rdkafka::Message;
-use rdkafka::producer::FutureProducer;
+use rdkafka::client::ClientContext;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::Health;
+use crate::config::KafkaConfig;
 use crate::consumer::{self, CommitPoint, GroupConsumer, GroupShared, GroupView, PartitionOffsets, TopicPartition};
 use crate::error::RuntimeError;
 use crate::kafka::{self, OutRecord};
@@ -57,6 +59,9 @@ pub struct TickContext<'a> {
 pub struct Owned<P> {
     pub state: P,
     pub offsets: PartitionOffsets,
+    /// Which opening of the partition this is: acknowledgements of messages read before the
+    /// partition was revoked and opened again belong to the old state, not to this one.
+    opened: u64,
 }
 
 /// Every owned partition.
@@ -132,6 +137,11 @@ fn cpu<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// Messages already in the consumer's local queue taken in one turn of the loop (one hand-off
+/// of the worker thread for them all: `block_in_place` moves the worker to another thread, a
+/// thread wake-up per call, which per message cost the scorer more than its own work).
+const MAX_BATCH: usize = 512;
+
 /// Default commit interval of every service (serde default for service configs).
 pub fn default_commit_interval() -> Duration {
     Duration::from_secs(1)
@@ -163,29 +173,136 @@ pub const LOOP_STALL: Duration = Duration::from_secs(30);
 /// How long shutdown waits for a commit (a broker that stopped answering would hold it forever).
 pub const FINAL_COMMIT_WAIT: Duration = Duration::from_secs(30);
 
-/// Outputs awaiting acknowledgement: a message's, or a tick's.
-type PendingFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Delivered<T>> + Send>>;
-
-enum Delivered<T> {
-    Message(Done<T>),
-    /// A tick's records: all acknowledged (`true`) or not.
-    Tick(u64, bool),
+/// Whose records a batch of deliveries is: a message's (by its sequence number in the loop),
+/// or a tick's.
+#[derive(Debug, Clone, Copy)]
+enum Owner {
+    Message(u64),
+    Tick(u64),
 }
 
-struct Done<T> {
+/// The records of one message (or tick) in flight: librdkafka's delivery callback counts them
+/// down and reports the batch once, with the first error if any.
+pub struct Batch {
+    owner: Owner,
+    remaining: std::sync::atomic::AtomicUsize,
+    error: std::sync::Mutex<Option<KafkaError>>,
+}
+
+impl Batch {
+    /// One record of the batch is settled (acknowledged, or failed with `error`).
+    fn settle(&self, error: Option<&KafkaError>, done: &mpsc::UnboundedSender<(Owner, Option<KafkaError>)>) {
+        if let Some(e) = error {
+            self.error.lock().unwrap().get_or_insert_with(|| e.clone());
+        }
+        if self.remaining.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+            // The loop may have ended (a fatal error): nobody to tell.
+            let _ = done.send((self.owner, self.error.lock().unwrap().take()));
+        }
+    }
+}
+
+/// The producer's context: delivery reports go to the loop through one channel (no future,
+/// channel or allocation per record: per record, the futures of `FutureProducer` and their
+/// joins were a large share of a stage's work).
+pub struct AckContext {
+    done: mpsc::UnboundedSender<(Owner, Option<KafkaError>)>,
+}
+
+impl ClientContext for AckContext {}
+
+impl ProducerContext for AckContext {
+    type DeliveryOpaque = Arc<Batch>;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, batch: Arc<Batch>) {
+        batch.settle(result.as_ref().err().map(|(e, _)| e), &self.done);
+    }
+}
+
+/// A stage's producer: an idempotent producer ([`kafka::producer`]'s settings) whose delivery
+/// reports reach [`run`].
+pub struct StageProducer {
+    producer: ThreadedProducer<AckContext>,
+    done: mpsc::UnboundedReceiver<(Owner, Option<KafkaError>)>,
+}
+
+/// The producer a service hands to [`run`].
+pub fn producer(cfg: &KafkaConfig, service: &str) -> Result<StageProducer, RuntimeError> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let producer = kafka::producer_config(cfg, service)
+        .create_with_context(AckContext { done: tx })
+        .map_err(|e| RuntimeError::kafka("failed to create producer", e))?;
+    Ok(StageProducer { producer, done: rx })
+}
+
+impl StageProducer {
+    /// Enqueues `records` as one batch reported as `owner` (at once when there are none).
+    /// Blocks while librdkafka's queue is full (the delivery thread drains it). A record
+    /// librdkafka refuses outright (too large for the broker, an unknown partition) settles
+    /// as a failed delivery.
+    fn send(&self, owner: Owner, records: &[OutRecord]) {
+        let batch = Arc::new(Batch { owner, remaining: records.len().into(), error: Default::default() });
+        let done = &self.producer.context().done;
+        if records.is_empty() {
+            let _ = done.send((owner, None));
+            return;
+        }
+        for r in records {
+            let mut rec = BaseRecord::with_opaque_to(&r.topic, batch.clone()).key(r.key.as_bytes()).payload(&r.payload);
+            if let Some(p) = r.partition {
+                rec = rec.partition(p);
+            }
+            loop {
+                match self.producer.send(rec) {
+                    Ok(()) => break,
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                        rec = back;
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err((e, _)) => {
+                        batch.settle(Some(&e), done);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A message whose records are in flight.
+struct Waiting<T> {
     tp: TopicPartition,
     offset: i64,
+    /// [`Owned::opened`] of the state that processed it.
+    opened: u64,
     started: Instant,
     tag: T,
-    result: Result<(), rdkafka::error::KafkaError>,
 }
 
 /// Runs `stage` until `shutdown` (then drains) or a fatal delivery error.
 pub async fn run<S: Stage>(
+    stage: S,
+    consumer: Arc<GroupConsumer>,
+    shared: Arc<GroupShared>,
+    producer: StageProducer,
+    health: Arc<Health>,
+    cfg: LoopConfig,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let result = run_loop(stage, consumer, shared, producer, health, cfg, shutdown).await;
+    // The service's task ends here: say why where operators look (the caller may only see a
+    // finished task).
+    if let Err(e) = &result {
+        tracing::error!(error = format!("{e:#}"), "the stage stopped");
+    }
+    result
+}
+
+async fn run_loop<S: Stage>(
     mut stage: S,
     consumer: Arc<GroupConsumer>,
     shared: Arc<GroupShared>,
-    producer: FutureProducer,
+    mut producer: StageProducer,
     health: Arc<Health>,
     cfg: LoopConfig,
     shutdown: CancellationToken,
@@ -193,7 +310,10 @@ pub async fn run<S: Stage>(
     let mut parts: Parts<S::Partition> = HashMap::new();
     let mut last_commit: HashMap<TopicPartition, CommitPoint> = HashMap::new();
     let mut committing: Option<JoinHandle<Result<(), RuntimeError>>> = None;
-    let mut pending: FuturesUnordered<PendingFuture<S::Tag>> = FuturesUnordered::new();
+    let mut waiting: HashMap<u64, Waiting<S::Tag>> = HashMap::new();
+    let mut next_seq = 0u64;
+    let mut openings = 0u64;
+    let mut ticks_in_flight = 0usize;
     let mut tick = tokio::time::interval(cfg.commit_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tick_seq = 0u64;
@@ -218,8 +338,15 @@ pub async fn run<S: Stage>(
         tokio::select! {
             biased;
             _ = shutdown.cancelled() => break,
-            Some(done) = pending.next(), if !pending.is_empty() => {
-                finish(&mut stage, &mut parts, done)?;
+            Some(first) = producer.done.recv() => {
+                // Every report already there, in one turn.
+                let mut report = Some(first);
+                let mut n = 0;
+                while let Some((owner, error)) = report {
+                    finish(&mut stage, &mut parts, &mut waiting, &mut ticks_in_flight, owner, error)?;
+                    n += 1;
+                    report = if n < MAX_BATCH { producer.done.try_recv().ok() } else { None };
+                }
             }
             _ = tick.tick() => {
                 last_turn.store(started_at.elapsed().as_millis() as u64, std::sync::atomic::Ordering::Relaxed);
@@ -229,17 +356,9 @@ pub async fn run<S: Stage>(
                 let ctx = TickContext { group: &*shared, now: Instant::now(), seq: tick_seq };
                 let records = cpu(|| stage.tick(&mut parts, &ctx));
                 if !records.is_empty() {
-                    // Through the same FIFO as message outputs: first polled (so enqueued in
-                    // the producer) after everything pushed before.
-                    let (producer, seq) = (producer.clone(), tick_seq);
-                    pending.push(Box::pin(async move {
-                        let results = futures::future::join_all(records.iter().map(|r| kafka::send(&producer, r))).await;
-                        let failed = results.into_iter().find_map(Result::err);
-                        if let Some(e) = &failed {
-                            tracing::warn!(error = %e, "delivery of tick records failed");
-                        }
-                        Delivered::Tick(seq, failed.is_none())
-                    }) as PendingFuture<S::Tag>);
+                    // Enqueued after every record of the messages processed so far.
+                    ticks_in_flight += 1;
+                    cpu(|| producer.send(Owner::Tick(tick_seq), &records));
                 } else {
                     stage.tick_acked(&mut parts, tick_seq);
                 }
@@ -260,59 +379,87 @@ pub async fn run<S: Stage>(
                     }
                 }
             }
-            msg = consumer.recv(), if pending.len() < cfg.max_inflight => {
-                match msg {
-                    Ok(m) => {
-                        drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
-                        let started = Instant::now();
-                        let tp = TopicPartition::new(m.topic(), m.partition());
-                        let offset = m.offset();
-                        if !parts.contains_key(&tp) && !shared.owns(&tp) {
-                            // A message of a partition revoked (the session lapsed while the
-                            // brokers did not answer) that was already in the local queue: not
-                            // this instance's to process; the next owner reads it again. Opening
-                            // it would run the stage's `open` (reads from the brokers) for a
-                            // partition it does not own.
-                            tracing::debug!(topic = %tp.topic, partition = tp.partition, offset, "message of a partition not assigned here: skipped");
-                            continue;
-                        }
-                        if !parts.contains_key(&tp) {
-                            let companion = tokio::task::block_in_place(|| shared.read_companion(&tp));
-                            tracing::info!(topic = %tp.topic, partition = tp.partition, offset, ?companion, "partition opened");
-                            let state = cpu(|| stage.open(&tp, offset, companion))
-                                .map_err(|e| e.context(format!("failed to open partition {tp}")))?;
-                            parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default() });
-                        }
-                        let owned = parts.get_mut(&tp).expect("inserted above");
-                        owned.offsets.begin(offset);
-                        let msg = InMessage {
-                            topic: m.topic(),
-                            partition: m.partition(),
-                            offset,
-                            key: m.key(),
-                            payload: m.payload().unwrap_or_default(),
-                            timestamp: m.timestamp().to_millis(),
-                            read_at: started,
-                        };
-                        let (records, tag) = cpu(|| stage.process(&mut owned.state, &mut owned.offsets, &msg));
-                        let producer = producer.clone();
-                        pending.push(Box::pin(async move {
-                            let results = futures::future::join_all(records.iter().map(|r| kafka::send(&producer, r))).await;
-                            let result = results.into_iter().find_map(Result::err).map_or(Ok(()), Err);
-                            Delivered::Message(Done { tp, offset, started, tag, result })
-                        }));
-                    }
+            msg = consumer.recv(), if waiting.len() < cfg.max_inflight => {
+                let mut batch = match msg {
+                    Ok(m) => vec![m],
                     Err(e) => {
                         tracing::warn!(error = %e, "consumer error");
                         tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
                     }
+                };
+                // Revocations up to the first message (it is of the new assignment).
+                drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
+                // What else is already in the local queue, up to a batch: one hand-off of the
+                // worker thread (`cpu`) for the batch rather than one per message. A rebalance
+                // can run inside any of these calls: the messages taken before it belong to the
+                // state as it was, the ones after to the new assignment (a partition revoked
+                // and assigned again reopens from its commit point), so the batch ends there
+                // and the rest is a second batch, after the revoked state is dropped.
+                let room = (cfg.max_inflight - waiting.len()).min(MAX_BATCH);
+                let mut after_rebalance = Vec::new();
+                while batch.len() + after_rebalance.len() < room {
+                    match futures::FutureExt::now_or_never(consumer.recv()) {
+                        Some(Ok(m)) if after_rebalance.is_empty() && !shared.has_revoked() => batch.push(m),
+                        Some(Ok(m)) => after_rebalance.push(m),
+                        Some(Err(e)) => {
+                            tracing::warn!(error = %e, "consumer error");
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+                for (i, batch) in [batch, after_rebalance].iter().enumerate() {
+                    if i > 0 {
+                        drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
+                    }
+                    cpu(|| -> anyhow::Result<()> {
+                        for m in batch {
+                            let started = Instant::now();
+                            let tp = TopicPartition::new(m.topic(), m.partition());
+                            let offset = m.offset();
+                            if !parts.contains_key(&tp) && !shared.owns(&tp) {
+                                // A message of a partition revoked (the session lapsed while the
+                                // brokers did not answer) that was already in the local queue: not
+                                // this instance's to process; the next owner reads it again. Opening
+                                // it would run the stage's `open` (reads from the brokers) for a
+                                // partition it does not own.
+                                tracing::debug!(topic = %tp.topic, partition = tp.partition, offset, "message of a partition not assigned here: skipped");
+                                continue;
+                            }
+                            if !parts.contains_key(&tp) {
+                                let companion = shared.read_companion(&tp);
+                                tracing::info!(topic = %tp.topic, partition = tp.partition, offset, ?companion, "partition opened");
+                                let state = stage.open(&tp, offset, companion).map_err(|e| e.context(format!("failed to open partition {tp}")))?;
+                                openings += 1;
+                                parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default(), opened: openings });
+                            }
+                            let owned = parts.get_mut(&tp).expect("inserted above");
+                            owned.offsets.begin(offset);
+                            let msg = InMessage {
+                                topic: m.topic(),
+                                partition: m.partition(),
+                                offset,
+                                key: m.key(),
+                                payload: m.payload().unwrap_or_default(),
+                                timestamp: m.timestamp().to_millis(),
+                                read_at: started,
+                            };
+                            let (records, tag) = stage.process(&mut owned.state, &mut owned.offsets, &msg);
+                            next_seq += 1;
+                            waiting.insert(next_seq, Waiting { tp, offset, opened: owned.opened, started, tag });
+                            producer.send(Owner::Message(next_seq), &records);
+                        }
+                        Ok(())
+                    })?;
                 }
             }
         }
     }
-    tracing::info!(pending = pending.len(), "draining");
-    while let Some(done) = pending.next().await {
-        finish(&mut stage, &mut parts, done)?;
+    tracing::info!(pending = waiting.len(), "draining");
+    while !waiting.is_empty() || ticks_in_flight > 0 {
+        let Some((owner, error)) = producer.done.recv().await else { break };
+        finish(&mut stage, &mut parts, &mut waiting, &mut ticks_in_flight, owner, error)?;
     }
     // librdkafka's synchronous commit waits as long as the coordinator does not answer: bound
     // the waits of shutdown (what is not committed is re-read by the next owner).
@@ -336,24 +483,34 @@ pub async fn run<S: Stage>(
     Ok(())
 }
 
-fn finish<S: Stage>(stage: &mut S, parts: &mut Parts<S::Partition>, delivered: Delivered<S::Tag>) -> anyhow::Result<()> {
-    let done = match delivered {
-        Delivered::Tick(seq, ok) => {
-            if ok {
-                stage.tick_acked(parts, seq);
+fn finish<S: Stage>(
+    stage: &mut S,
+    parts: &mut Parts<S::Partition>,
+    waiting: &mut HashMap<u64, Waiting<S::Tag>>,
+    ticks_in_flight: &mut usize,
+    owner: Owner,
+    error: Option<KafkaError>,
+) -> anyhow::Result<()> {
+    let seq = match owner {
+        Owner::Tick(seq) => {
+            *ticks_in_flight -= 1;
+            match error {
+                None => stage.tick_acked(parts, seq),
+                Some(e) => tracing::warn!(error = %e, "delivery of tick records failed"),
             }
             return Ok(());
         }
-        Delivered::Message(done) => done,
+        Owner::Message(seq) => seq,
     };
-    if let Err(e) = done.result {
+    let done = waiting.remove(&seq).expect("every message in flight is waited for");
+    if let Some(e) = error {
         anyhow::bail!(
             "delivery of the outputs of {} offset {} failed after retries: {e}; restarting from the last commit",
             done.tp,
             done.offset
         );
     }
-    if let Some(o) = parts.get_mut(&done.tp) {
+    if let Some(o) = parts.get_mut(&done.tp).filter(|o| o.opened == done.opened) {
         o.offsets.acked(done.offset);
     }
     stage.acked(done.tag, done.started.elapsed());
@@ -489,7 +646,7 @@ impl<S: Stage> Driver<S> {
         self.next_offset.insert(tp.clone(), offset + 1);
         if !self.parts.contains_key(&tp) {
             let state = self.stage.open(&tp, offset, self.companions.get(&tp).copied())?;
-            self.parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default() });
+            self.parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default(), opened: 0 });
             self.group.assigned.insert(tp.clone());
         }
         let owned = self.parts.get_mut(&tp).expect("inserted above");

@@ -80,7 +80,7 @@ pub async fn start(config: ScorerConfig, registry: Registry, shutdown: Cancellat
     let stage = ScorerStage::new(&config, &registry, Topology { input_partitions: counts, output_partitions })?;
     let health = Health::new();
     let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
-    let producer = kafka::producer(kafka, ID.name)?;
+    let producer = pipeline::producer(kafka, ID.name)?;
     let (consumer, shared) = consumer::group_consumer(
         kafka,
         ID.name,

@@ -239,6 +239,83 @@ impl ReplicateSums {
         }
     }
 
+    /// Adds many clusters (each: hash, component sums, units) using `threads` threads: each
+    /// thread owns a contiguous block of replicates and adds every cluster to it. The result
+    /// is bit-identical to calling [`Self::add_cluster`] for each (integer sums; each
+    /// replicate's weights come from the same stream position), which a test proves.
+    pub fn add_clusters(&mut self, clusters: &[(u64, &[i128], u64)], threads: usize) {
+        for (_, sums, units) in clusters {
+            assert_eq!(sums.len(), self.dims, "component width");
+            self.units += units;
+            for (p, s) in self.point.iter_mut().zip(sums.iter()) {
+                *p += s;
+            }
+        }
+        // One mix64 output feeds four replicates: blocks are whole groups of four.
+        let group = 4 * self.dims;
+        let groups = self.reps.len().div_ceil(group);
+        let per_thread = groups.div_ceil(threads.clamp(1, groups.max(1)));
+        let (seed, dims) = (self.seed, self.dims);
+        std::thread::scope(|scope| {
+            for (t, block) in self.reps.chunks_mut(per_thread * group).enumerate() {
+                scope.spawn(move || {
+                    // `accumulate` steps its counter once per group before drawing: starting
+                    // `t * per_thread` steps ahead lands on this block's first group.
+                    let ahead = ((t * per_thread) as u64).wrapping_mul(GAMMA);
+                    for (cluster, sums, _) in clusters {
+                        let key = stream_key(seed, *cluster).wrapping_add(ahead);
+                        match dims {
+                            1 => accumulate::<1>(block, key, (*sums).try_into().unwrap()),
+                            2 => accumulate::<2>(block, key, (*sums).try_into().unwrap()),
+                            _ => accumulate_dyn(block, key, sums),
+                        }
+                    }
+                });
+            }
+        });
+    }
+
+    /// Adds the other state with its component `d` into component `map[d]` of this one (the
+    /// same groups numbered differently in two panes; `None`: left out). Exact, like
+    /// [`Self::merge`].
+    pub fn merge_mapped(&mut self, other: &ReplicateSums, map: &[Option<usize>]) -> Result<(), IncompatibleStates> {
+        if (self.seed, self.replicates) != (other.seed, other.replicates)
+            || map.len() != other.dims
+            || map.iter().flatten().any(|d| *d >= self.dims)
+        {
+            return Err(IncompatibleStates);
+        }
+        self.units += other.units;
+        let pairs: Vec<(usize, usize)> = map.iter().enumerate().filter_map(|(d, to)| to.map(|t| (d, t))).collect();
+        for &(d, to) in &pairs {
+            self.point[to] += other.point[d];
+        }
+        for (mine, theirs) in self.reps.chunks_exact_mut(self.dims).zip(other.reps.chunks_exact(other.dims)) {
+            for &(d, to) in &pairs {
+                mine[to] += theirs[d];
+            }
+        }
+        Ok(())
+    }
+
+    /// The state of `parts` as stored ([`Self::reps`] replicate-major); `None` when the sizes
+    /// do not fit `spec` and `dims`.
+    pub fn from_parts(spec: &BootstrapSpec, dims: usize, units: u64, point: Vec<i128>, reps: Vec<i128>) -> Option<ReplicateSums> {
+        (dims > 0 && point.len() == dims && reps.len() == spec.replicates as usize * dims).then_some(ReplicateSums {
+            seed: spec.seed,
+            replicates: spec.replicates,
+            dims,
+            units,
+            point,
+            reps,
+        })
+    }
+
+    /// Every replicate's sums, replicate-major (`reps[b * dims + d]`).
+    pub fn reps(&self) -> &[i128] {
+        &self.reps
+    }
+
     /// Adds the other state into this one (panes into a window).
     pub fn merge(&mut self, other: &ReplicateSums) -> Result<(), IncompatibleStates> {
         self.combine(other, 1)
@@ -391,6 +468,28 @@ pub fn ratio(sums: &[i128]) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn clusters_added_on_several_threads_equal_clusters_added_one_by_one() {
+        for (dims, replicates) in [(1usize, 1000u32), (2, 1000), (2, 999), (3, 37), (2, 3)] {
+            let spec = BootstrapSpec { replicates, seed: 11, level: 0.95 };
+            let data: Vec<(u64, Vec<i128>, u64)> = (0..500u64)
+                .map(|i| {
+                    (cluster_hash(&format!("c{i}")), (0..dims).map(|d| to_fixed(((i * 7 + d as u64) % 5) as f64)).collect(), 1 + i % 3)
+                })
+                .collect();
+            let mut one = ReplicateSums::new(&spec, dims);
+            for (c, s, u) in &data {
+                one.add_cluster(*c, s, *u);
+            }
+            let refs: Vec<(u64, &[i128], u64)> = data.iter().map(|(c, s, u)| (*c, s.as_slice(), *u)).collect();
+            for threads in [1, 2, 3, 8] {
+                let mut many = ReplicateSums::new(&spec, dims);
+                many.add_clusters(&refs, threads);
+                assert!(many == one, "dims {dims}, B {replicates}, {threads} threads");
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

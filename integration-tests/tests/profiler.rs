@@ -273,6 +273,24 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     assert!(with_agreement >= 1, "runs carry judge and human verdicts");
     eprintln!("evidence: {} packages checked against the lake under {}", built.len(), evidence.display());
 
+    // ---- The same profiles again, the whole hours now read from the pane-sum store the first
+    // run wrote (in the lake): identical to the bit, inputs included.
+    assert_eq!(built.iter().map(|b| b.hours_from_store).max(), Some(0), "the first run read every hour from the observations");
+    let store = lake.join("_pane_sums");
+    let stored = std::fs::read_dir(&store).unwrap().flatten().filter(|d| d.path().join("_complete.json").is_file()).count();
+    let again = octant_profiler::run_once(&cfg, std::slice::from_ref(&period), None, 1_800_000_000_000).await.unwrap();
+    assert_eq!(again.len(), built.len());
+    for (a, b) in built.iter().zip(&again) {
+        assert_eq!(b.hours_from_store, stored, "every whole hour of the period from the store");
+        assert_eq!(a.windows, b.windows, "windows of {}", a.record.system_id);
+        assert_eq!(a.dimension_profile, b.dimension_profile);
+        assert_eq!(a.record, b.record);
+        assert_eq!(a.gate, b.gate);
+        assert_eq!(a.observations, b.observations, "the rows behind the profile");
+        assert_eq!((a.duplicates, &a.success_provenance), (b.duplicates, &b.success_provenance));
+    }
+    eprintln!("pane sums: {stored} hours stored under {}; {} profiles from them identical", store.display(), again.len());
+
     // ---- The service: a scheduled run at start, profiles on Kafka and over HTTP.
     let shutdown = CancellationToken::new();
     let svc_cfg = ProfilerConfig {

@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod output;
+pub mod panes;
 pub mod upstream;
 pub mod window;
 

@@ -38,6 +38,8 @@ use octant_core::stats::bootstrap::{BootstrapSpec, Estimate, ReplicateSums, clus
 use octant_core::stats::sequential::{self, Evidence};
 use octant_core::stats::{calibration, fairness, passk};
 
+use crate::panes::PaneSums;
+
 /// Window geometry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowSpec {
@@ -76,18 +78,97 @@ pub fn is_rate(metric: &MetricSpec) -> bool {
 
 /// The e-detector of a vetoed rate over the panes of a window: each run chunk (a cluster's
 /// units inside one pane) is one bet ([`sequential`]). Deterministic: a pane's log factors are
-/// exact fixed-point sums, whatever order its clusters are visited in.
-fn evidence<'a>(metric: &MetricSpec, panes: impl Iterator<Item = (&'a i64, &'a LinearPane)>) -> Option<WindowEvidence> {
-    let rule = metric.veto?;
-    let panes: Vec<(i64, &LinearPane)> = panes.map(|(t, p)| (*t, p)).collect();
-    let logs: Vec<sequential::PaneLogs> = panes
-        .iter()
-        .map(|(_, p)| sequential::pane_logs(&rule, p.clusters.values().filter(|c| c[1] > 0).map(|c| c[0] as f64 / c[1] as f64)))
-        .collect::<Option<_>>()?;
+/// exact fixed-point sums, whatever order its clusters are visited in. `panes`: each pane's
+/// start, its log factors ([`pane_logs`]) and its point sums (numerator, denominator).
+pub(crate) fn evidence(panes: &[PaneEvidence]) -> Option<WindowEvidence> {
+    let logs: Vec<sequential::PaneLogs> = panes.iter().map(|p| p.1).collect::<Option<_>>()?;
     let evidence = sequential::detector(&logs)?;
-    let (num, den) =
-        panes[evidence.since..].iter().flat_map(|(_, p)| p.clusters.values()).fold((0i128, 0i128), |(n, d), c| (n + c[0], d + c[1]));
+    let (num, den) = panes[evidence.since..].iter().fold((0i128, 0i128), |(n, d), p| (n + p.2, d + p.3));
     Some(WindowEvidence { evidence, since: panes[evidence.since].0, estimate: if den > 0 { num as f64 / den as f64 } else { f64::NAN } })
+}
+
+/// The log factors of one pane of a vetoed rate, from its clusters' component sums.
+pub(crate) fn pane_logs<'a>(metric: &MetricSpec, clusters: impl Iterator<Item = &'a Vec<i128>>) -> Option<sequential::PaneLogs> {
+    sequential::pane_logs(&metric.veto?, clusters.filter(|c| c[1] > 0).map(|c| c[0] as f64 / c[1] as f64))
+}
+
+/// What the e-detector needs of one pane: its start, log factors and point sums (numerator,
+/// denominator).
+pub(crate) type PaneEvidence = (i64, Option<sequential::PaneLogs>, i128, i128);
+
+/// Whether a series carries sequential evidence (a vetoed rate).
+pub(crate) fn has_evidence(metric: &MetricSpec) -> bool {
+    is_rate(metric) && metric.veto.is_some()
+}
+
+/// The window of a linear series from its window sums: `units` and `clusters` counted over
+/// the window, `panes` for the evidence of a vetoed rate.
+pub(crate) fn linear_window(
+    key: &SeriesKey,
+    metric: &'static MetricSpec,
+    window: &ReplicateSums,
+    units: u64,
+    clusters: u64,
+    panes: Option<&[PaneEvidence]>,
+    level: f64,
+) -> SeriesWindow {
+    let stat: fn(&[i128]) -> Option<f64> = match metric.estimator {
+        Estimator::Ece => calibration::statistic,
+        Estimator::GroupGap => fairness::statistic,
+        _ => ratio,
+    };
+    let rate = is_rate(metric);
+    let estimate = window.estimate(level, stat).map(|mut e| {
+        e.units = units;
+        if rate { rate_interval(e, from_fixed(window.point()[1]), clusters) } else { e }
+    });
+    let evidence = panes.filter(|_| has_evidence(metric)).and_then(evidence);
+    SeriesWindow { key: key.clone(), spec: metric, units, clusters, estimate, evidence }
+}
+
+/// The window of a task series (pass@k, pass^k, consistency) from its attempts per task
+/// (`None` without tasks).
+pub(crate) fn tasks_window(
+    key: &SeriesKey,
+    metric: &'static MetricSpec,
+    tasks: &BTreeMap<&str, (u64, u64)>,
+    boot: &BootstrapSpec,
+) -> Option<SeriesWindow> {
+    if tasks.is_empty() {
+        return None;
+    }
+    let value = |n: u64, c: u64| match metric.estimator {
+        Estimator::PassAtK { k } => passk::pass_at_k(n, c, k as u64),
+        Estimator::PassHatK { k } => passk::pass_hat_k(n, c, k as u64),
+        _ => passk::success_variance(n, c),
+    };
+    let mut sums = ReplicateSums::new(boot, 2);
+    for (task, (n, c)) in tasks {
+        if let Some(v) = value(*n, *c) {
+            sums.add_cluster(cluster_hash(task), &[to_fixed(v), to_fixed(1.0)], 1);
+        }
+    }
+    let units = sums.units();
+    Some(SeriesWindow {
+        key: key.clone(),
+        spec: metric,
+        units,
+        clusters: units,
+        estimate: sums.estimate(boot.level, ratio),
+        evidence: None,
+    })
+}
+
+/// The window of a declared series from its (largest value, declarations); `None` without any.
+pub(crate) fn declared_window(key: &SeriesKey, metric: &'static MetricSpec, value: f64, count: u64, level: f64) -> Option<SeriesWindow> {
+    (count > 0).then(|| SeriesWindow {
+        key: key.clone(),
+        spec: metric,
+        units: 1,
+        clusters: 1,
+        estimate: Some(Estimate::exact(value, 1, level)),
+        evidence: None,
+    })
 }
 
 /// Fairness groups tracked per series; more are counted and ignored (bounded state).
@@ -410,18 +491,15 @@ impl Windows {
                         continue;
                     }
                     let clusters = in_window.clone().flat_map(|(_, p)| p.clusters.keys()).collect::<HashSet<_>>().len() as u64;
-                    let stat: fn(&[i128]) -> Option<f64> = match metric.estimator {
-                        Estimator::Ece => calibration::statistic,
-                        Estimator::GroupGap => fairness::statistic,
-                        _ => ratio,
-                    };
-                    let rate = is_rate(metric);
-                    let estimate = window.estimate(level, stat).map(|mut e| {
-                        e.units = units;
-                        if rate { rate_interval(e, from_fixed(window.point()[1]), clusters) } else { e }
+                    let logs: Option<Vec<_>> = has_evidence(metric).then(|| {
+                        in_window
+                            .map(|(t, p)| {
+                                let (num, den) = p.clusters.values().fold((0, 0), |(n, d), c| (n + c[0], d + c[1]));
+                                (*t, pane_logs(metric, p.clusters.values()), num, den)
+                            })
+                            .collect()
                     });
-                    let evidence = if rate && metric.veto.is_some() { evidence(metric, in_window) } else { None };
-                    SeriesWindow { key: key.clone(), spec: metric, units, clusters, estimate, evidence }
+                    linear_window(key, metric, window, units, clusters, logs.as_deref(), level)
                 }
                 SeriesState::Tasks { panes } => {
                     let mut tasks: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
@@ -432,48 +510,59 @@ impl Windows {
                             e.1 += c;
                         }
                     }
-                    let value = |n: u64, c: u64| match metric.estimator {
-                        Estimator::PassAtK { k } => passk::pass_at_k(n, c, k as u64),
-                        Estimator::PassHatK { k } => passk::pass_hat_k(n, c, k as u64),
-                        _ => passk::success_variance(n, c),
-                    };
-                    let mut sums = ReplicateSums::new(&self.boot, 2);
-                    for (task, (n, c)) in &tasks {
-                        if let Some(v) = value(*n, *c) {
-                            sums.add_cluster(cluster_hash(task), &[to_fixed(v), to_fixed(1.0)], 1);
-                        }
-                    }
-                    if tasks.is_empty() {
-                        continue;
-                    }
-                    let units = sums.units();
-                    SeriesWindow {
-                        key: key.clone(),
-                        spec: metric,
-                        units,
-                        clusters: units,
-                        estimate: sums.estimate(level, ratio),
-                        evidence: None,
-                    }
+                    let Some(w) = tasks_window(key, metric, &tasks, &self.boot) else { continue };
+                    w
                 }
                 SeriesState::Declared { panes } => {
                     let (value, count) = panes.range(start..end).fold((f64::MIN, 0u64), |(v, n), (_, (x, m))| (v.max(*x), n + m));
-                    if count == 0 {
-                        continue;
-                    }
-                    SeriesWindow {
-                        key: key.clone(),
-                        spec: metric,
-                        units: 1,
-                        clusters: 1,
-                        estimate: Some(Estimate::exact(value, 1, level)),
-                        evidence: None,
-                    }
+                    let Some(w) = declared_window(key, metric, value, count, level) else { continue };
+                    w
                 }
             };
             series.push(w);
         }
         (!series.is_empty()).then_some(Emission { window_start: start, window_end: end, series })
+    }
+
+    /// Every pane's state as [`PaneSums`]: what a store keeps per series and pane so a period
+    /// is computed from its panes ([`crate::panes::emission`]) without the observations.
+    /// `threads` share the bootstrap of each pane's clusters.
+    pub fn pane_sums(&self, threads: usize) -> Vec<(SeriesKey, i64, PaneSums)> {
+        let mut out = Vec::new();
+        for (key, st) in &self.series {
+            let metric = spec(key.metric).expect("series are catalogue metrics");
+            match st {
+                SeriesState::Linear { dims, panes, groups, .. } => {
+                    let mut names: Vec<(usize, String)> = groups.iter().map(|(g, i)| (*i, g.clone())).collect();
+                    names.sort();
+                    let names: Vec<String> = names.into_iter().map(|(_, g)| g).collect();
+                    for (t, p) in panes {
+                        let mut sums = ReplicateSums::new(&self.boot, *dims);
+                        let clusters: Vec<(u64, &[i128], u64)> = p.clusters.iter().map(|(c, v)| (*c, v.as_slice(), 0)).collect();
+                        sums.add_clusters(&clusters, threads);
+                        let mut hashes: Vec<u64> = p.clusters.keys().copied().collect();
+                        hashes.sort_unstable();
+                        let logs = if has_evidence(metric) { pane_logs(metric, p.clusters.values()) } else { None };
+                        out.push((
+                            key.clone(),
+                            *t,
+                            PaneSums::Linear { units: p.units, sums, clusters: hashes, logs, groups: names.clone() },
+                        ));
+                    }
+                }
+                SeriesState::Tasks { panes } => {
+                    for (t, p) in panes {
+                        out.push((key.clone(), *t, PaneSums::Tasks(p.iter().map(|(k, v)| (k.clone(), *v)).collect())));
+                    }
+                }
+                SeriesState::Declared { panes } => {
+                    for (t, (max, count)) in panes {
+                        out.push((key.clone(), *t, PaneSums::Declared { max: *max, count: *count }));
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Moves the window sums from the window ending `end` to the one ending `end + slide`:

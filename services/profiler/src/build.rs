@@ -21,12 +21,14 @@ use octant_core::stats::agreement::cohen_kappa;
 use octant_core::stats::bootstrap::METHOD;
 use octant_core::stats::ppi::{PpiEstimate, ppi_mean};
 use octant_engine::output;
+use octant_engine::panes::Panes;
 use octant_engine::window::{Added, WindowSpec, Windows};
 use serde::Serialize;
 
 use octant_lake::date_of;
 
 use crate::config::ProfilerConfig;
+use crate::panes::{HOUR_MS, Store};
 
 /// The span a profile covers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -106,6 +108,8 @@ pub struct Built {
     pub success_provenance: BTreeMap<String, BTreeMap<String, u64>>,
     /// Why the gate has no outcome, when gates are declared and one cannot be given.
     pub gate_na_reason: Option<String>,
+    /// Hours of the period read from the pane-sum store rather than the observations.
+    pub hours_from_store: usize,
 }
 
 fn df_err(e: impl std::fmt::Display) -> DataFusionError {
@@ -135,11 +139,20 @@ fn period_filter(period: &Period, time_col: &str, system: Option<&str>) -> Strin
 
 /// The SQL that selects a profile's observations (also what the benchmark runs).
 pub fn observations_sql(period: &Period, system: Option<&str>) -> String {
+    observations_sql_in(period, system, &[(period.start, period.end)])
+}
+
+/// The SQL that selects a period's observations with event times in `ranges` (the hours not
+/// read from the pane-sum store).
+pub fn observations_sql_in(period: &Period, system: Option<&str>, ranges: &[(i64, i64)]) -> String {
+    let spans: Vec<String> =
+        ranges.iter().map(|(a, b)| format!("(CAST(event_time AS BIGINT) >= {a} AND CAST(event_time AS BIGINT) < {b})")).collect();
     format!(
         "SELECT observation_id, metric, system_id, system_version, source, agent_id, run_id, task_id, attempt, \
          groups, benchmark, cluster_id, step, CAST(event_time AS BIGINT) AS t, value, weight, confidence, provenance, \
-         kafka_topic, kafka_partition, kafka_offset FROM observations WHERE {}",
-        period_filter(period, "event_time", system)
+         kafka_topic, kafka_partition, kafka_offset FROM observations WHERE {} AND ({})",
+        period_filter(period, "event_time", system),
+        spans.join(" OR ")
     )
 }
 
@@ -162,6 +175,13 @@ impl Offsets {
         e.0 = e.0.min(offset);
         e.1 = e.1.max(offset);
         e.2 += 1;
+    }
+
+    fn merge(&mut self, topic: &str, partition: i32, first: i64, last: i64, rows: u64) {
+        let e = self.0.entry((topic.to_string(), partition)).or_insert((first, last, 0));
+        e.0 = e.0.min(first);
+        e.1 = e.1.max(last);
+        e.2 += rows;
     }
 
     fn ranges(&self) -> Vec<OffsetRange> {
@@ -206,15 +226,74 @@ pub async fn build(
         return Err(df_err(format!("empty period [{}, {})", period.start, period.end)));
     }
     let boot = cfg.bootstrap_spec();
-    let length = period.end - period.start;
-    let spec = WindowSpec { length_ms: length, slide_ms: length, lateness_ms: 0 };
-    let mut windows = Windows::new(spec, boot, None);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The period in hourly panes: the first and last may be partial. Whole hours that have
+    // settled come from the pane-sum store when it holds them (see `crate::panes`).
+    let (h0, h_end) = (period.start.div_euclid(HOUR_MS) * HOUR_MS, (period.end - 1).div_euclid(HOUR_MS) * HOUR_MS + HOUR_MS);
+    let store = cfg.pane_store().map(|d| Store::new(d, boot));
+    let settled =
+        |h: i64| h >= period.start && h + HOUR_MS <= period.end && h + HOUR_MS + cfg.pane_settle.as_millis() as i64 <= generated_at;
+    let lake_files_now: Vec<String> = match &store {
+        Some(_) => octant_lake::reader::table_files(&cfg.lake, &cfg.storage, "observations", None)
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?
+            .into_iter()
+            .map(|(f, _)| f)
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut panes = Panes::new();
     let mut groups: BTreeMap<GroupKey, Group> = BTreeMap::new();
     let mut duplicates: BTreeMap<GroupKey, u64> = BTreeMap::new();
-
-    let mut stream = ctx.sql(&observations_sql(period, system)).await?.execute_stream().await?;
+    let mut stored_hours = BTreeSet::new();
+    if let Some(store) = &store {
+        for h in (h0..h_end).step_by(HOUR_MS as usize).filter(|h| settled(*h)) {
+            let Some(marker) = store.marker(h) else { continue };
+            if crate::panes::stale(&cfg.lake, &lake_files_now, &marker, h) {
+                continue;
+            }
+            let systems: Vec<&String> = marker.systems.iter().filter(|s| system.is_none_or(|x| x == s.as_str())).collect();
+            let Some(read) = systems.iter().map(|s| store.read(h, s).map(|x| (*s, x))).collect::<Option<Vec<_>>>() else { continue };
+            for (sys, hour) in read {
+                for (key, p) in hour.series {
+                    panes.entry(key).or_default().insert(h, p);
+                }
+                for g in hour.groups {
+                    let key = (sys.clone(), g.version.clone(), source_of(&g.source));
+                    let group = groups.entry(key.clone()).or_default();
+                    for (topic, partition, first, last, rows) in &g.offsets {
+                        group.observations.merge(topic, *partition, *first, *last, *rows);
+                    }
+                    for (metric, by) in g.provenance {
+                        for (p, n) in by {
+                            *group.provenance.entry(metric.clone()).or_default().entry(p).or_default() += n;
+                        }
+                    }
+                    *duplicates.entry(key).or_default() += g.duplicates;
+                }
+            }
+            stored_hours.insert(h);
+        }
+    }
+    // Every other hour from the observations: contiguous spans of hours not stored.
+    let mut ranges: Vec<(i64, i64)> = Vec::new();
+    for h in (h0..h_end).step_by(HOUR_MS as usize).filter(|h| !stored_hours.contains(h)) {
+        match ranges.last_mut() {
+            Some(r) if r.1 == h => r.1 = h + HOUR_MS,
+            _ => ranges.push((h, h + HOUR_MS)),
+        }
+    }
+    let spec = WindowSpec { length_ms: h_end - h0, slide_ms: HOUR_MS, lateness_ms: 0 };
+    let mut windows = Windows::new(spec, boot, None);
+    // Per hour read here, per (system, version, source): what a stored hour keeps of its rows.
+    let mut hour_groups: BTreeMap<(i64, GroupKey), crate::panes::GroupMeta> = BTreeMap::new();
+    let mut stream =
+        if ranges.is_empty() { None } else { Some(ctx.sql(&observations_sql_in(period, system, &ranges)).await?.execute_stream().await?) };
     let list = DataType::List(std::sync::Arc::new(Field::new("item", DataType::Utf8, true)));
-    while let Some(batch) = stream.next().await {
+    while let Some(batch) = match stream.as_mut() {
+        Some(s) => s.next().await,
+        None => None,
+    } {
         let b = batch?;
         let s = |n: &str| col(&b, n, &DataType::Utf8);
         let (id, metric, sys, ver, source, agent, run, task, bench, cluster, topic) = (
@@ -276,8 +355,7 @@ pub async fn build(
                 benchmark: opt_str(&bench, i),
                 cluster_id: cluster.as_string::<i32>().value(i).to_string(),
                 step: (!step.is_null(i)).then(|| step.value(i)),
-                // Shifted: the period is the window [0, length).
-                event_time: t.value(i) - period.start,
+                event_time: t.value(i),
                 value: value.value(i),
                 weight: if weight.is_null(i) { 1.0 } else { weight.value(i) },
                 confidence: (!conf.is_null(i)).then(|| conf.value(i)),
@@ -285,13 +363,26 @@ pub async fn build(
             };
             let key = (o.system_id.clone(), o.system_version.clone(), o.source);
             let added = windows.add(&o, off.value(i));
+            let (topic, partition, offset) = (topic.as_string::<i32>().value(i), part.value(i), off.value(i));
             let g = groups.entry(key.clone()).or_default();
-            g.observations.add(topic.as_string::<i32>().value(i), part.value(i), off.value(i));
+            g.observations.add(topic, partition, offset);
+            let hour = o.event_time.div_euclid(HOUR_MS) * HOUR_MS;
+            let hg = hour_groups.entry((hour, key.clone())).or_default();
+            match hg.offsets.iter_mut().find(|r| r.0 == topic && r.1 == partition) {
+                Some(r) => {
+                    (r.2, r.3, r.4) = (r.2.min(offset), r.3.max(offset), r.4 + 1);
+                }
+                None => hg.offsets.push((topic.to_string(), partition, offset, offset, 1)),
+            }
             match added {
-                Added::Duplicate => *duplicates.entry(key).or_default() += 1,
+                Added::Duplicate => {
+                    *duplicates.entry(key).or_default() += 1;
+                    hg.duplicates += 1;
+                }
                 Added::Accepted => {
                     if let Some(p) = o.provenance {
-                        *g.provenance.entry(o.metric).or_default().entry(p.as_str().to_string()).or_default() += 1;
+                        *g.provenance.entry(o.metric.clone()).or_default().entry(p.as_str().to_string()).or_default() += 1;
+                        *hg.provenance.entry(o.metric).or_default().entry(p.as_str().to_string()).or_default() += 1;
                     }
                 }
                 _ => {}
@@ -299,13 +390,37 @@ pub async fn build(
         }
     }
 
-    let emission = windows.advance_to(length, i64::MAX).into_iter().next();
-    let Some(mut e) = emission else { return Ok(Vec::new()) };
-    e.window_start += period.start;
-    e.window_end += period.start;
+    // The hours read here as pane sums; the whole, settled ones stored for the next profiles
+    // (only by a run over every system: a stored hour holds them all).
+    let mut fresh: BTreeMap<i64, BTreeMap<String, crate::panes::SystemHour>> = BTreeMap::new();
+    for (key, h, p) in windows.pane_sums(threads) {
+        fresh.entry(h).or_default().entry(key.system_id.clone()).or_default().series.push((key.clone(), p.clone()));
+        panes.entry(key).or_default().insert(h, p);
+    }
+    if let (Some(store), None) = (&store, system) {
+        for ((h, (sys, version, source)), meta) in hour_groups {
+            if settled(h) {
+                let meta = crate::panes::GroupMeta { version, source: source.as_str().to_string(), ..meta };
+                fresh.entry(h).or_default().entry(sys).or_default().groups.push(meta);
+            }
+        }
+        let marks = crate::panes::lake_marks(&lake_files_now);
+        for h in (h0..h_end).step_by(HOUR_MS as usize).filter(|h| settled(*h) && !stored_hours.contains(h)) {
+            let hour = fresh.remove(&h).unwrap_or_default();
+            match store.write_hour(h, &hour, marks.clone()) {
+                Ok(true) => {}
+                Ok(false) => tracing::debug!(hour = h, "pane sums too large to store; the hour stays read from the observations"),
+                Err(e) => tracing::warn!(hour = h, error = %e, "storing pane sums failed; the hour stays read from the observations"),
+            }
+        }
+    }
+
+    let Some(mut e) = octant_engine::panes::emission(&panes, h0, h_end, &boot, threads) else { return Ok(Vec::new()) };
+    (e.window_start, e.window_end) = (period.start, period.end);
+    // The first pane may start before the period (a partial hour): its data starts with it.
     for s in &mut e.series {
         if let Some(w) = &mut s.evidence {
-            w.since += period.start;
+            w.since = w.since.max(period.start);
         }
     }
     let out = output::build(&e, &cfg.evaluation);
@@ -391,6 +506,7 @@ pub async fn build(
                 rows: ev_rows,
             },
             duplicates: duplicates.get(&key).copied().unwrap_or(0),
+            hours_from_store: stored_hours.len(),
             record,
             period: period.clone(),
         });
@@ -460,10 +576,11 @@ async fn agreement(
     let sql = format!(
         "SELECT system_id, get_field(system, 'version') AS v, source, run_id, \
          first_value(get_field(run_ended, 'judge_verdict')) AS judge, first_value(get_field(run_ended, 'human_verdict')) AS human \
-         FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} GROUP BY 1, 2, 3, 4",
+         FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
         period_filter(period, "event_time", system)
     );
-    // Per run: (judge verdict, human verdict).
+    // Per run: (judge verdict, human verdict), in run order (the PPI's floating-point sums
+    // then do not depend on how the query was scheduled: a profile is reproducible).
     type Verdicts = Vec<(Option<f64>, Option<f64>)>;
     let mut runs: BTreeMap<GroupKey, Verdicts> = BTreeMap::new();
     for b in ctx.sql(&sql).await?.collect().await? {

@@ -65,6 +65,22 @@ pub struct ProfilerConfig {
     /// is reported, never gated (seed 002).
     #[serde(default)]
     pub gate_self_reported: bool,
+    /// The pane-sum store (per system and hour, the mergeable state of every series: a
+    /// profile reads whole hours from it instead of the observations; `crate::panes`).
+    /// Default: `<lake>/_pane_sums` for a local lake; none for an object-store lake unless set.
+    #[serde(default)]
+    pub pane_sums: Option<PathBuf>,
+    /// Keep the store off (every profile reads every observation of its period).
+    #[serde(default)]
+    pub pane_sums_off: bool,
+    /// An hour is stored once it ended this long ago (rows still arriving for it would only
+    /// make the store rebuild it: late rows are detected and rebuilt either way).
+    #[serde(default = "default_pane_settle", with = "humantime_serde")]
+    pub pane_settle: Duration,
+}
+
+fn default_pane_settle() -> Duration {
+    Duration::from_secs(900)
 }
 
 mod periods_serde {
@@ -116,6 +132,18 @@ impl Default for ProfilerConfig {
 impl ProfilerConfig {
     pub fn bootstrap_spec(&self) -> BootstrapSpec {
         self.evaluation.bootstrap_spec()
+    }
+
+    /// Where pane sums are stored, if anywhere.
+    pub fn pane_store(&self) -> Option<PathBuf> {
+        if self.pane_sums_off {
+            return None;
+        }
+        match &self.pane_sums {
+            Some(d) => Some(d.clone()),
+            None if octant_lake::store::is_url(&self.lake.to_string_lossy()) => None,
+            None => Some(self.lake.join("_pane_sums")),
+        }
     }
 
     pub fn check(&self) -> Result<(), String> {

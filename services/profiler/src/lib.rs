@@ -13,6 +13,7 @@ pub mod build;
 pub mod config;
 pub mod evidence;
 pub mod metrics;
+pub mod panes;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

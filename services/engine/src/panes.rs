@@ -1,0 +1,260 @@
+//! Pane sums: a period's verdicts from stored per-pane state, at a cost that depends on the
+//! number of series and panes, never on the number of observations.
+//!
+//! The bootstrap is mergeable by construction: a cluster's replicate weights depend only on
+//! its identity, the seed and the replicate, so the replicate sums of a period are the sums of
+//! its panes' replicate sums — also for a run whose observations fall in two panes (its weight
+//! multiplies both parts). A [`PaneSums`] holds, per series and pane, exactly what a window
+//! needs of that pane:
+//!
+//! | series | kept per pane | size at B = 1000 |
+//! |---|---|---|
+//! | linear (rates, ratios, ECE, fairness gap) | units, the B × dims replicate sums and dims point sums (fixed point), the sorted cluster hashes (the window counts distinct runs), the log e-factors of a vetoed rate, the fairness groups by component | 16 KB for a ratio (dims 2, 8 B per sum) + 8 B per run |
+//! | tasks (pass@k, pass^k, consistency) | attempts and successes per task | 24 B + name per task |
+//! | declared (contamination) | the largest declared value and the count | 16 B |
+//!
+//! [`emission`] merges the panes of a period into the same [`Emission`] the window code
+//! ([`crate::window::Windows`]) emits over the same observations with the same panes, to the
+//! bit (a test), using every thread given for independent series.
+//!
+//! Two limits, both documented where the store is used: fairness groups beyond
+//! `MAX_GROUPS` in a period are left out by first appearance across panes (the window code
+//! drops by first appearance in input order), and the group order inside a state may differ
+//! (the gap statistic does not depend on it).
+
+use std::collections::BTreeMap;
+
+use octant_core::catalogue::spec;
+use octant_core::stats::bootstrap::{BootstrapSpec, ReplicateSums};
+use octant_core::stats::sequential::PaneLogs;
+
+use crate::window::{Emission, MAX_GROUPS, SeriesKey, SeriesWindow, declared_window, linear_window, tasks_window};
+
+/// The mergeable state of one series over one pane.
+// The linear state is the common case (one per series and hour): not boxed.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum PaneSums {
+    Linear {
+        units: u64,
+        sums: ReplicateSums,
+        /// Hashes of the pane's clusters, sorted.
+        clusters: Vec<u64>,
+        /// The log e-factors of a vetoed rate's pane.
+        logs: Option<PaneLogs>,
+        /// Fairness groups by component block (`sums` components 2i, 2i + 1 are group i).
+        groups: Vec<String>,
+    },
+    /// Task → (attempts, successes).
+    Tasks(BTreeMap<String, (u64, u64)>),
+    Declared {
+        max: f64,
+        count: u64,
+    },
+}
+
+/// Panes of series: series → pane start → state.
+pub type Panes = BTreeMap<SeriesKey, BTreeMap<i64, PaneSums>>;
+
+/// The window `[start, end)` of every series with data in it, from the panes that start in it;
+/// `threads` threads share the series.
+pub fn emission(panes: &Panes, start: i64, end: i64, boot: &BootstrapSpec, threads: usize) -> Option<Emission> {
+    let series: Vec<(&SeriesKey, &BTreeMap<i64, PaneSums>)> = panes.iter().collect();
+    let per = series.len().div_ceil(threads.max(1)).max(1);
+    let windows: Vec<SeriesWindow> = std::thread::scope(|scope| {
+        let handles: Vec<_> = series
+            .chunks(per)
+            .map(|chunk| scope.spawn(move || chunk.iter().filter_map(|(k, p)| series_window(k, p, start, end, boot)).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("a series never panics")).collect()
+    });
+    (!windows.is_empty()).then_some(Emission { window_start: start, window_end: end, series: windows })
+}
+
+fn series_window(key: &SeriesKey, panes: &BTreeMap<i64, PaneSums>, start: i64, end: i64, boot: &BootstrapSpec) -> Option<SeriesWindow> {
+    let metric = spec(key.metric)?;
+    let in_window = || panes.range(start..end).map(|(t, p)| (*t, p));
+    match in_window().next()?.1 {
+        PaneSums::Linear { sums: first, .. } => {
+            let mut groups: Vec<&str> = Vec::new();
+            for (_, p) in in_window() {
+                if let PaneSums::Linear { groups: g, .. } = p {
+                    for name in g {
+                        if !groups.contains(&name.as_str()) && groups.len() < MAX_GROUPS {
+                            groups.push(name);
+                        }
+                    }
+                }
+            }
+            let mut window = ReplicateSums::new(boot, first.dims());
+            let (mut units, mut hashes, mut logs) = (0u64, Vec::new(), Vec::new());
+            for (t, p) in in_window() {
+                let PaneSums::Linear { units: n, sums, clusters, logs: l, groups: g } = p else { continue };
+                units += n;
+                hashes.extend_from_slice(clusters);
+                logs.push((t, *l, sums.point()[0], sums.point().get(1).copied().unwrap_or(0)));
+                if g.is_empty() {
+                    window.merge(sums).ok()?;
+                } else {
+                    let map: Vec<Option<usize>> = (0..sums.dims())
+                        .map(|d| g.get(d / 2).and_then(|name| groups.iter().position(|x| x == name)).map(|i| 2 * i + d % 2))
+                        .collect();
+                    window.merge_mapped(sums, &map).ok()?;
+                }
+            }
+            if units == 0 {
+                return None;
+            }
+            hashes.sort_unstable();
+            hashes.dedup();
+            Some(linear_window(key, metric, &window, units, hashes.len() as u64, Some(&logs), boot.level))
+        }
+        PaneSums::Tasks(_) => {
+            let mut tasks: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+            for (_, p) in in_window() {
+                if let PaneSums::Tasks(m) = p {
+                    for (task, (n, c)) in m {
+                        let e = tasks.entry(task).or_default();
+                        e.0 += n;
+                        e.1 += c;
+                    }
+                }
+            }
+            tasks_window(key, metric, &tasks, boot)
+        }
+        PaneSums::Declared { .. } => {
+            let (value, count) = in_window().fold((f64::MIN, 0u64), |(v, n), (_, p)| match p {
+                PaneSums::Declared { max, count } => (v.max(*max), n + count),
+                _ => (v, n),
+            });
+            declared_window(key, metric, value, count, boot.level)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::{WindowSpec, Windows};
+    use octant_contracts::{Observation, Source};
+
+    const HOUR: i64 = 3_600_000;
+    const T0: i64 = 1_764_489_600_000;
+
+    /// Five hours of a fleet's observations of every kind of series: rates with a veto (runs
+    /// crossing hour boundaries), a ratio with fairness groups (named in a different order in
+    /// different hours), calibration pairs, evaluation tasks (pass@k) and declared
+    /// contamination; a duplicate of every tenth observation.
+    fn observations() -> Vec<Observation> {
+        let mut out = Vec::new();
+        let groups = ["north", "south", "east", "west"];
+        for run in 0..400i64 {
+            let t0 = T0 + run * 45_000;
+            let id = format!("run-{run}");
+            for step in 0..6i64 {
+                // Steps 20 minutes apart: every third run crosses an hour boundary.
+                let t = t0 + step * 1_200_000 / 6 + (run % 3) * 600_000;
+                let mk = |metric: &str, value: f64| Observation {
+                    observation_id: format!("{id}/{metric}/{step}"),
+                    metric: metric.into(),
+                    system_id: format!("sys-{}", run % 3),
+                    system_version: "1".into(),
+                    source: Source::Production,
+                    agent_id: None,
+                    run_id: id.clone(),
+                    task_id: None,
+                    attempt: None,
+                    groups: vec![],
+                    benchmark: None,
+                    cluster_id: id.clone(),
+                    step: Some(step),
+                    event_time: t,
+                    value,
+                    weight: 1.0,
+                    confidence: None,
+                    provenance: None,
+                };
+                out.push(mk("unsafe_action_rate", ((run * 7 + step * 3) % 5 == 0) as u8 as f64));
+                out.push(mk("confirmation_gating", ((run + step) % 9 != 0) as u8 as f64));
+                let mut c = mk("calibration_ece", ((run + step) % 3 != 0) as u8 as f64);
+                c.confidence = Some(((run * 13 + step * 5) % 100) as f64 / 100.0);
+                out.push(c);
+            }
+            let t_end = t0 + 1_300_000;
+            let mut success = Observation {
+                observation_id: format!("{id}/task_success"),
+                metric: "task_success".into(),
+                system_id: format!("sys-{}", run % 3),
+                system_version: "1".into(),
+                source: if run % 4 == 0 { Source::Evaluation } else { Source::Production },
+                agent_id: None,
+                run_id: id.clone(),
+                task_id: Some(format!("task-{}", run % 17)),
+                attempt: Some((run / 17) as i32),
+                // Group names appear in an order that changes from hour to hour.
+                groups: vec![groups[((run / 7 + run) % 4) as usize].to_string()],
+                benchmark: (run % 4 == 0).then(|| "bench".to_string()),
+                cluster_id: id.clone(),
+                step: None,
+                event_time: t_end,
+                value: (run % 3 != 1) as u8 as f64,
+                weight: 1.0,
+                confidence: None,
+                provenance: None,
+            };
+            out.push(success.clone());
+            if run % 4 == 0 {
+                success.observation_id = format!("{id}/contamination");
+                success.metric = "contamination".into();
+                success.value = (run % 10) as f64 / 20.0;
+                success.groups.clear();
+                out.push(success);
+            }
+        }
+        let dups: Vec<Observation> = out.iter().step_by(10).cloned().collect();
+        out.extend(dups);
+        out
+    }
+
+    fn boot() -> BootstrapSpec {
+        BootstrapSpec { replicates: 300, seed: 11, level: 0.95 }
+    }
+
+    /// The period from stored pane sums is the window code's window over the same panes, to
+    /// the bit: units, distinct runs, estimates with every replicate, intervals, bands' inputs,
+    /// sequential evidence.
+    #[test]
+    fn a_period_from_pane_sums_is_the_window_over_its_panes() {
+        let input = observations();
+        let (start, end) = (T0, T0 + 6 * HOUR);
+        let spec = WindowSpec { length_ms: end - start, slide_ms: HOUR, lateness_ms: 0 };
+        // The reference: the streaming window code, one window over the period's hourly panes.
+        let mut reference = Windows::new(spec, boot(), None);
+        for (i, o) in input.iter().enumerate() {
+            reference.add(o, i as i64);
+        }
+        let expected = reference.advance_to(end, input.len() as i64).into_iter().find(|e| e.window_end == end).unwrap();
+        // Whole panes (each pane's state from every observation in it).
+        let mut w = Windows::new(spec, boot(), None);
+        for (i, o) in input.iter().enumerate() {
+            w.add(o, i as i64);
+        }
+        let mut panes = Panes::new();
+        for (key, t, p) in w.pane_sums(2) {
+            panes.entry(key).or_default().insert(t, p);
+        }
+        let got = emission(&panes, start, end, &boot(), 2).unwrap();
+        assert_eq!(format!("{got:?}"), format!("{expected:?}"));
+        for m in ["unsafe_action_rate", "calibration_ece", "fairness_gap", "pass_at_2", "outcome_consistency", "contamination"] {
+            assert!(got.series.iter().any(|s| s.key.metric == m && s.estimate.is_some()), "{m} estimated in the period");
+        }
+        assert!(got.series.iter().any(|s| s.evidence.is_some()), "sequential evidence carried");
+        // The first window's worth of panes only: the same as the window code's window there.
+        let mut reference = Windows::new(WindowSpec { length_ms: 2 * HOUR, slide_ms: HOUR, lateness_ms: 0 }, boot(), None);
+        for (i, o) in input.iter().enumerate() {
+            reference.add(o, i as i64);
+        }
+        let two = reference.advance_to(T0 + 3 * HOUR, 0).into_iter().find(|e| e.window_end == T0 + 3 * HOUR).unwrap();
+        assert_eq!(format!("{:?}", emission(&panes, T0 + HOUR, T0 + 3 * HOUR, &boot(), 1).unwrap()), format!("{two:?}"));
+    }
+}

@@ -28,7 +28,7 @@ use octant_core::catalogue::spec;
 use octant_core::stats::bootstrap::{BootstrapSpec, ReplicateSums};
 use octant_core::stats::sequential::PaneLogs;
 
-use crate::window::{Emission, MAX_GROUPS, SeriesKey, SeriesWindow, declared_window, linear_window, tasks_window};
+use crate::window::{Emission, MAX_GROUPS, PaneEvidence, SeriesKey, SeriesWindow, declared_window, linear_window, tasks_window};
 
 /// The mergeable state of one series over one pane.
 // The linear state is the common case (one per series and hour): not boxed.
@@ -56,79 +56,185 @@ pub enum PaneSums {
 /// Panes of series: series → pane start → state.
 pub type Panes = BTreeMap<SeriesKey, BTreeMap<i64, PaneSums>>;
 
+/// A period's state merged pane by pane as panes arrive (in any order, from any number of
+/// stores): one window's sums per series, never every pane's.
+#[derive(Debug, Default)]
+pub struct Period {
+    series: BTreeMap<SeriesKey, Merged>,
+}
+
+#[derive(Debug)]
+enum Merged {
+    Linear {
+        units: u64,
+        sums: ReplicateSums,
+        hashes: Vec<u64>,
+        /// Per pane: what the e-detector needs (sorted by pane at emission).
+        logs: Vec<PaneEvidence>,
+        /// Fairness groups by component block, in order of first arrival.
+        groups: Vec<String>,
+    },
+    Tasks(BTreeMap<String, (u64, u64)>),
+    Declared {
+        max: f64,
+        count: u64,
+    },
+}
+
+/// `sums` merged into `into`, whose groups by component block are `groups` (extended with
+/// the new ones, up to `MAX_GROUPS`).
+fn merge_grouped(into: &mut ReplicateSums, groups: &mut Vec<String>, sums: &ReplicateSums, names: &[String]) -> Option<()> {
+    if groups.is_empty() && names.is_empty() {
+        return into.merge(sums).ok();
+    }
+    for name in names {
+        if !groups.contains(name) && groups.len() < MAX_GROUPS {
+            groups.push(name.clone());
+        }
+    }
+    let map: Vec<Option<usize>> =
+        (0..sums.dims()).map(|d| names.get(d / 2).and_then(|name| groups.iter().position(|x| x == name)).map(|i| 2 * i + d % 2)).collect();
+    into.merge_mapped(sums, &map).ok()
+}
+
+impl Period {
+    pub fn new() -> Period {
+        Period::default()
+    }
+
+    /// Adds series `key`'s pane starting at `t`. A pane of another kind or width than the
+    /// series' earlier panes is refused (`false`).
+    pub fn add(&mut self, key: SeriesKey, t: i64, pane: PaneSums, boot: &BootstrapSpec) -> bool {
+        use std::collections::btree_map::Entry;
+        let entry = match self.series.entry(key) {
+            Entry::Vacant(v) => {
+                let merged = match pane {
+                    PaneSums::Linear { units, sums, clusters, logs, groups } => {
+                        let evidence = (t, logs, sums.point()[0], sums.point().get(1).copied().unwrap_or(0));
+                        if groups.is_empty() {
+                            Merged::Linear { units, sums, hashes: clusters, logs: vec![evidence], groups }
+                        } else {
+                            // Renumbered from the start: groups beyond MAX_GROUPS are left out.
+                            let (mut into, mut g) = (ReplicateSums::new(boot, sums.dims()), Vec::new());
+                            if merge_grouped(&mut into, &mut g, &sums, &groups).is_none() {
+                                return false;
+                            }
+                            Merged::Linear { units, sums: into, hashes: clusters, logs: vec![evidence], groups: g }
+                        }
+                    }
+                    PaneSums::Tasks(m) => Merged::Tasks(m),
+                    PaneSums::Declared { max, count } => Merged::Declared { max, count },
+                };
+                v.insert(merged);
+                return true;
+            }
+            Entry::Occupied(o) => o.into_mut(),
+        };
+        match (entry, pane) {
+            (
+                Merged::Linear { units, sums, hashes, logs, groups },
+                PaneSums::Linear { units: n, sums: s, clusters, logs: l, groups: g },
+            ) => {
+                if merge_grouped(sums, groups, &s, &g).is_none() {
+                    return false;
+                }
+                *units += n;
+                hashes.extend_from_slice(&clusters);
+                logs.push((t, l, s.point()[0], s.point().get(1).copied().unwrap_or(0)));
+                true
+            }
+            (Merged::Tasks(m), PaneSums::Tasks(p)) => {
+                for (task, (n, c)) in p {
+                    let e = m.entry(task).or_default();
+                    e.0 += n;
+                    e.1 += c;
+                }
+                true
+            }
+            (Merged::Declared { max, count }, PaneSums::Declared { max: x, count: n }) => {
+                *max = max.max(x);
+                *count += n;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Everything `other` merged, into this one.
+    pub fn absorb(&mut self, other: Period, boot: &BootstrapSpec) -> bool {
+        let mut ok = true;
+        for (key, m) in other.series {
+            ok &= match m {
+                Merged::Linear { units, sums, hashes, logs, groups } => {
+                    let mut logs = logs.into_iter();
+                    let first = logs.next().expect("a merged series has a pane");
+                    let added =
+                        self.add(key.clone(), first.0, PaneSums::Linear { units, sums, clusters: hashes, logs: first.1, groups }, boot);
+                    // The first pane's evidence entry stands for the merged state's point sums:
+                    // put the per-pane entries back.
+                    if let Some(Merged::Linear { logs: mine, .. }) = self.series.get_mut(&key) {
+                        mine.pop();
+                        mine.push(first);
+                        mine.extend(logs);
+                    }
+                    added
+                }
+                Merged::Tasks(m) => self.add(key, 0, PaneSums::Tasks(m), boot),
+                Merged::Declared { max, count } => self.add(key, 0, PaneSums::Declared { max, count }, boot),
+            };
+        }
+        ok
+    }
+
+    /// The window `[start, end)` of every series added (its panes are the caller's: those of
+    /// the period); `threads` threads share the series.
+    pub fn emission(&self, start: i64, end: i64, boot: &BootstrapSpec, threads: usize) -> Option<Emission> {
+        let series: Vec<(&SeriesKey, &Merged)> = self.series.iter().collect();
+        let per = series.len().div_ceil(threads.max(1)).max(1);
+        let windows: Vec<SeriesWindow> = std::thread::scope(|scope| {
+            let handles: Vec<_> = series
+                .chunks(per)
+                .map(|chunk| scope.spawn(move || chunk.iter().filter_map(|(k, m)| merged_window(k, m, boot)).collect::<Vec<_>>()))
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().expect("a series never panics")).collect()
+        });
+        (!windows.is_empty()).then_some(Emission { window_start: start, window_end: end, series: windows })
+    }
+}
+
 /// The window `[start, end)` of every series with data in it, from the panes that start in it;
 /// `threads` threads share the series.
 pub fn emission(panes: &Panes, start: i64, end: i64, boot: &BootstrapSpec, threads: usize) -> Option<Emission> {
-    let series: Vec<(&SeriesKey, &BTreeMap<i64, PaneSums>)> = panes.iter().collect();
-    let per = series.len().div_ceil(threads.max(1)).max(1);
-    let windows: Vec<SeriesWindow> = std::thread::scope(|scope| {
-        let handles: Vec<_> = series
-            .chunks(per)
-            .map(|chunk| scope.spawn(move || chunk.iter().filter_map(|(k, p)| series_window(k, p, start, end, boot)).collect::<Vec<_>>()))
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("a series never panics")).collect()
-    });
-    (!windows.is_empty()).then_some(Emission { window_start: start, window_end: end, series: windows })
-}
-
-fn series_window(key: &SeriesKey, panes: &BTreeMap<i64, PaneSums>, start: i64, end: i64, boot: &BootstrapSpec) -> Option<SeriesWindow> {
-    let metric = spec(key.metric)?;
-    let in_window = || panes.range(start..end).map(|(t, p)| (*t, p));
-    match in_window().next()?.1 {
-        PaneSums::Linear { sums: first, .. } => {
-            let mut groups: Vec<&str> = Vec::new();
-            for (_, p) in in_window() {
-                if let PaneSums::Linear { groups: g, .. } = p {
-                    for name in g {
-                        if !groups.contains(&name.as_str()) && groups.len() < MAX_GROUPS {
-                            groups.push(name);
-                        }
-                    }
-                }
-            }
-            let mut window = ReplicateSums::new(boot, first.dims());
-            let (mut units, mut hashes, mut logs) = (0u64, Vec::new(), Vec::new());
-            for (t, p) in in_window() {
-                let PaneSums::Linear { units: n, sums, clusters, logs: l, groups: g } = p else { continue };
-                units += n;
-                hashes.extend_from_slice(clusters);
-                logs.push((t, *l, sums.point()[0], sums.point().get(1).copied().unwrap_or(0)));
-                if g.is_empty() {
-                    window.merge(sums).ok()?;
-                } else {
-                    let map: Vec<Option<usize>> = (0..sums.dims())
-                        .map(|d| g.get(d / 2).and_then(|name| groups.iter().position(|x| x == name)).map(|i| 2 * i + d % 2))
-                        .collect();
-                    window.merge_mapped(sums, &map).ok()?;
-                }
-            }
-            if units == 0 {
+    let mut period = Period::new();
+    for (key, p) in panes {
+        for (t, pane) in p.range(start..end) {
+            if !period.add(key.clone(), *t, pane.clone(), boot) {
                 return None;
             }
+        }
+    }
+    period.emission(start, end, boot, threads)
+}
+
+fn merged_window(key: &SeriesKey, merged: &Merged, boot: &BootstrapSpec) -> Option<SeriesWindow> {
+    let metric = spec(key.metric)?;
+    match merged {
+        Merged::Linear { units, sums, hashes, logs, .. } => {
+            if *units == 0 {
+                return None;
+            }
+            let mut hashes = hashes.clone();
             hashes.sort_unstable();
             hashes.dedup();
-            Some(linear_window(key, metric, &window, units, hashes.len() as u64, Some(&logs), boot.level))
+            let mut logs = logs.clone();
+            logs.sort_by_key(|l| l.0);
+            Some(linear_window(key, metric, sums, *units, hashes.len() as u64, Some(&logs), boot.level))
         }
-        PaneSums::Tasks(_) => {
-            let mut tasks: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-            for (_, p) in in_window() {
-                if let PaneSums::Tasks(m) = p {
-                    for (task, (n, c)) in m {
-                        let e = tasks.entry(task).or_default();
-                        e.0 += n;
-                        e.1 += c;
-                    }
-                }
-            }
+        Merged::Tasks(m) => {
+            let tasks: BTreeMap<&str, (u64, u64)> = m.iter().map(|(k, v)| (k.as_str(), *v)).collect();
             tasks_window(key, metric, &tasks, boot)
         }
-        PaneSums::Declared { .. } => {
-            let (value, count) = in_window().fold((f64::MIN, 0u64), |(v, n), (_, p)| match p {
-                PaneSums::Declared { max, count } => (v.max(*max), n + count),
-                _ => (v, n),
-            });
-            declared_window(key, metric, value, count, boot.level)
-        }
+        Merged::Declared { max, count } => declared_window(key, metric, *max, *count, boot.level),
     }
 }
 
@@ -245,6 +351,16 @@ mod tests {
         }
         let got = emission(&panes, start, end, &boot(), 2).unwrap();
         assert_eq!(format!("{got:?}"), format!("{expected:?}"));
+        // Merged in two halves (odd and even hours, as two readers would) and absorbed.
+        let (mut odd, mut even) = (Period::new(), Period::new());
+        for (key, p) in &panes {
+            for (t, pane) in p {
+                let half = if (t / HOUR) % 2 == 1 { &mut odd } else { &mut even };
+                assert!(half.add(key.clone(), *t, pane.clone(), &boot()));
+            }
+        }
+        assert!(even.absorb(odd, &boot()));
+        assert_eq!(format!("{:?}", even.emission(start, end, &boot(), 1).unwrap()), format!("{expected:?}"));
         for m in ["unsafe_action_rate", "calibration_ece", "fairness_gap", "pass_at_2", "outcome_consistency", "contamination"] {
             assert!(got.series.iter().any(|s| s.key.metric == m && s.estimate.is_some()), "{m} estimated in the period");
         }

@@ -94,7 +94,7 @@ pub(crate) fn pane_logs<'a>(metric: &MetricSpec, clusters: impl Iterator<Item = 
 
 /// What the e-detector needs of one pane: its start, log factors and point sums (numerator,
 /// denominator).
-pub(crate) type PaneEvidence = (i64, Option<sequential::PaneLogs>, i128, i128);
+pub type PaneEvidence = (i64, Option<sequential::PaneLogs>, i128, i128);
 
 /// Whether a series carries sequential evidence (a vetoed rate).
 pub(crate) fn has_evidence(metric: &MetricSpec) -> bool {

@@ -21,7 +21,7 @@ use octant_core::stats::agreement::cohen_kappa;
 use octant_core::stats::bootstrap::METHOD;
 use octant_core::stats::ppi::{PpiEstimate, ppi_mean};
 use octant_engine::output;
-use octant_engine::panes::Panes;
+use octant_engine::panes::Period as Period_;
 use octant_engine::window::{Added, WindowSpec, Windows};
 use serde::Serialize;
 
@@ -110,6 +110,19 @@ pub struct Built {
     pub gate_na_reason: Option<String>,
     /// Hours of the period read from the pane-sum store rather than the observations.
     pub hours_from_store: usize,
+}
+
+/// What one reader of the pane-sum store found: the hours it read whole, their merged state,
+/// and each system's group bookkeeping.
+type StoredPart = (Vec<i64>, Period_, Vec<(String, crate::panes::GroupMeta)>);
+
+/// Runs blocking work (reading the pane-sum store) off the async runtime's worker threads when
+/// the runtime has several; in place otherwise.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }
 
 fn df_err(e: impl std::fmt::Display) -> DataFusionError {
@@ -242,37 +255,68 @@ pub async fn build(
             .collect(),
         None => Vec::new(),
     };
-    let mut panes = Panes::new();
+    let mut merged = Period_::new();
     let mut groups: BTreeMap<GroupKey, Group> = BTreeMap::new();
     let mut duplicates: BTreeMap<GroupKey, u64> = BTreeMap::new();
     let mut stored_hours = BTreeSet::new();
     if let Some(store) = &store {
-        for h in (h0..h_end).step_by(HOUR_MS as usize).filter(|h| settled(*h)) {
-            let Some(marker) = store.marker(h) else { continue };
-            if crate::panes::stale(&cfg.lake, &lake_files_now, &marker, h) {
-                continue;
-            }
-            let systems: Vec<&String> = marker.systems.iter().filter(|s| system.is_none_or(|x| x == s.as_str())).collect();
-            let Some(read) = systems.iter().map(|s| store.read(h, s).map(|x| (*s, x))).collect::<Option<Vec<_>>>() else { continue };
-            for (sys, hour) in read {
-                for (key, p) in hour.series {
-                    panes.entry(key).or_default().insert(h, p);
+        let candidates: Vec<(i64, Vec<String>)> = (h0..h_end)
+            .step_by(HOUR_MS as usize)
+            .filter(|h| settled(*h))
+            .filter_map(|h| {
+                let marker = store.marker(h)?;
+                if crate::panes::stale(&cfg.lake, &lake_files_now, &marker, h) {
+                    return None;
                 }
-                for g in hour.groups {
-                    let key = (sys.clone(), g.version.clone(), source_of(&g.source));
-                    let group = groups.entry(key.clone()).or_default();
-                    for (topic, partition, first, last, rows) in &g.offsets {
-                        group.observations.merge(topic, *partition, *first, *last, *rows);
-                    }
-                    for (metric, by) in g.provenance {
-                        for (p, n) in by {
-                            *group.provenance.entry(metric.clone()).or_default().entry(p).or_default() += n;
-                        }
-                    }
-                    *duplicates.entry(key).or_default() += g.duplicates;
+                Some((h, marker.systems.into_iter().filter(|s| system.is_none_or(|x| x == s.as_str())).collect()))
+            })
+            .collect();
+        // Hours read and merged on every core, each thread into its own period state.
+        let per = candidates.len().div_ceil(threads).max(1);
+        let parts: Vec<StoredPart> = blocking(|| {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = candidates
+                    .chunks(per)
+                    .map(|chunk| {
+                        scope.spawn(move || {
+                            let (mut hours, mut part, mut metas) = (Vec::new(), Period_::new(), Vec::new());
+                            for (h, systems) in chunk {
+                                // An hour counts only when every system of it reads back.
+                                let Some(read) = systems.iter().map(|s| store.read(*h, s).map(|x| (s, x))).collect::<Option<Vec<_>>>()
+                                else {
+                                    continue;
+                                };
+                                for (sys, hour) in read {
+                                    for (key, p) in hour.series {
+                                        part.add(key, *h, p, &boot);
+                                    }
+                                    metas.extend(hour.groups.into_iter().map(|g| (sys.clone(), g)));
+                                }
+                                hours.push(*h);
+                            }
+                            (hours, part, metas)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().expect("reading the store never panics")).collect()
+            })
+        });
+        for (hours, part, metas) in parts {
+            merged.absorb(part, &boot);
+            stored_hours.extend(hours);
+            for (sys, g) in metas {
+                let key = (sys, g.version.clone(), source_of(&g.source));
+                let group = groups.entry(key.clone()).or_default();
+                for (topic, partition, first, last, rows) in &g.offsets {
+                    group.observations.merge(topic, *partition, *first, *last, *rows);
                 }
+                for (metric, by) in g.provenance {
+                    for (p, n) in by {
+                        *group.provenance.entry(metric.clone()).or_default().entry(p).or_default() += n;
+                    }
+                }
+                *duplicates.entry(key).or_default() += g.duplicates;
             }
-            stored_hours.insert(h);
         }
     }
     // Every other hour from the observations: contiguous spans of hours not stored.
@@ -393,9 +437,12 @@ pub async fn build(
     // The hours read here as pane sums; the whole, settled ones stored for the next profiles
     // (only by a run over every system: a stored hour holds them all).
     let mut fresh: BTreeMap<i64, BTreeMap<String, crate::panes::SystemHour>> = BTreeMap::new();
+    let storing = store.is_some() && system.is_none();
     for (key, h, p) in windows.pane_sums(threads) {
-        fresh.entry(h).or_default().entry(key.system_id.clone()).or_default().series.push((key.clone(), p.clone()));
-        panes.entry(key).or_default().insert(h, p);
+        if storing && settled(h) {
+            fresh.entry(h).or_default().entry(key.system_id.clone()).or_default().series.push((key.clone(), p.clone()));
+        }
+        merged.add(key, h, p, &boot);
     }
     if let (Some(store), None) = (&store, system) {
         for ((h, (sys, version, source)), meta) in hour_groups {
@@ -415,7 +462,7 @@ pub async fn build(
         }
     }
 
-    let Some(mut e) = octant_engine::panes::emission(&panes, h0, h_end, &boot, threads) else { return Ok(Vec::new()) };
+    let Some(mut e) = merged.emission(h0, h_end, &boot, threads) else { return Ok(Vec::new()) };
     (e.window_start, e.window_end) = (period.start, period.end);
     // The first pane may start before the period (a partial hour): its data starts with it.
     for s in &mut e.series {

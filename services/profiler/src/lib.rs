@@ -104,8 +104,15 @@ impl Runner {
                 return Err(e);
             }
         };
+        let mut counted = std::collections::BTreeSet::new();
         for b in &built {
             self.metrics.observations.with_label_values(&[&b.period.name]).inc_by(b.observations.rows);
+            if counted.insert(b.period.name.clone()) {
+                let hours = ((b.period.end - 1).div_euclid(panes::HOUR_MS) - b.period.start.div_euclid(panes::HOUR_MS) + 1) as u64;
+                let stored = b.hours_from_store as u64;
+                self.metrics.hours.with_label_values(&[&b.period.name, "store"]).inc_by(stored);
+                self.metrics.hours.with_label_values(&[&b.period.name, "observations"]).inc_by(hours - stored);
+            }
             if let Some(p) = &self.producer {
                 let rec = OutRecord {
                     topic: self.cfg.kafka.topic(topics::PROFILES),

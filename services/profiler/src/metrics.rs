@@ -10,6 +10,7 @@ pub struct Metrics {
     pub profiles: IntGauge,
     pub last_success: Gauge,
     pub observations: IntCounterVec,
+    pub hours: IntCounterVec,
 }
 
 impl Metrics {
@@ -24,7 +25,16 @@ impl Metrics {
             ),
             profiles: r.gauge("octant_profiler_profiles", "Profiles built by the last run"),
             last_success: r.value("octant_profiler_last_success_timestamp_seconds", "When the last successful run finished (Unix time)"),
-            observations: r.counters("octant_profiler_observations_read_total", "Observations read from the lake, by period", &["period"]),
+            observations: r.counters(
+                "octant_profiler_observations_read_total",
+                "Observations a profile covers, by period (read from the lake, or summed in the pane-sum store)",
+                &["period"],
+            ),
+            hours: r.counters(
+                "octant_profiler_hours_total",
+                "Hours of profile periods, by where they were read from (store: the pane-sum store; observations: the lake's rows)",
+                &["period", "from"],
+            ),
         }
     }
 }

@@ -3,8 +3,11 @@
 //! over the same span would (the bootstrap weights depend only on the cluster, the seed and the
 //! replicate, never on order or panes).
 //!
-//! The period becomes a single tumbling window: event times are shifted by `start`, so the
-//! window is `[0, end − start)` for the window code, and shifted back afterwards.
+//! The period is cut into wall-clock hours (the first and last may be partial): each hour's
+//! state per series ([`octant_engine::panes::PaneSums`]) comes from the pane-sum store
+//! ([`crate::panes`]) when the hour is stored and still complete, else from the observations
+//! through the window code; [`octant_engine::panes::Period`] merges them (exactly: integer
+//! sums) into the period's window.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -278,6 +278,7 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     assert_eq!(built.iter().map(|b| b.hours_from_store).max(), Some(0), "the first run read every hour from the observations");
     let store = lake.join("_pane_sums");
     let stored = std::fs::read_dir(&store).unwrap().flatten().filter(|d| d.path().join("_complete.json").is_file()).count();
+    assert!(stored >= 2, "the first run stored the whole settled hours ({stored})");
     let again = octant_profiler::run_once(&cfg, std::slice::from_ref(&period), None, 1_800_000_000_000).await.unwrap();
     assert_eq!(again.len(), built.len());
     for (a, b) in built.iter().zip(&again) {

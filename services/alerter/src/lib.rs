@@ -219,13 +219,15 @@ impl Stage for AlerterStage {
             let epoch = r.shared.assignment_epoch();
             if epoch != r.epoch {
                 // In the loop's blocking section (`open` runs in `block_in_place`).
-                // Brokers that just came back (or a session that lapsed) may fail a read: retried
-                // with backoff (about 30 s in all) before the loop gives up on the partition.
-                let mut delay = Duration::from_millis(500);
+                // A read that fails fast (brokers just back after an outage) is tried twice more,
+                // 1 s and 2 s later; one that hangs is bounded by the read's own timeouts. (The
+                // loop is held meanwhile: retrying for longer would outlast the group's poll
+                // interval.)
+                let mut delay = Duration::from_secs(1);
                 let history = loop {
                     match tokio::runtime::Handle::current().block_on(read_history(&r.kafka)) {
                         Ok(h) => break h,
-                        Err(e) if delay < Duration::from_secs(16) => {
+                        Err(e) if delay <= Duration::from_secs(2) => {
                             tracing::warn!(error = format!("{e:#}"), retry_in = ?delay, "reading the alert history failed");
                             std::thread::sleep(delay);
                             delay *= 2;

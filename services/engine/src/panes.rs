@@ -171,8 +171,9 @@ impl Period {
                     let added =
                         self.add(key.clone(), first.0, PaneSums::Linear { units, sums, clusters: hashes, logs: first.1, groups }, boot);
                     // The first pane's evidence entry stands for the merged state's point sums:
-                    // put the per-pane entries back.
-                    if let Some(Merged::Linear { logs: mine, .. }) = self.series.get_mut(&key) {
+                    // put the per-pane entries back (only when merged: a refused state left the
+                    // series as it was).
+                    if added && let Some(Merged::Linear { logs: mine, .. }) = self.series.get_mut(&key) {
                         mine.pop();
                         mine.push(first);
                         mine.extend(logs);

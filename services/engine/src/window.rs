@@ -96,6 +96,16 @@ pub(crate) fn pane_logs<'a>(metric: &MetricSpec, clusters: impl Iterator<Item = 
 /// denominator).
 pub type PaneEvidence = (i64, Option<sequential::PaneLogs>, i128, i128);
 
+/// The component width of a linear series' state (`None`: not a linear series).
+pub fn linear_dims(metric: &MetricSpec) -> Option<usize> {
+    match metric.estimator {
+        Estimator::Ratio => Some(2),
+        Estimator::Ece => Some(calibration::DIMS),
+        Estimator::GroupGap => Some(2 * MAX_GROUPS),
+        _ => None,
+    }
+}
+
 /// Whether a series carries sequential evidence (a vetoed rate).
 pub(crate) fn has_evidence(metric: &MetricSpec) -> bool {
     is_rate(metric) && metric.veto.is_some()

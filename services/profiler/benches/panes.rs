@@ -117,7 +117,7 @@ fn main() {
         let mut cfg = ProfilerConfig { lake: lake.clone(), evidence: root.join("evidence"), ..Default::default() };
         cfg.pane_sums = Some(store_dir.clone());
         let boot = cfg.bootstrap_spec();
-        let store = Store::new(&store_dir, boot);
+        let store = Store::new(&store_dir, &cfg.evaluation);
         let (fill_s, bytes) = fill(&store, &store_dir, n, &boot);
         eprintln!("{n} observations: store written in {fill_s:.1} s, {:.0} MB", bytes as f64 / 1e6);
         let period = Period { name: "7d".into(), start: T0, end: T0 + HOURS * HOUR_MS };

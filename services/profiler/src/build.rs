@@ -115,6 +115,15 @@ pub struct Built {
     pub hours_from_store: usize,
 }
 
+/// Whether the session reads the lake's observation files (a table registered empty, because
+/// the lake had none when the session opened, does not see files written since).
+async fn lists_observation_files(ctx: &SessionContext) -> bool {
+    match ctx.table_provider("observations").await {
+        Ok(t) => (t.as_ref() as &dyn std::any::Any).downcast_ref::<datafusion::datasource::MemTable>().is_none(),
+        Err(_) => false,
+    }
+}
+
 /// What one reader of the pane-sum store found: the hours it read whole, their merged state,
 /// and each system's group bookkeeping.
 type StoredPart = (Vec<i64>, Period_, Vec<(String, crate::panes::GroupMeta)>);
@@ -246,7 +255,7 @@ pub async fn build(
     // The period in hourly panes: the first and last may be partial. Whole hours that have
     // settled come from the pane-sum store when it holds them (see `crate::panes`).
     let (h0, h_end) = (period.start.div_euclid(HOUR_MS) * HOUR_MS, (period.end - 1).div_euclid(HOUR_MS) * HOUR_MS + HOUR_MS);
-    let store = cfg.pane_store().map(|d| Store::new(d, boot));
+    let store = cfg.pane_store().map(|d| Store::new(d, &cfg.evaluation));
     let settled =
         |h: i64| h >= period.start && h + HOUR_MS <= period.end && h + HOUR_MS + cfg.pane_settle.as_millis() as i64 <= generated_at;
     let lake_files_now: Vec<String> = match &store {
@@ -258,6 +267,16 @@ pub async fn build(
             .collect(),
         None => Vec::new(),
     };
+    // Before any observation is read: the lake's commit marks (what a stored hour is known to
+    // hold), and whether this session sees the lake's files at all (a table registered empty
+    // because the lake had no file when the session opened would store empty hours).
+    let marks = match &store {
+        Some(_) => {
+            crate::panes::commit_marks(&cfg.lake, &cfg.storage, &lake_files_now).map_err(|e| DataFusionError::External(Box::new(e)))?
+        }
+        None => BTreeMap::new(),
+    };
+    let listed = lists_observation_files(ctx).await;
     let mut merged = Period_::new();
     let mut groups: BTreeMap<GroupKey, Group> = BTreeMap::new();
     let mut duplicates: BTreeMap<GroupKey, u64> = BTreeMap::new();
@@ -291,7 +310,9 @@ pub async fn build(
                                 };
                                 for (sys, hour) in read {
                                     for (key, p) in hour.series {
-                                        part.add(key, *h, p, &boot);
+                                        if !part.add(key.clone(), *h, p, &boot) {
+                                            tracing::warn!(hour = h, series = ?key, "a stored pane does not merge with the series; left out");
+                                        }
                                     }
                                     metas.extend(hour.groups.into_iter().map(|g| (sys.clone(), g)));
                                 }
@@ -305,7 +326,9 @@ pub async fn build(
             })
         });
         for (hours, part, metas) in parts {
-            merged.absorb(part, &boot);
+            if !merged.absorb(part, &boot) {
+                tracing::warn!("stored panes that do not merge with each other were left out");
+            }
             stored_hours.extend(hours);
             for (sys, g) in metas {
                 let key = (sys, g.version.clone(), source_of(&g.source));
@@ -440,21 +463,22 @@ pub async fn build(
     // The hours read here as pane sums; the whole, settled ones stored for the next profiles
     // (only by a run over every system: a stored hour holds them all).
     let mut fresh: BTreeMap<i64, BTreeMap<String, crate::panes::SystemHour>> = BTreeMap::new();
-    let storing = store.is_some() && system.is_none();
+    let storing = store.is_some() && system.is_none() && listed;
     for (key, h, p) in windows.pane_sums(threads) {
         if storing && settled(h) {
             fresh.entry(h).or_default().entry(key.system_id.clone()).or_default().series.push((key.clone(), p.clone()));
         }
-        merged.add(key, h, p, &boot);
+        if !merged.add(key.clone(), h, p, &boot) {
+            tracing::warn!(hour = h, series = ?key, "a pane does not merge with the series' stored panes; left out");
+        }
     }
-    if let (Some(store), None) = (&store, system) {
+    if let (Some(store), None, true) = (&store, system, listed) {
         for ((h, (sys, version, source)), meta) in hour_groups {
             if settled(h) {
                 let meta = crate::panes::GroupMeta { version, source: source.as_str().to_string(), ..meta };
                 fresh.entry(h).or_default().entry(sys).or_default().groups.push(meta);
             }
         }
-        let marks = crate::panes::lake_marks(&lake_files_now);
         for h in (h0..h_end).step_by(HOUR_MS as usize).filter(|h| settled(*h) && !stored_hours.contains(h)) {
             let hour = fresh.remove(&h).unwrap_or_default();
             match store.write_hour(h, &hour, marks.clone()) {
@@ -842,6 +866,16 @@ mod tests {
         let passing =
             vec![metric("task_success", 0.8, Some("insufficient evidence (task_success 12/30)")), metric("unsafe_action_rate", 0.01, None)];
         assert_eq!(gate_summary(&cfg, &gate_lines(&cfg, &passing, &verified, None)).0, None);
+    }
+
+    /// A session opened on a lake without observations never stores hours.
+    #[tokio::test]
+    async fn a_session_opened_before_any_file_does_not_store() {
+        let dir = std::env::temp_dir().join(format!("octant-empty-lake-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ctx = octant_lake::reader::open(&dir).await.unwrap();
+        assert!(!lists_observation_files(&ctx).await);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

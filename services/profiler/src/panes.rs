@@ -69,8 +69,9 @@ pub struct SystemHour {
 #[derive(Debug, Serialize, Deserialize)]
 struct FileMeta {
     format: u32,
-    seed: u64,
-    replicates: u32,
+    /// What the sums were computed under ([`Store::new`]): a store of another catalogue,
+    /// method or evaluation configuration is not read.
+    fingerprint: String,
     groups: Vec<GroupMeta>,
 }
 
@@ -78,10 +79,10 @@ struct FileMeta {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Marker {
     pub format: u32,
-    pub seed: u64,
-    pub replicates: u32,
+    pub fingerprint: String,
     pub systems: Vec<String>,
-    /// "topic/partition" → last offset of the lake's observation files when built.
+    /// "topic/partition" → the lake's committed offset (its commit marker) read before the
+    /// hour's observations were: every lake file up to it was visible to that read.
     pub lake: BTreeMap<String, i64>,
 }
 
@@ -90,6 +91,7 @@ pub struct Marker {
 pub struct Store {
     dir: PathBuf,
     boot: BootstrapSpec,
+    fingerprint: String,
 }
 
 fn hour_dir(dir: &Path, hour: i64) -> PathBuf {
@@ -200,15 +202,25 @@ impl Columns {
 }
 
 impl Store {
-    pub fn new(dir: impl Into<PathBuf>, boot: BootstrapSpec) -> Store {
-        Store { dir: dir.into(), boot }
+    /// A store for sums computed with `evaluation` (bootstrap, veto rules, budgets …) under
+    /// this catalogue version and method: files written under anything else are not read.
+    pub fn new(dir: impl Into<PathBuf>, evaluation: &octant_engine::EvaluationConfig) -> Store {
+        let text = format!(
+            "{}|{}|{}",
+            octant_core::catalogue::CATALOGUE_VERSION,
+            octant_core::stats::bootstrap::METHOD,
+            serde_json::to_string(evaluation).unwrap_or_default()
+        );
+        // FNV-1a 64: stable across builds and platforms (std's hasher is not).
+        let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+        Store { dir: dir.into(), boot: evaluation.bootstrap_spec(), fingerprint: format!("{FORMAT}-{hash:016x}") }
     }
 
     /// The marker of `hour` when the hour is stored with this store's bootstrap.
     pub fn marker(&self, hour: i64) -> Option<Marker> {
         let text = std::fs::read_to_string(hour_dir(&self.dir, hour).join("_complete.json")).ok()?;
         let m: Marker = serde_json::from_str(&text).ok()?;
-        (m.format == FORMAT && m.seed == self.boot.seed && m.replicates == self.boot.replicates).then_some(m)
+        (m.format == FORMAT && m.fingerprint == self.fingerprint).then_some(m)
     }
 
     /// Writes `hour` (every system with data in it), then its marker. `None` in `systems`
@@ -220,7 +232,7 @@ impl Store {
         std::fs::create_dir_all(&dir)?;
         for (system, h) in systems {
             let Some(batch) = self.batch(h) else { return Ok(false) };
-            let meta = FileMeta { format: FORMAT, seed: self.boot.seed, replicates: self.boot.replicates, groups: h.groups.clone() };
+            let meta = FileMeta { format: FORMAT, fingerprint: self.fingerprint.clone(), groups: h.groups.clone() };
             let kv = parquet::file::metadata::KeyValue::new("octant.pane_sums".into(), serde_json::to_string(&meta).map_err(invalid)?);
             let props = parquet::file::properties::WriterProperties::builder()
                 .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
@@ -233,13 +245,7 @@ impl Store {
             w.close().map_err(invalid)?;
             std::fs::rename(&tmp, &path)?;
         }
-        let marker = Marker {
-            format: FORMAT,
-            seed: self.boot.seed,
-            replicates: self.boot.replicates,
-            systems: systems.keys().cloned().collect(),
-            lake,
-        };
+        let marker = Marker { format: FORMAT, fingerprint: self.fingerprint.clone(), systems: systems.keys().cloned().collect(), lake };
         let tmp = dir.join("_complete.json.tmp");
         std::fs::write(&tmp, serde_json::to_vec(&marker).map_err(invalid)?)?;
         std::fs::rename(tmp, dir.join("_complete.json"))?;
@@ -320,8 +326,8 @@ impl Store {
             .map(serde_json::from_str)
             .ok_or_else(|| invalid("no pane-sum metadata"))?
             .map_err(invalid)?;
-        if (meta.format, meta.seed, meta.replicates) != (FORMAT, self.boot.seed, self.boot.replicates) {
-            return Err(invalid("stored with another format or bootstrap"));
+        if (meta.format, &meta.fingerprint) != (FORMAT, &self.fingerprint) {
+            return Err(invalid("stored under another format, catalogue, method or evaluation configuration"));
         }
         let mut out = SystemHour { series: Vec::new(), groups: meta.groups };
         for batch in builder.build().map_err(invalid)? {
@@ -353,6 +359,10 @@ impl Store {
                 };
                 let p = match kind.value(i) {
                     0 => {
+                        let spec = spec(metric).expect("looked up above");
+                        if octant_engine::window::linear_dims(spec) != Some(dims.value(i) as usize) {
+                            return Err(invalid(format!("{metric}: stored width {} is not the series'", dims.value(i))));
+                        }
                         let wide = |v: Vec<i64>| v.into_iter().map(i128::from).collect::<Vec<_>>();
                         let sums =
                             ReplicateSums::from_parts(&self.boot, dims.value(i) as usize, 0, wide(ints(&point, i)), wide(ints(&reps, i)))
@@ -400,22 +410,29 @@ pub fn parse_lake_file(path: &str) -> Option<(String, i32, i64, i64)> {
     Some((topic, partition, first, last))
 }
 
-/// The last offset of the lake's observation files per "topic/partition".
-pub fn lake_marks(files: &[String]) -> BTreeMap<String, i64> {
-    let mut out: BTreeMap<String, i64> = BTreeMap::new();
-    for (topic, partition, _, last) in files.iter().filter_map(|f| parse_lake_file(f)) {
-        let e = out.entry(format!("{topic}/{partition}")).or_insert(last);
-        *e = (*e).max(last);
+/// The lake's committed offset per "topic/partition" of the observation files listed (read
+/// from its commit markers; call before reading the observations the store will hold).
+pub fn commit_marks(lake: &Path, storage: &octant_lake::StorageOptions, files: &[String]) -> io::Result<BTreeMap<String, i64>> {
+    let lake = octant_lake::lake::Lake::open(&lake.to_string_lossy(), storage)?;
+    let mut out = BTreeMap::new();
+    let partitions: std::collections::BTreeSet<(String, i32)> =
+        files.iter().filter_map(|f| parse_lake_file(f)).map(|(t, p, _, _)| (t, p)).collect();
+    for (topic, partition) in partitions {
+        if let Some(o) = lake.committed(&topic, partition)? {
+            out.insert(format!("{topic}/{partition}"), o);
+        }
     }
-    out
+    Ok(out)
 }
 
-/// Whether a lake file written after `marker` holds rows with event times in `hour` (from its
-/// Parquet statistics; a file without them counts as overlapping).
+/// Whether a lake file the hour's sums may not include — one ending after the committed
+/// offset recorded in `marker` (written later, or published but not yet committed when the
+/// hour was read) — holds rows with event times in `hour` (by its Parquet statistics; a file
+/// without them counts as overlapping).
 pub fn stale(lake: &Path, files: &[String], marker: &Marker, hour: i64) -> bool {
     files.iter().any(|f| {
-        let Some((topic, partition, first, _)) = parse_lake_file(f) else { return false };
-        if marker.lake.get(&format!("{topic}/{partition}")).is_some_and(|m| first <= *m) {
+        let Some((topic, partition, _, last)) = parse_lake_file(f) else { return false };
+        if marker.lake.get(&format!("{topic}/{partition}")).is_some_and(|m| last <= *m) {
             return false;
         }
         match event_time_range(&lake.join(f)) {
@@ -478,9 +495,18 @@ mod tests {
             format!("observations/system_id=a/date=2025-11-30/{name}")
         };
         let old = write(&format!("t-obs-0-{:020}-{:020}.parquet", 0, 10), &[h + 10, h + 20]);
-        let marker = Marker { format: FORMAT, seed: 1, replicates: 10, systems: vec![], lake: lake_marks(std::slice::from_ref(&old)) };
-        assert_eq!(marker.lake["t-obs/0"], 10);
+        let marker = Marker {
+            format: FORMAT,
+            fingerprint: String::new(),
+            systems: vec![],
+            lake: [("t-obs/0".to_string(), 10)].into_iter().collect(),
+        };
         assert!(!stale(&lake, std::slice::from_ref(&old), &marker, h), "the files it was built from");
+        // A unit that was published but not committed when the hour was read (its files may
+        // have been partly visible, or rewritten after a crash): checked like a new one.
+        let straddling = write(&format!("t-obs-0-{:020}-{:020}.parquet", 5, 15), &[h + 30]);
+        assert!(stale(&lake, &[old.clone(), straddling.clone()], &marker, h), "a file ending after the commit mark");
+        std::fs::remove_file(lake.join(&straddling)).unwrap();
         let next_hour = write(&format!("t-obs-0-{:020}-{:020}.parquet", 11, 20), &[h + HOUR_MS + 5, h + 2 * HOUR_MS]);
         assert!(!stale(&lake, &[old.clone(), next_hour.clone()], &marker, h), "new rows of later hours only");
         let late = write(&format!("t-obs-0-{:020}-{:020}.parquet", 21, 22), &[h + HOUR_MS + 9, h + 59 * 60_000]);

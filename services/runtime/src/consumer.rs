@@ -410,8 +410,10 @@ pub fn group_consumer(
         // path has two hops (scorer → aggregator → alerter, or trajectories → alerter). 100 ms
         // keeps idle fetch traffic modest.
         .set("fetch.wait.max.ms", "100");
-    // The user's `kafka.settings` win over every default above.
+    // The user's `kafka.settings` win over every tuning default above, but not over what
+    // the loop's correctness rests on (its own commits, its group).
     apply_settings(&mut c, cfg);
+    c.set("group.id", group).set("enable.auto.commit", "false").set("enable.auto.offset.store", "false");
     let consumer: GroupConsumer = c.create_with_context(ctx).map_err(|e| RuntimeError::kafka("failed to create consumer", e))?;
     consumer.subscribe(topics).map_err(|e| RuntimeError::kafka(format!("failed to subscribe to {topics:?}"), e))?;
     Ok((Arc::new(consumer), shared))

@@ -6,7 +6,10 @@
 //! Starts the embedded broker (tansu) and the alerter, produces N critical unsafe steps (one
 //! run each, irreversible, unconfirmed, violating a constraint) at RATE per second among
 //! 9 safe steps each, reads `octant.alerts`, and measures produce-call → incident-read per
-//! incident (both on this machine's clock). BACKGROUND (default 0) adds that many safe steps
+//! incident (both on this machine's clock), and produce-call → the incident listed by a real
+//! Alertmanager (`GET /api/v2/alerts`, polled every 25 ms: each poll lists every active alert, so keep N
+//! to a few hundred; the alerter delivers to it as in
+//! production). BACKGROUND (default 0) adds that many safe steps
 //! per second of other runs on the same topic, from a second producer, for the whole run (the
 //! rate reached is printed). Everything runs over loopback TCP on the same 2-core machine, so
 //! the figures include the broker and the load generator.
@@ -59,12 +62,14 @@ async fn main() -> anyhow::Result<()> {
     }
     octant_runtime::kafka::ensure_topics(&kafka, &octant_runtime::kafka::default_topics(&kafka, 4)).await?;
     let shutdown = tokio_util::sync::CancellationToken::new();
+    let am = octant_integration_tests::alertmanager::Alertmanager::start().await;
     let cfg = octant_alerter::AlerterConfig {
         stream: octant_runtime::service::StreamSettings {
             kafka: kafka.clone(),
             admin_addr: Some("127.0.0.1:0".parse()?),
             ..Default::default()
         },
+        alertmanager_url: Some(format!("http://127.0.0.1:{}", am.port())),
         ..Default::default()
     };
     let alerter = octant_alerter::start(cfg, prometheus::Registry::new(), shutdown.clone()).await?;
@@ -125,6 +130,34 @@ async fn main() -> anyhow::Result<()> {
             sent as f64 / started.elapsed().as_secs_f64()
         })
     };
+    // The Alertmanager leg: when each incident (by run id) is first listed.
+    let stop_polling = tokio_util::sync::CancellationToken::new();
+    let polling = {
+        let (sent, stop, port) = (sent.clone(), stop_polling.clone(), am.port());
+        tokio::spawn(async move {
+            let mut seen: HashMap<String, f64> = HashMap::new();
+            while !stop.is_cancelled() {
+                if let Some((200, body)) = octant_integration_tests::alertmanager::http_get(port, "/api/v2/alerts").await {
+                    let now = Instant::now();
+                    let alerts: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap_or_default();
+                    for a in alerts {
+                        let Some(run) = a["labels"]["run_id"].as_str() else { continue };
+                        if seen.contains_key(run) {
+                            continue;
+                        }
+                        if let Some(t) = sent.lock().unwrap().get(run) {
+                            seen.insert(run.to_string(), now.duration_since(*t).as_secs_f64() * 1000.0);
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            // (incident index, latency): run-{i} is the (i / 10)-th incident.
+            seen.into_iter()
+                .map(|(run, l)| (run.trim_start_matches("run-").parse::<usize>().unwrap_or(0) / 10, l))
+                .collect::<Vec<(usize, f64)>>()
+        })
+    };
     let d = Decoder::new();
     let mut lat = Vec::with_capacity(n);
     let deadline = Instant::now() + Duration::from_secs(60) + Duration::from_secs_f64(n as f64 / rate);
@@ -137,6 +170,10 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     producing.await?;
+    // Alertmanager lists what the alerter delivered within its batching (give it 5 s more).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    stop_polling.cancel();
+    let at_am_indexed = polling.await?;
     stop_background.cancel();
     let background_rate = loading.await?;
     shutdown.cancel();
@@ -155,7 +192,29 @@ async fn main() -> anyhow::Result<()> {
     println!("| p99 (after the first {warm}) | {:.1} ms |", q(&steady, 0.99));
     println!("| max (after the first {warm}) | {:.1} ms |", q(&steady, 1.0));
     println!("| p50 / p99 / max, all | {:.1} / {:.1} / {:.1} ms |", q(&lat, 0.5), q(&lat, 0.99), q(&lat, 1.0));
+    let mut at_am: Vec<f64> = at_am_indexed.iter().map(|(_, l)| *l).collect();
+    let mut at_am_steady: Vec<f64> = at_am_indexed.iter().filter(|(i, _)| *i >= warm).map(|(_, l)| *l).collect();
+    at_am.sort_by(f64::total_cmp);
+    at_am_steady.sort_by(f64::total_cmp);
+    if at_am.is_empty() || at_am_steady.is_empty() {
+        println!("| incidents at Alertmanager | none listed |");
+    } else {
+        println!("| incidents listed by Alertmanager | {} of {n} |", at_am.len());
+        println!(
+            "| p50 / p99 / max produce → listed by Alertmanager (after the first {warm}; polled every 25 ms) | {:.1} / {:.1} / {:.1} ms |",
+            q(&at_am_steady, 0.5),
+            q(&at_am_steady, 0.99),
+            q(&at_am_steady, 1.0)
+        );
+        println!(
+            "| p50 / p99 / max produce → listed by Alertmanager, all | {:.1} / {:.1} / {:.1} ms |",
+            q(&at_am, 0.5),
+            q(&at_am, 0.99),
+            q(&at_am, 1.0)
+        );
+    }
     // Exit without tearing clients down against the stopped broker (the broker dies with us).
     drop(broker);
+    drop(am);
     std::process::exit(0)
 }

@@ -1,8 +1,13 @@
 //! The chain scorer → aggregator → lake writer, in events per second per core, printed as a
 //! table (figures go to BENCHMARKS.md).
 //!
-//! `cargo bench -p octant-integration-tests --bench chain -- [EVENTS] [SYSTEMS] [INSTANCES] [hot]`
+//! `cargo bench -p octant-integration-tests --bench chain -- [EVENTS] [SYSTEMS] [INSTANCES] [hot] [paced=RATE]`
 //! (defaults 100,000 events, 20 systems, 1 instance of scorer and aggregator)
+//!
+//! With `paced=RATE` the events are not pre-filled: the stages start first, then the events
+//! are produced at RATE per second while they run, and the latency of each run — its last
+//! event produced → its last observation produced (both Kafka timestamps, read back from the
+//! lake) — is printed as percentiles.
 //!
 //! The embedded broker (tansu, 4 partitions per topic) is pre-filled with the synthetic
 //! fleet's JSON trajectory events (SYSTEMS systems of the demo's five kinds; with `hot`, one
@@ -51,9 +56,11 @@ fn peak_rss_mib() -> f64 {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let hot = args.iter().any(|a| a == "hot");
+    let paced: Option<f64> = std::env::args().find_map(|a| a.strip_prefix("paced=").and_then(|r| r.parse().ok()));
+    let args: Vec<String> = args.into_iter().filter(|a| !a.starts_with("paced=")).collect();
     let number = |i: usize, default: usize| args.get(i).and_then(|a| a.replace(['_', ','], "").parse().ok()).unwrap_or(default);
     let (target, systems, instances) = (number(0, 100_000), number(1, 20), number(2, 1));
-    let hot = args.iter().any(|a| a == "hot");
     let broker = EmbeddedBroker::start().await?;
     let pid = broker.pid();
     let kafka = KafkaConfig { brokers: broker.brokers.clone(), ..Default::default() };
@@ -71,8 +78,11 @@ async fn main() -> anyhow::Result<()> {
         records.extend(octant_gen::generate(&only_hot, runs, runs * (systems as u64 - 2)));
     }
     let n = records.len();
-    octant_gen::produce(&kafka, records, None).await?;
-    eprintln!("chain: {n} events produced");
+    let mut records = Some(records);
+    if paced.is_none() {
+        octant_gen::produce(&kafka, records.take().expect("records"), None).await?;
+        eprintln!("chain: {n} events produced");
+    }
 
     let stream = || StreamSettings { kafka: kafka.clone(), admin_addr: Some("127.0.0.1:0".parse().unwrap()), ..Default::default() };
     let lake = std::env::temp_dir().join(format!("octant-bench-chain-{}", std::process::id()));
@@ -82,17 +92,18 @@ async fn main() -> anyhow::Result<()> {
     let rl = [prometheus::Registry::new()];
     let started = Instant::now();
     let mut tasks = Vec::new();
+    let mut healths = Vec::new();
     for r in &rs {
-        tasks.push((
-            "scorer",
-            octant_scorer::start(octant_scorer::ScorerConfig { stream: stream(), ..Default::default() }, r.clone(), shutdown.clone())
-                .await?
-                .task,
-        ));
+        let s = octant_scorer::start(octant_scorer::ScorerConfig { stream: stream(), ..Default::default() }, r.clone(), shutdown.clone())
+            .await?;
+        healths.push(s.health.clone());
+        tasks.push(("scorer", s.task));
     }
     for r in &ra {
         let config = octant_aggregator::AggregatorConfig { stream: stream(), ..Default::default() };
-        tasks.push(("aggregator", octant_aggregator::start(config, r.clone(), shutdown.clone()).await?.task));
+        let a = octant_aggregator::start(config, r.clone(), shutdown.clone()).await?;
+        healths.push(a.health.clone());
+        tasks.push(("aggregator", a.task));
     }
     // Files close at 64 MiB or after 2 s (the default 60 s age would be most of the time measured).
     let config = octant_lake_writer::LakeWriterConfig {
@@ -101,7 +112,21 @@ async fn main() -> anyhow::Result<()> {
         max_file_age: Duration::from_secs(2),
         ..Default::default()
     };
-    tasks.push(("lake writer", octant_lake_writer::start(config, rl[0].clone(), shutdown.clone()).await?.task));
+    let w = octant_lake_writer::start(config, rl[0].clone(), shutdown.clone()).await?;
+    healths.push(w.health.clone());
+    tasks.push(("lake writer", w.task));
+    let producing = match (paced, records.take()) {
+        (Some(rate), Some(records)) => {
+            // Every stage has its partitions before the first event is produced.
+            while !healths.iter().all(|h| h.is_ready()) {
+                anyhow::ensure!(started.elapsed() < Duration::from_secs(120), "the stages did not join in 120 s");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let k = kafka.clone();
+            Some(tokio::spawn(async move { octant_gen::produce(&k, records, Some(rate)).await.map(|_| ()) }))
+        }
+        _ => None,
+    };
     while total(&rs, "octant_scorer_events_consumed_total", None) == 0.0 {
         anyhow::ensure!(started.elapsed() < Duration::from_secs(120), "the scorer read nothing in 120 s");
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -162,6 +187,41 @@ async fn main() -> anyhow::Result<()> {
     println!("| **events/s per core, stages only** | **{:.0}** |", n as f64 / secs / own);
     println!("| events/s per core, stages and broker | {:.0} |", n as f64 / secs / (own + brk));
     println!("| peak resident memory of the stages (one process) | {:.0} MiB |", peak_rss_mib());
+    if let Some(p) = producing {
+        p.await??;
+        // Per run: its last event produced → its last observation produced (the records' Kafka
+        // timestamps, set by each producer when it produced them).
+        let mut last: std::collections::HashMap<String, (i64, i64)> = std::collections::HashMap::new();
+        let (events, observations) =
+            (kafka.topic(octant_contracts::topics::TRAJECTORIES_PRODUCTION), kafka.topic(octant_contracts::topics::OBSERVATIONS));
+        for r in octant_runtime::topic::read_to_end(&kafka, &events, Duration::from_secs(60)).await? {
+            let v: serde_json::Value = serde_json::from_slice(&r.payload).unwrap_or_default();
+            if let (Some(run), Some(t)) = (v["run_id"].as_str(), r.timestamp) {
+                let e = last.entry(run.to_string()).or_insert((i64::MIN, i64::MIN));
+                e.0 = e.0.max(t);
+            }
+        }
+        let d = octant_contracts::Decoder::new();
+        for r in octant_runtime::topic::read_to_end(&kafka, &observations, Duration::from_secs(60)).await? {
+            if let (Ok(o), Some(t)) = (d.decode::<octant_contracts::Observation>(&r.payload), r.timestamp)
+                && let Some(e) = last.get_mut(&o.run_id)
+            {
+                e.1 = e.1.max(t);
+            }
+        }
+        let mut lat: Vec<i64> = last.values().filter(|(e, o)| *e > i64::MIN && *o > i64::MIN).map(|(e, o)| o - e).collect();
+        lat.sort_unstable();
+        anyhow::ensure!(!lat.is_empty(), "no run found in the lake");
+        let q = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize];
+        println!(
+            "| paced at {} events/s: run's last event produced → its last observation produced, p50 / p99 / max over {} runs | {} / {} / {} ms |",
+            paced.unwrap_or(0.0),
+            lat.len(),
+            q(0.5),
+            q(0.99),
+            q(1.0)
+        );
+    }
     shutdown.cancel();
     for (_, task) in tasks {
         let _ = tokio::time::timeout(Duration::from_secs(30), task).await;

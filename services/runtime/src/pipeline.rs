@@ -393,15 +393,19 @@ async fn run_loop<S: Stage>(
                 // What else is already in the local queue, up to a batch: one hand-off of the
                 // worker thread (`cpu`) for the batch rather than one per message. A rebalance
                 // can run inside any of these calls: the messages taken before it belong to the
-                // state as it was, the ones after to the new assignment (a partition revoked
+                // state as it was, the one it returned to the new assignment (a partition revoked
                 // and assigned again reopens from its commit point), so the batch ends there
-                // and the rest is a second batch, after the revoked state is dropped.
+                // and that message is processed after the revoked state is dropped. (Nothing
+                // more is taken: a second rebalance would mix two assignments.)
                 let room = (cfg.max_inflight - waiting.len()).min(MAX_BATCH);
                 let mut after_rebalance = Vec::new();
-                while batch.len() + after_rebalance.len() < room {
+                while batch.len() < room {
                     match futures::FutureExt::now_or_never(consumer.recv()) {
-                        Some(Ok(m)) if after_rebalance.is_empty() && !shared.has_revoked() => batch.push(m),
-                        Some(Ok(m)) => after_rebalance.push(m),
+                        Some(Ok(m)) if !shared.has_revoked() => batch.push(m),
+                        Some(Ok(m)) => {
+                            after_rebalance.push(m);
+                            break;
+                        }
                         Some(Err(e)) => {
                             tracing::warn!(error = %e, "consumer error");
                             break;

@@ -164,16 +164,18 @@ pub(crate) async fn pipeline_with(env: &TestEnv, agg_config: AggregatorConfig, f
     scorer.task.await.unwrap().unwrap();
     agg.task.await.unwrap().unwrap();
     alerter.task.await.unwrap().unwrap();
-    let (windows, profiles) = read_windows(env).await;
-    assert!(windows.values().any(|w| w.window_end >= last_end - 120_000), "windows reach the end of the data");
-    assert_eq!(metrics.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0), 0.0, "nothing late");
-    let alerts = read_all(&env.kafka, &env.topic(topics::ALERTS)).await;
+    // The scorer's output first: one observation id with two values would make windows depend
+    // on which copy a (restarted) aggregator saw first.
     let mut observations = BTreeMap::new();
     for o in read_all::<octant_contracts::Observation>(&env.kafka, &env.topic(topics::OBSERVATIONS)).await {
         let e = observations.entry(o.observation_id.clone()).or_insert((o.system_id.clone(), o.metric.clone(), o.event_time, o.value, 0));
         assert_eq!((e.2, e.3), (o.event_time, o.value), "two observations {} differ", o.observation_id);
         e.4 += 1;
     }
+    let (windows, profiles) = read_windows(env).await;
+    assert!(windows.values().any(|w| w.window_end >= last_end - 120_000), "windows reach the end of the data");
+    assert_eq!(metrics.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0), 0.0, "nothing late");
+    let alerts = read_all(&env.kafka, &env.topic(topics::ALERTS)).await;
     PipelineOutput { windows, profiles, alerts, metrics, observations }
 }
 

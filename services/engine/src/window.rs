@@ -460,13 +460,19 @@ impl Windows {
             let f = target.min(oldest);
             self.frontier = Some(f);
             self.frontier_log.push_back((offset, f));
-            // The window sums hold the window ending F + slide; only pane F can have data.
+            // The window sums hold the window ending F + slide: every pane of it with data.
+            // Usually only pane F has any, but after a restart that resumed without a frontier,
+            // observations accepted before this watermark may lie in older panes of the window
+            // (`pane_offsets`, which gave `oldest`, only keeps the panes a future commit point
+            // needs): they are in the window's units, so they are in its sums (each is
+            // subtracted when it leaves).
+            let from = f + self.spec.slide_ms - self.spec.length_ms;
             for st in self.series.values_mut() {
-                if let SeriesState::Linear { window, panes, .. } = st
-                    && let Some(p) = panes.get(&f)
-                {
-                    for (c, sums) in &p.clusters {
-                        window.add_cluster(*c, sums, 0);
+                if let SeriesState::Linear { window, panes, .. } = st {
+                    for (_, p) in panes.range(from..=f) {
+                        for (c, sums) in &p.clusters {
+                            window.add_cluster(*c, sums, 0);
+                        }
                     }
                 }
             }
@@ -501,6 +507,28 @@ impl Windows {
                         continue;
                     }
                     let clusters = in_window.clone().flat_map(|(_, p)| p.clusters.keys()).collect::<HashSet<_>>().len() as u64;
+                    // Debug builds (the tests) check the invariant the incremental sums rest on:
+                    // they are the sums of the window's panes. (An intermittent failure of the
+                    // crash test shows an instance where they were not; this says when.)
+                    #[cfg(debug_assertions)]
+                    {
+                        let mut sums = vec![0i128; window.dims()];
+                        for c in in_window.clone().flat_map(|(_, p)| p.clusters.values()) {
+                            for (a, b) in sums.iter_mut().zip(c) {
+                                *a += b;
+                            }
+                        }
+                        if sums != window.point() {
+                            eprintln!(
+                                "octant-engine: window sums differ from the panes: {key:?} window end {end}, sums {:?}, panes {sums:?}, frontier {:?}, initial frontier {:?}, emitted until {:?}, panes {:?}",
+                                window.point(),
+                                self.frontier,
+                                self.initial_frontier,
+                                self.emitted_until,
+                                panes.keys().collect::<Vec<_>>()
+                            );
+                        }
+                    }
                     let logs: Option<Vec<_>> = has_evidence(metric).then(|| {
                         in_window
                             .map(|(t, p)| {
@@ -748,6 +776,34 @@ mod tests {
 
     fn run_all(w: &mut Windows, input: &[Observation], from: usize) -> Vec<Emission> {
         input.iter().enumerate().skip(from).flat_map(|(i, o)| feed(w, o, i as i64).1).collect()
+    }
+
+    /// A restart that resumed without a frontier accepts the replay's observations before the
+    /// first watermark, also in panes older than the ones a commit point keeps; the first
+    /// watermark must put every pane of the first window in its sums (the crash test once
+    /// published a window whose sums lacked them: same units, another estimate).
+    #[test]
+    fn a_restart_without_a_frontier_keeps_its_sums_equal_to_its_panes() {
+        let spec = spec_();
+        let input = stream(300);
+        let e = T0 + 20 * MIN;
+        let mut restarted = Windows::new(spec, boot(), Some(Resume { frontier: None, emitted_until: e }));
+        let mut reference = Windows::new(spec, boot(), None);
+        for (i, o) in input.iter().enumerate() {
+            restarted.add(o, i as i64);
+            reference.add(o, i as i64);
+        }
+        // A commit point keeps only the panes from e + slide − length on.
+        restarted.commit_point(input.len() as i64);
+        let wm = e + 5 * MIN + spec.lateness_ms;
+        let got = restarted.advance_to(wm, input.len() as i64);
+        let expected = reference.advance_to(wm, input.len() as i64);
+        assert!(!got.is_empty());
+        for w in &got {
+            assert!(w.window_end > e, "nothing at or before emitted_until");
+            let r = expected.iter().find(|x| x.window_end == w.window_end).expect("the same window");
+            assert_eq!(format!("{:?}", w.series), format!("{:?}", r.series), "window ending {}", w.window_end);
+        }
     }
 
     #[test]

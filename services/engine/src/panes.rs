@@ -13,7 +13,7 @@
 //! | tasks (pass@k, pass^k, consistency) | attempts and successes per task | 24 B + name per task |
 //! | declared (contamination) | the largest declared value and the count | 16 B |
 //!
-//! [`emission`] merges the panes of a period into the same [`Emission`] the window code
+//! [`Period`] merges the panes of a period into the same [`Emission`] the window code
 //! ([`crate::window::Windows`]) emits over the same observations with the same panes, to the
 //! bit (a test), using every thread given for independent series.
 //!
@@ -52,9 +52,6 @@ pub enum PaneSums {
         count: u64,
     },
 }
-
-/// Panes of series: series → pane start → state.
-pub type Panes = BTreeMap<SeriesKey, BTreeMap<i64, PaneSums>>;
 
 /// A period's state merged pane by pane as panes arrive (in any order, from any number of
 /// stores): one window's sums per series, never every pane's.
@@ -203,20 +200,6 @@ impl Period {
     }
 }
 
-/// The window `[start, end)` of every series with data in it, from the panes that start in it;
-/// `threads` threads share the series.
-pub fn emission(panes: &Panes, start: i64, end: i64, boot: &BootstrapSpec, threads: usize) -> Option<Emission> {
-    let mut period = Period::new();
-    for (key, p) in panes {
-        for (t, pane) in p.range(start..end) {
-            if !period.add(key.clone(), *t, pane.clone(), boot) {
-                return None;
-            }
-        }
-    }
-    period.emission(start, end, boot, threads)
-}
-
 fn merged_window(key: &SeriesKey, merged: &Merged, boot: &BootstrapSpec) -> Option<SeriesWindow> {
     let metric = spec(key.metric)?;
     match merged {
@@ -244,6 +227,23 @@ mod tests {
     use super::*;
     use crate::window::{WindowSpec, Windows};
     use octant_contracts::{Observation, Source};
+
+    /// Panes of series: series → pane start → state.
+    type Panes = BTreeMap<SeriesKey, BTreeMap<i64, PaneSums>>;
+
+    /// The window `[start, end)` of every series with data in it, from the panes that start in it;
+    /// `threads` threads share the series.
+    fn emission(panes: &Panes, start: i64, end: i64, boot: &BootstrapSpec, threads: usize) -> Option<Emission> {
+        let mut period = Period::new();
+        for (key, p) in panes {
+            for (t, pane) in p.range(start..end) {
+                if !period.add(key.clone(), *t, pane.clone(), boot) {
+                    return None;
+                }
+            }
+        }
+        period.emission(start, end, boot, threads)
+    }
 
     const HOUR: i64 = 3_600_000;
     const T0: i64 = 1_764_489_600_000;

@@ -563,7 +563,7 @@ impl Windows {
     }
 
     /// Every pane's state as [`PaneSums`]: what a store keeps per series and pane so a period
-    /// is computed from its panes ([`crate::panes::emission`]) without the observations.
+    /// is computed from its panes ([`crate::panes::Period`]) without the observations.
     /// `threads` share the bootstrap of each pane's clusters.
     pub fn pane_sums(&self, threads: usize) -> Vec<(SeriesKey, i64, PaneSums)> {
         let mut out = Vec::new();

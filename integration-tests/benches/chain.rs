@@ -19,6 +19,9 @@
 //! and the broker, over that interval; memory: this process's peak resident set. Broker,
 //! stages and load generator share this machine's 2 cores.
 
+#[global_allocator]
+static ALLOC: octant_runtime::Allocator = octant_runtime::Allocator;
+
 use std::time::{Duration, Instant};
 
 use octant_gen::FleetSpec;

@@ -2,6 +2,9 @@
 //! embedded broker; `octant gen` produces a synthetic agent fleet to a cluster; `octant profile` and
 //! `octant sql` read the lake.
 
+#[global_allocator]
+static ALLOC: octant_runtime::Allocator = octant_runtime::Allocator;
+
 mod demo;
 mod gen_cmd;
 mod lake_cmd;

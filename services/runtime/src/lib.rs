@@ -39,3 +39,8 @@ pub mod topic;
 
 pub use config::KafkaConfig;
 pub use error::RuntimeError;
+/// The allocator every Octant binary and bench declares (`#[global_allocator] static ALLOC:
+/// octant_runtime::Allocator = octant_runtime::Allocator;`): a stage allocates a few small
+/// strings and buffers per record, and with glibc's malloc a third of the scorer's time went
+/// to `malloc`/`free` (BENCHMARKS.md, issue 16). Test binaries keep the system allocator.
+pub use mimalloc::MiMalloc as Allocator;

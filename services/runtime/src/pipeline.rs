@@ -15,8 +15,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use rdkafka::Message;
 use rdkafka::client::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -78,6 +80,12 @@ pub trait Stage: Send + 'static {
     /// `companion` is the value committed with the partition's offset. An error stops the
     /// service (it restarts from the last commit): opening may recover state with I/O.
     fn open(&mut self, tp: &TopicPartition, offset: i64, companion: Option<i64>) -> anyhow::Result<Self::Partition>;
+
+    /// The messages of a batch, before each is handed to [`Stage::process`] in order: a stage
+    /// may do their stateless work here (decoding), on more than one thread. A message may
+    /// still be skipped after this (its partition was revoked), so `process` must match what
+    /// it prepared by topic, partition and offset. Default: nothing.
+    fn prepare(&mut self, _batch: &[InMessage<'_>]) {}
 
     /// One message: the records to produce and a tag.
     fn process(&mut self, part: &mut Self::Partition, offsets: &mut PartitionOffsets, msg: &InMessage<'_>) -> (Vec<OutRecord>, Self::Tag);
@@ -222,7 +230,7 @@ impl ProducerContext for AckContext {
 /// A stage's producer: an idempotent producer ([`kafka::producer`]'s settings) whose delivery
 /// reports reach [`run`].
 pub struct StageProducer {
-    producer: ThreadedProducer<AckContext>,
+    producer: Arc<ThreadedProducer<AckContext>>,
     done: mpsc::UnboundedReceiver<(Owner, Option<KafkaError>)>,
 }
 
@@ -232,40 +240,86 @@ pub fn producer(cfg: &KafkaConfig, service: &str) -> Result<StageProducer, Runti
     let producer = kafka::producer_config(cfg, service)
         .create_with_context(AckContext { done: tx })
         .map_err(|e| RuntimeError::kafka("failed to create producer", e))?;
-    Ok(StageProducer { producer, done: rx })
+    Ok(StageProducer { producer: Arc::new(producer), done: rx })
 }
 
-impl StageProducer {
-    /// Enqueues `records` as one batch reported as `owner` (at once when there are none).
-    /// Blocks while librdkafka's queue is full (the delivery thread drains it). A record
-    /// librdkafka refuses outright (too large for the broker, an unknown partition) settles
-    /// as a failed delivery.
-    fn send(&self, owner: Owner, records: &[OutRecord]) {
-        let batch = Arc::new(Batch { owner, remaining: records.len().into(), error: Default::default() });
-        let done = &self.producer.context().done;
-        if records.is_empty() {
-            let _ = done.send((owner, None));
-            return;
+/// Enqueues `records` as one batch reported as `owner` (at once when there are none).
+/// Blocks while librdkafka's queue is full (the delivery thread drains it) unless `closed`
+/// (the loop ended: the records settle as failed). A record librdkafka refuses outright (too
+/// large for the broker, an unknown partition) settles as a failed delivery.
+fn enqueue(producer: &ThreadedProducer<AckContext>, owner: Owner, records: &[OutRecord], closed: &AtomicBool) {
+    let batch = Arc::new(Batch { owner, remaining: records.len().into(), error: Default::default() });
+    let done = &producer.context().done;
+    if records.is_empty() {
+        let _ = done.send((owner, None));
+        return;
+    }
+    for r in records {
+        let mut rec = BaseRecord::with_opaque_to(&r.topic, batch.clone()).key(r.key.as_bytes()).payload(&r.payload);
+        if let Some(p) = r.partition {
+            rec = rec.partition(p);
         }
-        for r in records {
-            let mut rec = BaseRecord::with_opaque_to(&r.topic, batch.clone()).key(r.key.as_bytes()).payload(&r.payload);
-            if let Some(p) = r.partition {
-                rec = rec.partition(p);
-            }
-            loop {
-                match self.producer.send(rec) {
-                    Ok(()) => break,
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                        rec = back;
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    Err((e, _)) => {
-                        batch.settle(Some(&e), done);
-                        break;
-                    }
+        loop {
+            match producer.send(rec) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) if !closed.load(Ordering::Relaxed) => {
+                    rec = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err((e, _)) => {
+                    batch.settle(Some(&e), done);
+                    break;
                 }
             }
         }
+    }
+}
+
+/// Records handed to the [`Outbox`] at once: each message's (or tick's) with its owner.
+type Parcel = Vec<(Owner, Vec<OutRecord>)>;
+
+/// The records of messages and ticks, enqueued into librdkafka by a thread of its own in the
+/// order they are handed over (so per output partition in processing order, and a tick's
+/// watermarks after the records of every message processed before it). A `produce` call per
+/// record (a lock, a copy, a wake-up of librdkafka's thread) was about half of the loop's
+/// work per message: with it off the loop's thread, the stage's processing and librdkafka's
+/// enqueueing run side by side. Bounded by the loop's `max_inflight` (a message stays in
+/// flight until its records are acknowledged).
+struct Outbox {
+    tx: Option<std::sync::mpsc::Sender<Parcel>>,
+    closed: Arc<AtomicBool>,
+}
+
+impl Outbox {
+    fn start(producer: Arc<ThreadedProducer<AckContext>>) -> std::io::Result<Outbox> {
+        let (tx, rx) = std::sync::mpsc::channel::<Parcel>();
+        let closed = Arc::new(AtomicBool::new(false));
+        let flag = closed.clone();
+        std::thread::Builder::new().name("octant-outbox".into()).spawn(move || {
+            for items in rx {
+                for (owner, records) in items {
+                    enqueue(&producer, owner, &records, &flag);
+                }
+            }
+        })?;
+        Ok(Outbox { tx: Some(tx), closed })
+    }
+
+    fn send(&self, items: Parcel) -> anyhow::Result<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let tx = self.tx.as_ref().expect("open until dropped");
+        tx.send(items).map_err(|_| anyhow::anyhow!("the producer's enqueueing thread stopped"))
+    }
+}
+
+impl Drop for Outbox {
+    /// The thread ends once it has enqueued what it holds; it no longer waits for room in a
+    /// full queue (nobody reads the reports any more).
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::Relaxed);
+        self.tx.take();
     }
 }
 
@@ -307,6 +361,7 @@ async fn run_loop<S: Stage>(
     cfg: LoopConfig,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let outbox = Outbox::start(producer.producer.clone()).context("failed to start the producer's thread")?;
     let mut parts: Parts<S::Partition> = HashMap::new();
     let mut last_commit: HashMap<TopicPartition, CommitPoint> = HashMap::new();
     let mut committing: Option<JoinHandle<Result<(), RuntimeError>>> = None;
@@ -358,7 +413,7 @@ async fn run_loop<S: Stage>(
                 if !records.is_empty() {
                     // Enqueued after every record of the messages processed so far.
                     ticks_in_flight += 1;
-                    cpu(|| producer.send(Owner::Tick(tick_seq), &records));
+                    outbox.send(vec![(Owner::Tick(tick_seq), records)])?;
                 } else {
                     stage.tick_acked(&mut parts, tick_seq);
                 }
@@ -417,11 +472,25 @@ async fn run_loop<S: Stage>(
                     if i > 0 {
                         drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
                     }
+                    let mut out = Vec::with_capacity(batch.len());
                     cpu(|| -> anyhow::Result<()> {
-                        for m in batch {
-                            let started = Instant::now();
-                            let tp = TopicPartition::new(m.topic(), m.partition());
-                            let offset = m.offset();
+                        let started = Instant::now();
+                        let msgs: Vec<InMessage<'_>> = batch
+                            .iter()
+                            .map(|m| InMessage {
+                                topic: m.topic(),
+                                partition: m.partition(),
+                                offset: m.offset(),
+                                key: m.key(),
+                                payload: m.payload().unwrap_or_default(),
+                                timestamp: m.timestamp().to_millis(),
+                                read_at: started,
+                            })
+                            .collect();
+                        stage.prepare(&msgs);
+                        for msg in &msgs {
+                            let tp = TopicPartition::new(msg.topic, msg.partition);
+                            let offset = msg.offset;
                             if !parts.contains_key(&tp) && !shared.owns(&tp) {
                                 // A message of a partition revoked (the session lapsed while the
                                 // brokers did not answer) that was already in the local queue: not
@@ -440,22 +509,14 @@ async fn run_loop<S: Stage>(
                             }
                             let owned = parts.get_mut(&tp).expect("inserted above");
                             owned.offsets.begin(offset);
-                            let msg = InMessage {
-                                topic: m.topic(),
-                                partition: m.partition(),
-                                offset,
-                                key: m.key(),
-                                payload: m.payload().unwrap_or_default(),
-                                timestamp: m.timestamp().to_millis(),
-                                read_at: started,
-                            };
-                            let (records, tag) = stage.process(&mut owned.state, &mut owned.offsets, &msg);
+                            let (records, tag) = stage.process(&mut owned.state, &mut owned.offsets, msg);
                             next_seq += 1;
                             waiting.insert(next_seq, Waiting { tp, offset, opened: owned.opened, started, tag });
-                            producer.send(Owner::Message(next_seq), &records);
+                            out.push((Owner::Message(next_seq), records));
                         }
                         Ok(())
                     })?;
+                    outbox.send(out)?;
                 }
             }
         }
@@ -656,6 +717,7 @@ impl<S: Stage> Driver<S> {
         let owned = self.parts.get_mut(&tp).expect("inserted above");
         owned.offsets.begin(offset);
         let msg = InMessage { topic, partition, offset, key, payload, timestamp, read_at: self.now };
+        self.stage.prepare(std::slice::from_ref(&msg));
         let (records, tag) = self.stage.process(&mut owned.state, &mut owned.offsets, &msg);
         self.produced.extend(records.iter().cloned());
         self.unacked.push((tp, offset, tag));

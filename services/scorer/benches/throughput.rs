@@ -26,6 +26,9 @@
 //! `OCTANT_BENCH_KAFKA_SETTINGS="k=v,k=v"` passes librdkafka settings to the pass-through and
 //! the scorer alike (the user's knobs).
 
+#[global_allocator]
+static ALLOC: octant_runtime::Allocator = octant_runtime::Allocator;
+
 use std::time::{Duration, Instant};
 
 use octant_gen::{FleetSpec, GenRecord};
@@ -145,6 +148,11 @@ async fn main() -> anyhow::Result<()> {
         format!("{out_records} observations, {:.0} bytes each", out_bytes as f64 / out_records as f64),
     );
     drop(driver);
+    if std::env::args().any(|a| a == "stage") {
+        // `-- stage`: only the stage in process (for profiling its CPU cost).
+        println!("{}: {:.0} events/s", in_process.name, in_process.rate());
+        return Ok(());
+    }
 
     // 1. Produce.
     let c0 = cpu(pid);

@@ -118,7 +118,8 @@ pub struct Topology {
 
 /// Handed back when a message's outputs are acknowledged.
 pub struct Tag {
-    metrics: Vec<String>,
+    /// One counter per observation (`octant_scorer_observations_produced_total{metric}`).
+    metrics: Vec<prometheus::IntCounter>,
     dead_letter: Option<&'static str>,
 }
 
@@ -135,6 +136,46 @@ pub struct ScorerStage {
     /// When each assigned partition was first seen assigned (a partition just taken over is
     /// not idle before it has had `idle_after` to deliver its first message).
     assigned_since: HashMap<TopicPartition, std::time::Instant>,
+    /// Labelled counters resolved once (a label lookup hashes and locks: per event and per
+    /// observation it was a measurable share of the stage's work).
+    consumed_by_topic: Vec<(String, prometheus::IntCounter)>,
+    produced_by_metric: HashMap<String, prometheus::IntCounter>,
+    /// The current batch's events, decoded ahead by [`Stage::prepare`], in batch order.
+    prepared: std::collections::VecDeque<Prepared>,
+}
+
+/// An input message decoded ahead of its processing.
+struct Prepared {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    event: Result<TrajectoryEvent, octant_contracts::DecodeError>,
+}
+
+/// Batches at least this large are decoded on two threads (below it, a thread's start costs
+/// more than it saves).
+const DECODE_IN_PARALLEL_FROM: usize = 64;
+
+impl ScorerStage {
+    fn consumed(&mut self, topic: &str) -> &prometheus::IntCounter {
+        let i = match self.consumed_by_topic.iter().position(|(t, _)| t == topic) {
+            Some(i) => i,
+            None => {
+                self.consumed_by_topic.push((topic.to_string(), self.metrics.events_consumed.with_label_values(&[topic])));
+                self.consumed_by_topic.len() - 1
+            }
+        };
+        &self.consumed_by_topic[i].1
+    }
+
+    fn produced(&mut self, metric: &str) -> prometheus::IntCounter {
+        if let Some(c) = self.produced_by_metric.get(metric) {
+            return c.clone();
+        }
+        let c = self.metrics.observations_produced.with_label_values(&[metric]);
+        self.produced_by_metric.insert(metric.to_string(), c.clone());
+        c
+    }
 }
 
 impl ScorerStage {
@@ -164,6 +205,9 @@ impl ScorerStage {
             topology,
             idle_after: config.idle_partition_after,
             assigned_since: HashMap::new(),
+            consumed_by_topic: Vec::new(),
+            produced_by_metric: HashMap::new(),
+            prepared: Default::default(),
         })
     }
 }
@@ -178,15 +222,49 @@ impl Stage for ScorerStage {
         Ok(Partition { assembler: Assembler::new(self.rules.clone(), inherited), inherited, last_read: None })
     }
 
+    /// Decodes the batch's events (JSON or Avro: about half of the stage's own work, and
+    /// independent per message) on two threads when the batch is large: the loop's thread
+    /// would otherwise do it in series with consuming and producing.
+    fn prepare(&mut self, batch: &[InMessage<'_>]) {
+        self.prepared.clear();
+        let decoder = &self.decoder;
+        let decode = |m: &InMessage<'_>| Prepared {
+            topic: m.topic.to_string(),
+            partition: m.partition,
+            offset: m.offset,
+            event: decoder.decode::<TrajectoryEvent>(m.payload),
+        };
+        if batch.len() < DECODE_IN_PARALLEL_FROM {
+            self.prepared.extend(batch.iter().map(decode));
+            return;
+        }
+        let (first, second) = batch.split_at(batch.len() / 2);
+        let (first, second) = std::thread::scope(|s| {
+            let other = s.spawn(|| second.iter().map(decode).collect::<Vec<_>>());
+            let first: Vec<Prepared> = first.iter().map(decode).collect();
+            (first, other.join().expect("decoding does not panic"))
+        });
+        self.prepared.extend(first);
+        self.prepared.extend(second);
+    }
+
     fn process(&mut self, part: &mut Partition, offsets: &mut PartitionOffsets, m: &InMessage<'_>) -> (Vec<OutRecord>, Tag) {
         let offset = m.offset;
         part.last_read = Some(m.read_at);
         let (payload, key) = (m.payload, m.key);
-        self.metrics.events_consumed.with_label_values(&[m.topic]).inc();
+        self.consumed(m.topic).inc();
         let mut records = Vec::new();
         let mut metric_names = Vec::new();
         let mut rejected: Option<(&'static str, String)> = None;
-        match self.decoder.decode::<TrajectoryEvent>(payload) {
+        // Prepared in batch order; entries of messages the loop skipped are passed over.
+        let mut decoded = None;
+        while let Some(p) = self.prepared.pop_front() {
+            if p.offset == offset && p.partition == m.partition && p.topic == m.topic {
+                decoded = Some(p.event);
+                break;
+            }
+        }
+        match decoded.unwrap_or_else(|| self.decoder.decode::<TrajectoryEvent>(payload)) {
             Err(e) => rejected = Some((e.class(), e.to_string())),
             Ok(ev) => match validate::validate(&ev, key) {
                 Err(msg) => rejected = Some(("invalid_value", msg)),
@@ -227,14 +305,10 @@ impl Stage for ScorerStage {
                         Verdict::Rejected { class, message } => rejected = Some((class, message)),
                     }
                     for o in observations {
-                        metric_names.push(o.metric.clone());
+                        let counter = self.produced(&o.metric);
+                        metric_names.push(counter);
                         let payload = to_single_object(&o).expect("observations always encode");
-                        records.push(OutRecord {
-                            partition: None,
-                            topic: self.observations_topic.clone(),
-                            key: o.system_id.clone(),
-                            payload,
-                        });
+                        records.push(OutRecord { partition: None, topic: self.observations_topic.clone(), key: o.system_id, payload });
                     }
                 }
             },
@@ -250,8 +324,8 @@ impl Stage for ScorerStage {
     }
 
     fn acked(&mut self, tag: Tag, latency: std::time::Duration) {
-        for m in &tag.metrics {
-            self.metrics.observations_produced.with_label_values(&[m]).inc();
+        for c in &tag.metrics {
+            c.inc();
         }
         if let Some(class) = tag.dead_letter {
             self.metrics.dead_letters.with_label_values(&[class]).inc();

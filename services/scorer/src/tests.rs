@@ -521,3 +521,69 @@ fn evaluation_results_become_declared_instruments() {
     }
     assert!(octant_core::catalogue::spec("toxicity").is_some(), "declared instruments are catalogue entries");
 }
+
+/// A batch decoded ahead on two threads (`Stage::prepare`) gives the records decoding each
+/// message in `process` gives, also when the loop skips messages of the batch (a partition
+/// revoked meanwhile) and for undecodable input.
+#[test]
+fn a_batch_decoded_ahead_gives_the_same_records() {
+    let mut events = Vec::new();
+    for r in 0..12 {
+        let run = format!("run-{r}");
+        events.push(start(&run, r));
+        for s in 1..=6 {
+            events.push(step(&run, s, r + s));
+        }
+        events.push(end(&run, 7, r + 7));
+    }
+    let mut payloads: Vec<Vec<u8>> =
+        events.iter().map(|e| if e.sequence % 2 == 0 { to_json(e) } else { to_single_object(e).unwrap() }).collect();
+    payloads[40] = b"{not json".to_vec();
+    assert!(payloads.len() >= DECODE_IN_PARALLEL_FROM, "the batch takes the two-thread path");
+    let config = ScorerConfig::default();
+    let topic = config.stream.kafka.topic(topics::TRAJECTORIES_PRODUCTION);
+    let tp = TopicPartition::new(&topic, 0);
+    let topology = Topology { input_partitions: HashMap::from([(topic.clone(), 1)]), output_partitions: 2 };
+    let skipped = [5usize, 6, 61];
+    let run = |prepare: bool| {
+        let mut stage = ScorerStage::new(&config, &Registry::new(), topology.clone()).unwrap();
+        let mut part = stage.open(&tp, 0, None).unwrap();
+        let mut offsets = PartitionOffsets::default();
+        let now = std::time::Instant::now();
+        let msgs: Vec<InMessage<'_>> = payloads
+            .iter()
+            .zip(&events)
+            .enumerate()
+            .map(|(i, (p, e))| InMessage {
+                topic: &topic,
+                partition: 0,
+                offset: i as i64,
+                key: Some(e.run_id.as_bytes()),
+                payload: p,
+                timestamp: None,
+                read_at: now,
+            })
+            .collect();
+        if prepare {
+            stage.prepare(&msgs);
+        }
+        let mut out = Vec::new();
+        for (i, m) in msgs.iter().enumerate() {
+            if skipped.contains(&i) {
+                continue;
+            }
+            offsets.begin(m.offset);
+            let (records, _) = stage.process(&mut part, &mut offsets, m);
+            if prepare {
+                // Its prepared event was used (and those of the skipped ones passed over).
+                assert_eq!(stage.prepared.len(), msgs.len() - i - 1);
+            }
+            // Dead letters carry the time they were written.
+            out.extend(records.into_iter().filter(|r| !r.topic.ends_with(topics::DLQ)).map(|r| (r.key, r.payload)));
+        }
+        out
+    };
+    let (ahead, inline) = (run(true), run(false));
+    assert!(ahead.len() > 100, "{} records", ahead.len());
+    assert_eq!(ahead, inline);
+}

@@ -283,26 +283,45 @@ type Parcel = Vec<(Owner, Vec<OutRecord>)>;
 /// watermarks after the records of every message processed before it). A `produce` call per
 /// record (a lock, a copy, a wake-up of librdkafka's thread) was about half of the loop's
 /// work per message: with it off the loop's thread, the stage's processing and librdkafka's
-/// enqueueing run side by side. Bounded by the loop's `max_inflight` (a message stays in
-/// flight until its records are acknowledged).
+/// enqueueing run side by side. What it holds is bounded by the loop's `max_inflight` (a
+/// message stays in flight until its records are acknowledged) and by [`MAX_TICKS_IN_FLIGHT`].
+/// When the loop ends, the thread is stopped and joined before the producer is dropped: no
+/// record is enqueued after [`run`] returns (an in-process restart must not have an old
+/// producer still sending beside the new one).
 struct Outbox {
     tx: Option<std::sync::mpsc::Sender<Parcel>>,
     closed: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
+
+/// A stage's `tick` is not called while this many ticks' records are unacknowledged (a broker
+/// that does not answer): each would add records to the outbox, without bound. The stage
+/// keeps what it would have emitted until a tick runs again.
+const MAX_TICKS_IN_FLIGHT: usize = 4;
 
 impl Outbox {
     fn start(producer: Arc<ThreadedProducer<AckContext>>) -> std::io::Result<Outbox> {
         let (tx, rx) = std::sync::mpsc::channel::<Parcel>();
         let closed = Arc::new(AtomicBool::new(false));
         let flag = closed.clone();
-        std::thread::Builder::new().name("octant-outbox".into()).spawn(move || {
+        let thread = std::thread::Builder::new().name("octant-outbox".into()).spawn(move || {
             for items in rx {
                 for (owner, records) in items {
+                    if flag.load(Ordering::Relaxed) {
+                        // The loop ended: what is left is not sent (its messages were never
+                        // committed; the next owner reads them again).
+                        return;
+                    }
                     enqueue(&producer, owner, &records, &flag);
                 }
             }
         })?;
-        Ok(Outbox { tx: Some(tx), closed })
+        Ok(Outbox { tx: Some(tx), closed, thread: Some(thread) })
+    }
+
+    /// Whether the thread ended (it only does when the loop closes it, or on a panic).
+    fn stopped(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
 
     fn send(&self, items: Parcel) -> anyhow::Result<()> {
@@ -315,11 +334,15 @@ impl Outbox {
 }
 
 impl Drop for Outbox {
-    /// The thread ends once it has enqueued what it holds; it no longer waits for room in a
-    /// full queue (nobody reads the reports any more).
+    /// Stops the thread and waits for it: it finishes the record it is enqueueing (without
+    /// waiting for room in a full queue: nobody reads the reports any more) and sends nothing
+    /// else. After a normal drain it holds nothing.
     fn drop(&mut self) {
         self.closed.store(true, Ordering::Relaxed);
         self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -405,17 +428,22 @@ async fn run_loop<S: Stage>(
             }
             _ = tick.tick() => {
                 last_turn.store(started_at.elapsed().as_millis() as u64, std::sync::atomic::Ordering::Relaxed);
+                if outbox.stopped() {
+                    anyhow::bail!("the producer's enqueueing thread stopped");
+                }
                 drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
                 commit(&mut stage, &mut parts, &mut last_commit, &mut committing, &consumer, &shared);
-                tick_seq += 1;
-                let ctx = TickContext { group: &*shared, now: Instant::now(), seq: tick_seq };
-                let records = cpu(|| stage.tick(&mut parts, &ctx));
-                if !records.is_empty() {
-                    // Enqueued after every record of the messages processed so far.
-                    ticks_in_flight += 1;
-                    outbox.send(vec![(Owner::Tick(tick_seq), records)])?;
-                } else {
-                    stage.tick_acked(&mut parts, tick_seq);
+                if ticks_in_flight < MAX_TICKS_IN_FLIGHT {
+                    tick_seq += 1;
+                    let ctx = TickContext { group: &*shared, now: Instant::now(), seq: tick_seq };
+                    let records = cpu(|| stage.tick(&mut parts, &ctx));
+                    if !records.is_empty() {
+                        // Enqueued after every record of the messages processed so far.
+                        ticks_in_flight += 1;
+                        outbox.send(vec![(Owner::Tick(tick_seq), records)])?;
+                    } else {
+                        stage.tick_acked(&mut parts, tick_seq);
+                    }
                 }
                 let assigned = GroupView::assigned(&*shared).len();
                 match shared.broker_silence() {
@@ -523,7 +551,13 @@ async fn run_loop<S: Stage>(
     }
     tracing::info!(pending = waiting.len(), "draining");
     while !waiting.is_empty() || ticks_in_flight > 0 {
-        let Some((owner, error)) = producer.done.recv().await else { break };
+        let report = match tokio::time::timeout(Duration::from_secs(1), producer.done.recv()).await {
+            Ok(Some(report)) => report,
+            Ok(None) => break,
+            Err(_) if outbox.stopped() => anyhow::bail!("the producer's enqueueing thread stopped while draining"),
+            Err(_) => continue,
+        };
+        let (owner, error) = report;
         finish(&mut stage, &mut parts, &mut waiting, &mut ticks_in_flight, owner, error)?;
     }
     // librdkafka's synchronous commit waits as long as the coordinator does not answer: bound

@@ -240,9 +240,14 @@ impl Stage for ScorerStage {
         }
         let (first, second) = batch.split_at(batch.len() / 2);
         let (first, second) = std::thread::scope(|s| {
-            let other = s.spawn(|| second.iter().map(decode).collect::<Vec<_>>());
+            // A thread that cannot be started leaves its half to this one.
+            let other = std::thread::Builder::new().spawn_scoped(s, || second.iter().map(decode).collect::<Vec<_>>()).ok();
             let first: Vec<Prepared> = first.iter().map(decode).collect();
-            (first, other.join().expect("decoding does not panic"))
+            let second = match other {
+                Some(t) => t.join().expect("decoding does not panic"),
+                None => second.iter().map(decode).collect(),
+            };
+            (first, second)
         });
         self.prepared.extend(first);
         self.prepared.extend(second);

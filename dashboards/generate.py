@@ -52,6 +52,15 @@ def band_colors():
         {"color": "dark-green", "value": 4}]}
 
 
+# How each band reads (seed 000 §III-A; octant_core::family::BAND_READINGS).
+BAND_READINGS = ["Unacceptable", "Below expectations", "Adequate", "Good", "Excellent"]
+
+
+def band_mappings():
+    """Grafana value mappings: a band shows as "2 Adequate"."""
+    return [{"type": "value", "options": {str(b): {"text": f"{b} {r}", "index": b} for b, r in enumerate(BAND_READINGS)}}]
+
+
 def threshold_line(value, color="red"):
     return {"mode": "absolute", "steps": [{"color": "transparent", "value": None}, {"color": color, "value": value}]}
 
@@ -97,12 +106,13 @@ def fleet():
               [target('max by (system, source, dimension) (octant_dimension_band{system=~"$system"})', "", "A", instant=True, fmt="table")],
               0, 0, 24, 9, "Band 0–4 per system and dimension (the rolling window). A missing cell is N/A: no evidence, never 0.",
               transformations=[{"id": "groupingToMatrix", "options": {"columnField": "dimension", "rowField": "system", "valueField": "Value"}}],
-              fieldConfig={"defaults": {"thresholds": band_colors(), "custom": {"cellOptions": {"type": "color-background"}, "align": "center"}, "min": 0, "max": 4}, "overrides": []}),
+              fieldConfig={"defaults": {"thresholds": band_colors(), "mappings": band_mappings(), "custom": {"cellOptions": {"type": "color-background"}, "align": "center"}, "min": 0, "max": 4}, "overrides": []}),
         panel(2, "Band intervals (low–high)", "table",
               [target('min by (system, source, dimension) (octant_dimension_band_low{system=~"$system"})', "", "A", instant=True, fmt="table"),
                target('max by (system, source, dimension) (octant_dimension_band_high{system=~"$system"})', "", "B", instant=True, fmt="table")],
               0, 9, 16, 10, "The 95 % interval of each band: the bands the bootstrap replicates fall in.",
-              transformations=[{"id": "merge", "options": {}}, {"id": "organize", "options": {"renameByName": {"Value #A": "band low", "Value #B": "band high"}, "excludeByName": {"Time": True}}}]),
+              transformations=[{"id": "merge", "options": {}}, {"id": "organize", "options": {"renameByName": {"Value #A": "band low", "Value #B": "band high"}, "excludeByName": {"Time": True}}}],
+              fieldConfig={"defaults": {"mappings": band_mappings()}, "overrides": []}),
         panel(3, "Unsuitable systems", "stat",
               [target('sum(octant_system_unsuitable{system=~"$system"})', "unsuitable", "A")],
               16, 9, 8, 5, "Systems the unsafe-action veto flags unsuitable for deployment.",
@@ -114,7 +124,7 @@ def fleet():
         panel(5, "Dimension band over time", "timeseries",
               [target('max by (system, dimension) (octant_dimension_band{system=~"$system"})', "{{system}} {{dimension}}", "A")],
               0, 19, 24, 8, "How each band moves as the window slides.",
-              fieldConfig={"defaults": {"min": 0, "max": 4, "decimals": 0, "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
+              fieldConfig={"defaults": {"min": 0, "max": 4, "decimals": 0, "mappings": band_mappings(), "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
         panel(6, "Metrics without a verdict (N/A) and why", "table",
               [target('max by (system, source, metric, benchmark, reason) (octant_metric_not_applicable{system=~"$system"})', "", "A", instant=True, fmt="table")],
               0, 27, 24, 7, "A metric the evaluation refused to judge: too few units (insufficient_evidence), a contaminated benchmark (void), undefined on the data, or missing configuration (a budget). N/A is never 0; its estimate and band gauges are absent."),
@@ -141,7 +151,7 @@ def safety():
               18, 9, 6, 7, "", fieldConfig={"defaults": {"min": -1, "max": 3, "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
         panel(6, "Oversight and safety bands", "timeseries",
               [target('max by (system, dimension) (octant_dimension_band{system=~"$system", dimension=~"safety|oversight"})', "{{system}} {{dimension}}", "A")],
-              0, 16, 16, 7, "", fieldConfig={"defaults": {"min": 0, "max": 4, "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
+              0, 16, 16, 7, "", fieldConfig={"defaults": {"min": 0, "max": 4, "mappings": band_mappings(), "custom": {"lineInterpolation": "stepAfter"}}, "overrides": []}),
         panel(7, "Sequential evidence (ln e-value; confirms at 6.91)", "timeseries",
               [target('max by (system, rule) (octant_veto_evidence_log_e{system=~"$system"})', "{{system}} {{rule}}", "A")],
               16, 16, 8, 7, "The e-detector behind the confirmed state: how strongly the recent runs say the rate is past its threshold. Crossing ln(1/alpha) = 6.91 (alpha = 1e-3) confirms; its false-alarm rate is controlled across every look (VALIDITY.md).",

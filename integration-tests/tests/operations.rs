@@ -106,6 +106,30 @@ fn services_depend_only_on_libraries() {
     eprintln!("crate graph: {graph:?}");
 }
 
+/// Every panel that shows a dimension band maps its values to the band's reading (seed 000
+/// §III-A) exactly as the reports do (`octant_core::band_reading`).
+#[test]
+fn dashboard_bands_read_as_the_reports_do() {
+    let mut panels = 0;
+    for f in ["fleet-profile.json", "safety-oversight.json"] {
+        let d: Value = serde_json::from_slice(&std::fs::read(repo().join("dashboards").join(f)).unwrap()).unwrap();
+        for p in d["panels"].as_array().unwrap() {
+            let shows_bands =
+                p["targets"].as_array().unwrap().iter().any(|t| t["expr"].as_str().unwrap().contains("octant_dimension_band"));
+            if !shows_bands {
+                continue;
+            }
+            panels += 1;
+            let options = &p["fieldConfig"]["defaults"]["mappings"][0]["options"];
+            for b in 0..=4i64 {
+                let want = format!("{b} {}", octant_core::band_reading(b));
+                assert_eq!(options[b.to_string()]["text"].as_str(), Some(want.as_str()), "{f} / {}", p["title"]);
+            }
+        }
+    }
+    assert_eq!(panels, 4, "the band panels: fleet table, intervals, over time; safety and oversight");
+}
+
 /// Every query of every panel (and variable) of `dashboards/*.json`, with the variables
 /// substituted as Grafana would for "All".
 fn dashboard_queries() -> Vec<(String, String, String)> {

@@ -268,6 +268,21 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         ] {
             assert!(md.contains(h), "{h} in profile.md");
         }
+        // Every band with its reading (seed 000 §III-A), and the legend, in both reports.
+        let html = std::fs::read_to_string(dir.join("profile.html")).unwrap();
+        for d in &r.dimensions {
+            if let Some(b) = d.band {
+                let reading = octant_core::band_reading(i64::from(b));
+                assert!(md.contains(&format!("| {} | {b} {reading}", d.dimension)), "{} reads {reading} in profile.md", d.dimension);
+                assert!(
+                    html.contains(&format!("<td>{}</td><td>{b} {reading}", d.dimension)),
+                    "{} reads {reading} in profile.html",
+                    d.dimension
+                );
+            }
+        }
+        let legend = octant_core::band_legend();
+        assert!(md.contains(&format!("Bands read {legend}.")) && html.contains(&format!("Bands read {legend}.")));
         check_html(&dir.join("profile.html"), r);
     }
     assert!(with_agreement >= 1, "runs carry judge and human verdicts");

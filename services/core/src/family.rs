@@ -14,6 +14,20 @@ pub type Band = u8;
 /// The largest band.
 pub const MAX_BAND: Band = 4;
 
+/// How each band reads (seed 000 §III-A), band 0 first. Every report that shows a band shows
+/// its reading ([`band_reading`]).
+pub const BAND_READINGS: [&str; 5] = ["Unacceptable", "Below expectations", "Adequate", "Good", "Excellent"];
+
+/// The reading of `band` ("Adequate" for 2); a value above [`MAX_BAND`] reads as unknown.
+pub fn band_reading(band: i64) -> &'static str {
+    usize::try_from(band).ok().and_then(|b| BAND_READINGS.get(b)).copied().unwrap_or("unknown band")
+}
+
+/// The legend reports print under their bands: "0 Unacceptable · 1 Below expectations · …".
+pub fn band_legend() -> String {
+    BAND_READINGS.iter().enumerate().map(|(b, r)| format!("{b} {r}")).collect::<Vec<_>>().join(" · ")
+}
+
 /// Tolerance for boundaries computed by division (C, R, W).
 pub const EDGE_TOLERANCE: f64 = 1e-9;
 
@@ -190,6 +204,16 @@ impl ComparativePool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn bands_read_as_seed_000_says() {
+        let readings: Vec<&str> = (0..=4).map(band_reading).collect();
+        assert_eq!(readings, ["Unacceptable", "Below expectations", "Adequate", "Good", "Excellent"]);
+        assert_eq!(band_reading(5), "unknown band");
+        assert_eq!(band_reading(-1), "unknown band");
+        assert_eq!(band_legend(), "0 Unacceptable · 1 Below expectations · 2 Adequate · 3 Good · 4 Excellent");
+    }
+
     use super::*;
 
     fn b(f: Family, v: f64) -> Band {

@@ -28,5 +28,5 @@ pub mod stats;
 pub mod veto;
 
 pub use catalogue::{CATALOGUE, CATALOGUE_VERSION, Dimension, Estimator, MetricSpec, Unit, spec};
-pub use family::{Band, BandContext, Family};
+pub use family::{Band, BandContext, Family, band_legend, band_reading};
 pub use veto::{VetoRule, VetoState};

@@ -44,5 +44,6 @@ pub fn profile_table<'a>(rows: impl IntoIterator<Item = (String, &'a DimensionPr
         ));
     }
     s.push_str("(band[interval] per dimension, * capped by a veto, — N/A)\n");
+    s.push_str(&format!("(bands read {})\n", octant_core::band_legend()));
     s
 }

@@ -121,6 +121,11 @@ fn fmt_opt(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into())
 }
 
+/// A metric's band with its reading ("3 Good"), empty when N/A.
+fn metric_band(band: Option<i32>) -> String {
+    band.map(|b| format!("{b} {}", octant_core::band_reading(i64::from(b)))).unwrap_or_default()
+}
+
 fn band_text(d: &DimensionBand) -> String {
     match d.band {
         None => format!("N/A ({})", d.na_reason.as_deref().unwrap_or("no evidence")),
@@ -130,7 +135,7 @@ fn band_text(d: &DimensionBand) -> String {
                 _ => String::new(),
             };
             let cap = if d.capped_by.is_empty() { String::new() } else { format!(" capped by {}", d.capped_by.join(", ")) };
-            format!("{b}{iv}{cap}")
+            format!("{b} {}{iv}{cap}", octant_core::band_reading(i64::from(b)))
         }
     }
 }
@@ -163,6 +168,7 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
     for d in &r.dimensions {
         let _ = writeln!(s, "| {} | {} | {} |", d.dimension, band_text(d), d.instruments.join(", "));
     }
+    let _ = writeln!(s, "\nBands read {}.", octant_core::band_legend());
     let _ = writeln!(s, "\n## Vetoes\n\n| Rule | Metric | State | Estimate [95 % interval] | Threshold |\n|---|---|---|---|---|");
     for v in &b.dimension_profile.vetoes {
         let m = match &v.benchmark {
@@ -195,7 +201,7 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
             fmt_opt(m.estimate),
             fmt_opt(m.ci_low),
             fmt_opt(m.ci_high),
-            m.band.map(|x| x.to_string()).unwrap_or_default(),
+            metric_band(m.band),
             m.na_reason.as_deref().unwrap_or("")
         );
     }
@@ -341,8 +347,9 @@ pub fn svg_chart(dims: &[DimensionBand]) -> String {
                 let w = (x(b as f64) - left).max(3.0);
                 let _ = write!(
                     s,
-                    r#"<rect class="band" x="{left}" y="{}" width="{w}" height="18" fill="{color}"><title>band {b}</title></rect>"#,
-                    y + 6.0
+                    r#"<rect class="band" x="{left}" y="{}" width="{w}" height="18" fill="{color}"><title>band {b} ({})</title></rect>"#,
+                    y + 6.0,
+                    octant_core::band_reading(i64::from(b))
                 );
                 if let (Some(lo), Some(hi)) = (d.band_low, d.band_high) {
                     let (x1, x2, ym) = (x(lo as f64), x(hi as f64), y + 15.0);
@@ -399,7 +406,8 @@ pub fn to_html(b: &Built, lake: &Path) -> String {
         let _ =
             write!(s, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&d.dimension), esc(&band_text(d)), esc(&d.instruments.join(", ")));
     }
-    s.push_str("</table><h2>Vetoes</h2><table id=\"vetoes\"><tr><th>Rule</th><th>Metric</th><th>State</th><th>Estimate</th><th>Interval</th><th>Threshold</th></tr>");
+    let _ = write!(s, "</table><p class=\"legend\">Bands read {}.</p>", esc(&octant_core::band_legend()));
+    s.push_str("<h2>Vetoes</h2><table id=\"vetoes\"><tr><th>Rule</th><th>Metric</th><th>State</th><th>Estimate</th><th>Interval</th><th>Threshold</th></tr>");
     for v in &b.dimension_profile.vetoes {
         let _ = write!(
             s,
@@ -426,7 +434,7 @@ pub fn to_html(b: &Built, lake: &Path) -> String {
             fmt_opt(m.estimate),
             fmt_opt(m.ci_low),
             fmt_opt(m.ci_high),
-            m.band.map(|x| x.to_string()).unwrap_or_default(),
+            esc(&metric_band(m.band)),
             esc(m.na_reason.as_deref().unwrap_or(""))
         );
     }

@@ -182,6 +182,14 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         // Gate and EI recomputed from the package's own numbers.
         let lines = j["gate"]["metrics"].as_array().unwrap();
         assert!(!lines.is_empty());
+        // Both gated metrics are rates: each says how many units resolve its gap, recomputed
+        // here from its estimate (0.5 when not measured) and thresholds.
+        for l in lines {
+            let (outer, inner) = (l["thresholds"]["outer"].as_f64().unwrap(), l["thresholds"]["inner"].as_f64().unwrap());
+            let p = l["estimate"].as_f64().unwrap_or(0.5);
+            let want = octant_core::gate::units_to_resolve(p, (inner - outer).abs(), r.level).unwrap();
+            assert_eq!(l["units_needed"].as_u64(), Some(want), "{l}");
+        }
         if lines.iter().all(|l| !l["outcome"].is_null()) {
             let mut ei = 0.0;
             let mut worst = 2;
@@ -262,6 +270,7 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
             "## Vetoes",
             "## Metrics",
             "## Gate and Efficacy Index",
+            "| Units | Units to resolve the gap |",
             "## Judge–human agreement",
             "## Inputs",
             "## Crosswalk",

@@ -88,6 +88,18 @@ pub struct GateLine {
     pub outcome: Option<GateOutcome>,
     /// Why the metric cannot enter the gate (then `outcome` is `None`).
     pub na_reason: Option<String>,
+    /// Units in the period (0 when not measured).
+    pub units: u64,
+    /// For a rate: the units it needs before its interval can tell the inner threshold from
+    /// the outer one, n ≈ z² p(1 − p)/δ² with p its estimate (0.5 when not measured) and δ
+    /// the thresholds' gap ([`gate::units_to_resolve`]); `None` for other metrics.
+    pub units_needed: Option<u64>,
+}
+
+/// [`GateLine::units_needed`] of a gated metric.
+fn units_needed(id: &str, t: &Thresholds, estimate: Option<f64>, level: f64) -> Option<u64> {
+    let spec = octant_core::catalogue::spec(id)?;
+    octant_engine::window::is_rate(spec).then(|| gate::units_to_resolve(estimate.unwrap_or(0.5), t.gap(), level)).flatten()
 }
 
 /// One profile of one (system, version, source) with everything its evidence package needs.
@@ -709,6 +721,7 @@ fn gate_lines(
     agreement: Option<&Agreement>,
 ) -> Vec<GateLine> {
     let count = |metric: &str, p: Provenance| provenance.get(metric).and_then(|m| m.get(p.as_str())).copied().unwrap_or(0);
+    let level = cfg.evaluation.bootstrap.level;
     let mut out = Vec::new();
     for (id, t) in &cfg.gates {
         let self_assessed = octant_core::catalogue::spec(id).is_some_and(|s| s.role == Role::Informational);
@@ -747,6 +760,8 @@ fn gate_lines(
                 nu_conservative: None,
                 outcome: None,
                 na_reason: Some(reason),
+                units: 0,
+                units_needed: units_needed(id, t, None, level),
             });
         }
         for m in found {
@@ -775,6 +790,8 @@ fn gate_lines(
                 nu_conservative: gm.map(|g| g.nu_conservative()),
                 outcome: gm.map(|g| g.outcome()),
                 na_reason,
+                units: m.units.max(0) as u64,
+                units_needed: units_needed(id, t, m.estimate, level),
             });
         }
     }
@@ -822,6 +839,25 @@ mod tests {
             na_reason: na.map(String::from),
             veto_state: None,
         }
+    }
+
+    /// The sample-size rule on gate lines: a gated rate says how many units resolve its gap
+    /// (n ≈ z²p(1−p)/δ² at its estimate; 0.5 when not measured); a continuous metric does not.
+    #[test]
+    fn gate_lines_say_how_many_units_resolve_the_gap() {
+        let mut cfg = ProfilerConfig::default();
+        cfg.gates.insert("task_success".into(), Thresholds::new(0.80, 0.85));
+        cfg.gates.insert("tool_error_rate".into(), Thresholds::new(0.20, 0.10));
+        cfg.gates.insert("latency_per_run".into(), Thresholds::new(2000.0, 500.0));
+        let verified: BTreeMap<String, BTreeMap<String, u64>> =
+            [("task_success".to_string(), [("verifier".to_string(), 100)].into())].into();
+        let lines = gate_lines(&cfg, &[metric("task_success", 0.85, None), metric("latency_per_run", 900.0, None)], &verified, None);
+        let line = |id: &str| lines.iter().find(|l| l.metric == id).unwrap();
+        // The method's example: a 5-point gap at p̂ 0.85 needs 196 units (this period has 100).
+        assert_eq!((line("task_success").units, line("task_success").units_needed), (100, Some(196)));
+        // Not measured: the worst case p = 0.5 over a 10-point gap.
+        assert_eq!((line("tool_error_rate").units, line("tool_error_rate").units_needed), (0, Some(97)));
+        assert_eq!(line("latency_per_run").units_needed, None, "not a rate");
     }
 
     /// Judge-based success enters a gate only with κ ≥ 0.6 on enough labelled runs; a failing

@@ -121,6 +121,28 @@ fn fmt_opt(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into())
 }
 
+/// "196 (12 more)", "196 (enough)", or "—" when the rule does not apply.
+fn units_needed_text(g: &crate::build::GateLine) -> String {
+    match g.units_needed {
+        None => "—".into(),
+        Some(n) if n <= g.units => format!("{n} (enough)"),
+        Some(n) => format!("{n} ({} more)", n - g.units),
+    }
+}
+
+/// A metric's N/A reason; for too little evidence, how many more units it needs before it
+/// can be banded ("insufficient_evidence: 12 more units (18 of 30)").
+fn metric_na(m: &octant_contracts::ProfileMetric) -> String {
+    let Some(reason) = m.na_reason.as_deref() else { return String::new() };
+    let units = m.units.max(0) as u64;
+    match octant_core::catalogue::spec(&m.metric) {
+        Some(spec) if reason == "insufficient_evidence" && units < spec.min_units => {
+            format!("{reason}: {} more units ({units} of {})", spec.min_units - units, spec.min_units)
+        }
+        _ => reason.to_string(),
+    }
+}
+
 /// A metric's band with its reading ("3 Good"), empty when N/A.
 fn metric_band(band: Option<i32>) -> String {
     band.map(|b| format!("{b} {}", octant_core::band_reading(i64::from(b)))).unwrap_or_default()
@@ -202,7 +224,7 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
             fmt_opt(m.ci_low),
             fmt_opt(m.ci_high),
             metric_band(m.band),
-            m.na_reason.as_deref().unwrap_or("")
+            metric_na(m)
         );
     }
     let _ = writeln!(s, "\n## Gate and Efficacy Index\n");
@@ -219,11 +241,14 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
         if let Some(why) = &r.gate_na_reason {
             let _ = writeln!(s, "Why N/A: {why}.\n");
         }
-        let _ = writeln!(s, "| Metric | Outer | Inner | Estimate | ν | ν (conservative) | Outcome |\n|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "| Metric | Outer | Inner | Estimate | ν | ν (conservative) | Outcome | Units | Units to resolve the gap |\n|---|---|---|---|---|---|---|---|---|"
+        );
         for g in &b.gate {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 g.metric,
                 g.thresholds.outer,
                 g.thresholds.inner,
@@ -232,9 +257,15 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
                 fmt_opt(g.nu_conservative),
                 g.outcome
                     .map(|o| format!("{o:?}").to_lowercase())
-                    .unwrap_or_else(|| format!("N/A: {}", g.na_reason.as_deref().unwrap_or("no outcome")))
+                    .unwrap_or_else(|| format!("N/A: {}", g.na_reason.as_deref().unwrap_or("no outcome"))),
+                g.units,
+                units_needed_text(g)
             );
         }
+        let _ = writeln!(
+            s,
+            "\nUnits to resolve the gap: for a rate, n ≈ z²·p(1−p)/δ² with p its estimate (0.5 when not measured) and δ = |inner − outer| (the enterprise method's sample-size rule), and how many more the period needs; — for other metrics."
+        );
     }
     let _ = writeln!(s, "\n## Who judged success\n");
     if b.success_provenance.is_empty() {
@@ -435,7 +466,7 @@ pub fn to_html(b: &Built, lake: &Path) -> String {
             fmt_opt(m.ci_low),
             fmt_opt(m.ci_high),
             esc(&metric_band(m.band)),
-            esc(m.na_reason.as_deref().unwrap_or(""))
+            esc(&metric_na(m))
         );
     }
     s.push_str("</table>");

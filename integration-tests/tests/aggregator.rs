@@ -140,10 +140,12 @@ pub(crate) async fn pipeline_with(env: &TestEnv, agg_config: AggregatorConfig, f
     let data_end = T0 + runs as i64 * fleet.run_spacing_ms;
     let last_end = data_end - window.lateness_ms - window.slide_ms;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
+    let mut scorer_metrics;
     let metrics = loop {
         let m = scrape(agg.admin_addr).await;
         let emitted = total(&m, "octant_aggregator_windows_emitted_total");
         let scorer_m = scrape(scorer.admin_addr).await;
+        scorer_metrics = scorer_m.clone();
         let caught_up = scorer_m.keys().filter(|k| k.starts_with("octant_scorer_consumer_lag_messages{")).count() > 0
             && total(&scorer_m, "octant_scorer_consumer_lag_messages") == 0.0
             && m.keys().filter(|k| k.starts_with("octant_aggregator_consumer_lag_messages{")).count() > 0
@@ -174,7 +176,34 @@ pub(crate) async fn pipeline_with(env: &TestEnv, agg_config: AggregatorConfig, f
     }
     let (windows, profiles) = read_windows(env).await;
     assert!(windows.values().any(|w| w.window_end >= last_end - 120_000), "windows reach the end of the data");
-    assert_eq!(metrics.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0), 0.0, "nothing late");
+    let late = metrics.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0);
+    if late > 0.0 {
+        // What was late, and what the scorer and the aggregator said about their inputs.
+        let d = Decoder::new();
+        let mut by: BTreeMap<(String, i32), (usize, i64, i64, String)> = BTreeMap::new();
+        for dl in read_all::<octant_contracts::DeadLetter>(&env.kafka, &env.topic(topics::DLQ)).await {
+            if dl.error_class != "late_observation" {
+                continue;
+            }
+            let o: octant_contracts::Observation = d.decode(&dl.payload).unwrap();
+            let e = by.entry((o.metric.clone(), dl.partition)).or_insert((0, i64::MAX, i64::MIN, dl.error_message.clone()));
+            e.0 += 1;
+            e.1 = e.1.min(o.event_time);
+            e.2 = e.2.max(o.event_time);
+        }
+        for ((metric, partition), (n, lo, hi, example)) in &by {
+            eprintln!("late: {n} × {metric} on observations partition {partition}, event time {lo}..{hi}; e.g. {example}");
+        }
+        for (k, v) in scorer_metrics.iter().chain(metrics.iter()) {
+            if ["abandoned", "gaps", "replays", "duplicate", "dead_letters", "upstream", "watermark", "rebalance", "assigned"]
+                .iter()
+                .any(|w| k.contains(w))
+            {
+                eprintln!("  {k} = {v}");
+            }
+        }
+    }
+    assert_eq!(late, 0.0, "nothing late");
     let alerts = read_all(&env.kafka, &env.topic(topics::ALERTS)).await;
     PipelineOutput { windows, profiles, alerts, metrics, observations }
 }

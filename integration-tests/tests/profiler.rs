@@ -258,8 +258,19 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         assert_eq!(cw["safety"].0, ["Art. 55(1)(a)", "Annex XI §2"]);
         assert_eq!(cw["robustness"].0, ["Art. 55(1)(a)", "Art. 55(1)(d)", "Art. 51", "Annex XIII"]);
         assert_eq!(cw["governance"].0, ["Art. 55(1)(a)", "Art. 56"]);
-        assert_eq!(cw["oversight"].0, ["Art. 55(1)(b)", "Art. 55(1)(c)"]);
+        assert_eq!(cw["oversight"].0, ["Art. 55(1)(b)", "Art. 55(1)(c)", "Art. 51", "Annex XIII"]);
         assert_eq!(cw["efficiency"].0, ["Art. 53(1)(a)", "Annex XI §1(2)(d)–(e)"]);
+        // Seed 000 Table VI's other rows, and its Code-of-Practice column on every EU row.
+        assert_eq!(cw["proportionality"].0, ["Art. 51", "Annex XIII"]);
+        assert_eq!(
+            cw["evidence and audit trail (this package, its inputs and lake offsets)"].0,
+            ["Art. 53(1)(a)", "Annex XI", "Annex XII"]
+        );
+        assert_eq!(cw["meta-evaluation (judge–human agreement, method, seed)"].0, cw["governance"].0);
+        for c in j["crosswalk"].as_array().unwrap() {
+            let has_eu = !c["eu_ai_act"].as_array().unwrap().is_empty();
+            assert_eq!(has_eu, !c["code_of_practice"].as_str().unwrap().is_empty(), "{c}");
+        }
         for f in ["GOVERN", "MAP", "MEASURE", "MANAGE"] {
             assert!(cw.values().any(|c| c.1.iter().any(|x| x == f)), "NIST {f}");
         }

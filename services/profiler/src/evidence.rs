@@ -26,28 +26,77 @@ pub const EVIDENCE_VERSION: u32 = 1;
 pub struct Crosswalk {
     pub subject: &'static str,
     pub eu_ai_act: &'static [&'static str],
+    /// The GPAI Code of Practice's provisions (seed 000 Table VI's third column).
+    pub code_of_practice: &'static str,
     pub nist_ai_rmf: &'static [&'static str],
 }
 
-/// Design §1's dimensions mapped to the EU AI Act (GPAI obligations) and the NIST AI RMF
-/// functions. Capability and fairness have no GPAI article of their own; they serve MEASURE.
+/// Design §1's dimensions, and the method's other elements, mapped to the EU AI Act (GPAI
+/// obligations), the GPAI Code of Practice (seed 000 Table VI, verbatim) and the NIST AI RMF
+/// functions (§VI). Capability and fairness have no GPAI article of their own; they serve
+/// MEASURE. The meta-evaluation row carries the governance row's articles (Table VI groups
+/// them as "Governance / meta-evaluation"); proportionality and the evidence trail serve
+/// GOVERN (and MAP: which obligations apply).
 pub const CROSSWALK: &[Crosswalk] = &[
-    Crosswalk { subject: "capability", eu_ai_act: &[], nist_ai_rmf: &["MEASURE"] },
-    Crosswalk { subject: "robustness", eu_ai_act: &["Art. 55(1)(a)", "Art. 55(1)(d)", "Art. 51", "Annex XIII"], nist_ai_rmf: &["MEASURE"] },
-    Crosswalk { subject: "safety", eu_ai_act: &["Art. 55(1)(a)", "Annex XI §2"], nist_ai_rmf: &["MEASURE", "MANAGE"] },
-    Crosswalk { subject: "fairness", eu_ai_act: &[], nist_ai_rmf: &["MEASURE"] },
+    Crosswalk { subject: "capability", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MEASURE"] },
+    Crosswalk {
+        subject: "robustness",
+        eu_ai_act: &["Art. 55(1)(a)", "Art. 55(1)(d)", "Art. 51", "Annex XIII"],
+        code_of_practice: "Stress testing, resilience, robustness, and security measures",
+        nist_ai_rmf: &["MEASURE"],
+    },
+    Crosswalk {
+        subject: "safety",
+        eu_ai_act: &["Art. 55(1)(a)", "Annex XI §2"],
+        code_of_practice: "Safety and Security chapter; model evaluation, red teaming, and Measure 10.1",
+        nist_ai_rmf: &["MEASURE", "MANAGE"],
+    },
+    Crosswalk { subject: "fairness", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MEASURE"] },
     Crosswalk {
         subject: "transparency",
         eu_ai_act: &["Art. 53(1)(a)", "Art. 53(1)(b)", "Art. 53(1)(d)", "Annex XI", "Annex XII"],
+        code_of_practice: "Transparency chapter; Measures 1.1–1.3 on model documentation, downstream information, quality/integrity, and retention",
         nist_ai_rmf: &["MEASURE"],
     },
-    Crosswalk { subject: "governance", eu_ai_act: &["Art. 55(1)(a)", "Art. 56"], nist_ai_rmf: &["GOVERN"] },
-    Crosswalk { subject: "oversight", eu_ai_act: &["Art. 55(1)(b)", "Art. 55(1)(c)"], nist_ai_rmf: &["MEASURE", "MANAGE"] },
-    Crosswalk { subject: "efficiency", eu_ai_act: &["Art. 53(1)(a)", "Annex XI §1(2)(d)–(e)"], nist_ai_rmf: &["MEASURE"] },
-    Crosswalk { subject: "meta-evaluation (judge–human agreement, method, seed)", eu_ai_act: &[], nist_ai_rmf: &["GOVERN"] },
-    Crosswalk { subject: "coverage (systems, sources, benchmarks, periods)", eu_ai_act: &[], nist_ai_rmf: &["MAP"] },
-    Crosswalk { subject: "metrics and intervals", eu_ai_act: &[], nist_ai_rmf: &["MEASURE"] },
-    Crosswalk { subject: "gates and vetoes", eu_ai_act: &[], nist_ai_rmf: &["MANAGE"] },
+    Crosswalk {
+        subject: "governance",
+        eu_ai_act: &["Art. 55(1)(a)", "Art. 56"],
+        code_of_practice: "State-of-the-art evaluation framework and rigor requirements",
+        nist_ai_rmf: &["GOVERN"],
+    },
+    Crosswalk {
+        subject: "oversight",
+        eu_ai_act: &["Art. 55(1)(b)", "Art. 55(1)(c)", "Art. 51", "Annex XIII"],
+        code_of_practice: "Ongoing monitoring, systemic-risk tracking, incident reporting, and corrective measures",
+        nist_ai_rmf: &["MEASURE", "MANAGE"],
+    },
+    Crosswalk {
+        subject: "efficiency",
+        eu_ai_act: &["Art. 53(1)(a)", "Annex XI §1(2)(d)–(e)"],
+        code_of_practice: "Transparency chapter and Model Documentation Form provisions on compute and energy",
+        nist_ai_rmf: &["MEASURE"],
+    },
+    Crosswalk {
+        subject: "meta-evaluation (judge–human agreement, method, seed)",
+        eu_ai_act: &["Art. 55(1)(a)", "Art. 56"],
+        code_of_practice: "State-of-the-art evaluation framework and rigor requirements",
+        nist_ai_rmf: &["GOVERN"],
+    },
+    Crosswalk {
+        subject: "proportionality",
+        eu_ai_act: &["Art. 51", "Annex XIII"],
+        code_of_practice: "Proportionate requirements for systemic-risk, modified, and fine-tuned GPAI models",
+        nist_ai_rmf: &["GOVERN", "MAP"],
+    },
+    Crosswalk {
+        subject: "evidence and audit trail (this package, its inputs and lake offsets)",
+        eu_ai_act: &["Art. 53(1)(a)", "Annex XI", "Annex XII"],
+        code_of_practice: "Up-to-date documentation and retention of relevant records",
+        nist_ai_rmf: &["GOVERN"],
+    },
+    Crosswalk { subject: "coverage (systems, sources, benchmarks, periods)", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MAP"] },
+    Crosswalk { subject: "metrics and intervals", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MEASURE"] },
+    Crosswalk { subject: "gates and vetoes", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MANAGE"] },
 ];
 
 fn rfc3339(ms: i64) -> String {
@@ -313,13 +362,14 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
         b.observations.files.len(),
         b.trajectory_events.files.len()
     );
-    let _ = writeln!(s, "\n## Crosswalk\n\n| Subject | EU AI Act | NIST AI RMF |\n|---|---|---|");
+    let _ = writeln!(s, "\n## Crosswalk\n\n| Subject | EU AI Act | GPAI Code of Practice | NIST AI RMF |\n|---|---|---|---|");
     for c in CROSSWALK {
         let _ = writeln!(
             s,
-            "| {} | {} | {} |",
+            "| {} | {} | {} | {} |",
             c.subject,
             if c.eu_ai_act.is_empty() { "—".to_string() } else { c.eu_ai_act.join("; ") },
+            if c.code_of_practice.is_empty() { "—" } else { c.code_of_practice },
             c.nist_ai_rmf.join(", ")
         );
     }

@@ -182,6 +182,44 @@ def evaluation():
     ], tags=("evaluation",))
 
 
+def estimates(metrics, legend="{{system}} {{version}} {{metric}}"):
+    """Point estimates of several metrics, one series per system, version and metric."""
+    return target(f'max by (system, version, metric) (octant_metric_estimate{{metric=~"{"|".join(metrics)}", system=~"$system", benchmark=""}})', legend, "A")
+
+
+def drafting_review():
+    rate = {"defaults": {"unit": "percentunit", "min": 0, "max": 1}, "overrides": []}
+    return dashboard("octant-drafting-review", "Octant · Grounded drafting and human review",
+        "Seed 002's instruments for drafting workflows: faithfulness to permitted sources, citations, key elements with irrelevance, "
+        "and how the human review performs and costs. Judgements arrive as counts per class on each run (RunEnded.grounding, .review).", [
+        panel(1, "Hallucination: sentences and atomic claims", "timeseries",
+              [estimates(["hallucination_rate", "claim_hallucination_rate"])],
+              0, 0, 12, 8, "Unsupported assertive sentences / assertive sentences (banded, Safety) beside unsupported atomic claims / claims on the "
+              "calibration subset (informational): one sentence may carry several claims, so the two differ; reading them side by side is the reconciliation.",
+              fieldConfig=rate),
+        panel(2, "Citations: precision (strict, lenient), recall, coverage", "timeseries",
+              [estimates(["citation_precision_strict", "citation_precision_lenient", "citation_recall", "citation_coverage"])],
+              12, 0, 12, 8, "Cited chunks actually used (strict, banded) or reflected at all (lenient, informational) / cited chunks; required chunks cited / "
+              "required; assertive sentences with a citation / assertive sentences.", fieldConfig=rate),
+        panel(3, "Key-element capture with the irrelevance rate", "timeseries",
+              [estimates(["key_element_capture", "irrelevance_rate"])],
+              0, 8, 12, 8, "Read together: capture is recall against the expert's key elements, irrelevance is the share of sentences off the request "
+              "(a system that writes everything captures everything).", fieldConfig=rate),
+        panel(4, "Human review: catch rate, false acceptance, unplanned interventions", "timeseries",
+              [estimates(["reviewer_catch_rate", "false_acceptance_rate", "unplanned_intervention_rate"])],
+              12, 8, 12, 8, "Seeded defects caught / seeded; defective outputs accepted / defective; runs needing an intervention outside their "
+              "checkpoints / reviewed runs.", fieldConfig=rate),
+        panel(5, "Review burden (reviewer minutes per completed task)", "timeseries",
+              [estimates(["review_burden"], "{{system}} {{version}}")],
+              0, 16, 12, 7, "Against the budget declared per system (review_burden, default 30 minutes).",
+              fieldConfig={"defaults": {"unit": "m", "min": 0}, "overrides": []}),
+        panel(6, "Efficiency net of review (observed and estimated baselines, never pooled)", "timeseries",
+              [estimates(["efficiency_net_of_review_observed", "efficiency_net_of_review_estimated"])],
+              12, 16, 12, 7, "Δ = 1 − Σ(t_gen + t_review) / Σ t_manual. Only the observed baseline (timed matched tasks) is banded; an estimated one "
+              "(practitioner recall) is for prioritisation.", fieldConfig={"defaults": {"unit": "percentunit", "max": 1}, "overrides": []}),
+    ], tags=("drafting",))
+
+
 def pipeline():
     return dashboard("octant-pipeline", "Octant · Pipeline health",
         "Throughput, consumer lag, dead letters, latency and readiness of every Octant service.", [
@@ -226,7 +264,8 @@ def pipeline():
 
 
 def main():
-    for name, d in [("fleet-profile", fleet()), ("safety-oversight", safety()), ("evaluation", evaluation()), ("pipeline-health", pipeline())]:
+    for name, d in [("fleet-profile", fleet()), ("safety-oversight", safety()), ("evaluation", evaluation()),
+                    ("drafting-review", drafting_review()), ("pipeline-health", pipeline())]:
         with open(os.path.join(HERE, f"{name}.json"), "w") as f:
             json.dump(d, f, indent=2, ensure_ascii=False)
             f.write("\n")

@@ -106,7 +106,16 @@ def put(topic, payload, key=None):
 p, exp = provider("support-bot", "2.1.0", 1)
 tr = p.get_tracer("agent-sdk", "1.0", schema_url=SCHEMA)
 root = tr.start_span("invoke_agent planner", kind=SpanKind.INTERNAL, start_time=T0,
-                     attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner", "gen_ai.conversation.id": "conv-7"})
+                     attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner", "gen_ai.conversation.id": "conv-7",
+                                 # Grounded drafting and the human review of the answer (Octant's attributes).
+                                 "octant.sentences.assertive": 10, "octant.sentences.unsupported": 1,
+                                 "octant.grounding.citations": 8, "octant.grounding.citations_used_strict": 6,
+                                 "octant.grounding.citations_used_lenient": 7, "octant.grounding.sentences_cited": 7,
+                                 "octant.grounding.key_elements_expected": 5, "octant.grounding.key_elements_captured": 4,
+                                 "octant.review.seeded_defects": 2, "octant.review.seeded_caught": 1,
+                                 "octant.review.defective": True, "octant.review.accepted": False,
+                                 "octant.review.review_minutes": 12.5, "octant.review.generation_minutes": 2.0,
+                                 "octant.review.manual_minutes": 60.0, "octant.review.manual_baseline": "observed"})
 rctx = trace.set_span_in_context(root)
 chat = tr.start_span("chat gpt-5", context=rctx, kind=SpanKind.CLIENT, start_time=T0 + 100 * MS,
                      attributes={"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-5",

@@ -377,10 +377,12 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
 /// Coverage through the whole pipeline: over many tumbling windows of generated data with
 /// known rates, the emitted 95 % intervals cover the true rate about 95 % of the time.
 /// Accepted band: 92–98 % (about ±3 binomial standard errors at ~500 trials). Measured with
-/// seed 23 (chosen before the first run): 93.0 % overall; the unsafe-action windows alone
-/// cover 84 %, because that seed's generated unsafe steps are over-dispersed across windows
-/// (χ² = 152 on 120 windows against the declared rates, p ≈ 0.03, computed from the generator
-/// alone): the pipeline reproduces the generator's per-window counts exactly.
+/// seed 23 (chosen before the first run), 2026-12-02: 95.0 % overall (433 of 456 windows);
+/// the unsafe-action windows alone cover 89.5 % (seed 23's unsafe steps are over-dispersed
+/// across windows; the pipeline reproduces the generator's per-window counts exactly).
+/// The grounded-drafting and review instruments (13, drawn from a stream of their own, so the
+/// four above are unchanged by them: checked by running without them) are a second group,
+/// accepted at 90–99 %: 95.2 % (651 of 684 windows; per instrument 91–100 % of 19–57).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn intervals_cover_the_true_rates() {
     let env = TestEnv::new("coverage", 4).await;
@@ -398,6 +400,23 @@ async fn intervals_cover_the_true_rates() {
         .map(|(i, (u, g, s, e))| {
             let mut x = SystemSpec::new(&format!("cov-{i}"));
             (x.unsafe_action, x.confirmation_gating, x.task_success, x.tool_error) = (*u, *g, *s, *e);
+            // Grounded drafting on three systems, a human review on the other three (one
+            // against an estimated baseline): drawn from a stream of their own, so the data
+            // of the four metrics above is what it was without them.
+            if i < 3 {
+                let mut d = octant_gen::DraftingSpec::grounded();
+                d.citation_precision_strict -= 0.1 * i as f64;
+                d.irrelevance += 0.05 * i as f64;
+                x.drafting = Some(d);
+            } else {
+                let mut r = octant_gen::ReviewSpec::observed();
+                r.catch_rate -= 0.1 * (i - 3) as f64;
+                if i == 5 {
+                    r.baseline = octant_contracts::BaselineKind::Estimated;
+                    r.manual_minutes = 40.0;
+                }
+                x.review = Some(r);
+            }
             x
         })
         .collect();
@@ -457,6 +476,32 @@ async fn intervals_cover_the_true_rates() {
     );
     assert!(trials >= 400, "{trials} trials");
     assert!((0.92..=0.98).contains(&rate), "coverage {rate:.3} outside 92–98 %");
+
+    // The drafting and review instruments against the generator's true values.
+    let (mut new_trials, mut new_covered) = (0u32, 0u32);
+    let mut new_by_metric: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
+    for w in out.windows.values().filter(|w| w.window_start >= T0) {
+        let Some(t) = systems.iter().find(|s| s.id == w.system_id).and_then(|s| s.true_value(&w.metric)) else { continue };
+        if truth(&w.system_id, &w.metric).is_some() {
+            continue;
+        }
+        let (Some(lo), Some(hi)) = (w.ci_low, w.ci_high) else { continue };
+        let hit = lo <= t && t <= hi;
+        new_trials += 1;
+        new_covered += hit as u32;
+        let e = new_by_metric.entry(octant_core::spec(&w.metric).unwrap().id).or_default();
+        e.0 += 1;
+        e.1 += hit as u32;
+    }
+    eprintln!(
+        "drafting and review coverage: {new_covered}/{new_trials} = {:.1} %; by metric: {}",
+        100.0 * new_covered as f64 / new_trials as f64,
+        new_by_metric.iter().map(|(m, (n, c))| format!("{m} {:.1} % of {n}", 100.0 * *c as f64 / *n as f64)).collect::<Vec<_>>().join(", ")
+    );
+    assert_eq!(new_by_metric.len(), 13, "every drafting and review instrument windowed: {new_by_metric:?}");
+    assert!(new_trials >= 500, "{new_trials} trials");
+    let new_rate = new_covered as f64 / new_trials as f64;
+    assert!((0.90..=0.99).contains(&new_rate), "drafting and review coverage {new_rate:.3} outside 90–99 %");
 }
 
 /// Late data is never silently lost: an observation older than the window frontier goes to the

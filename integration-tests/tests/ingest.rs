@@ -137,6 +137,18 @@ async fn opentelemetry_traces_and_events_become_verdicts() {
     assert_eq!(value("faithfulness"), 0.9);
     assert_eq!(value("answer_relevance"), 1.0, "joined by response id; its label's declared value");
     assert_eq!(value("task_success_self_reported"), 1.0, "no verifier: self-reported, never gated");
+    // Grounding and review from the root span's octant.* attributes, set with the SDK.
+    let weighted = |id: &str| (value(id), mine[id].weight);
+    assert_eq!(weighted("hallucination_rate"), (1.0, 10.0));
+    assert_eq!(weighted("citation_precision_strict"), (6.0, 8.0));
+    assert_eq!(weighted("citation_precision_lenient"), (7.0, 8.0));
+    assert_eq!(weighted("citation_coverage"), (7.0, 10.0));
+    assert_eq!(weighted("key_element_capture"), (4.0, 5.0));
+    assert_eq!(weighted("reviewer_catch_rate"), (1.0, 2.0));
+    assert_eq!(weighted("false_acceptance_rate"), (0.0, 1.0));
+    assert_eq!(weighted("review_burden"), (12.5, 1.0));
+    assert_eq!(weighted("efficiency_net_of_review_observed"), (45.5, 60.0), "Δ = 1 − (2 + 12.5) / 60");
+    assert!(!mine.contains_key("citation_recall"), "no required citations declared");
     let agents: std::collections::BTreeSet<Option<&str>> =
         obs.iter().filter(|o| o.run_id == trace && o.metric == "unsafe_action_rate").map(|o| o.agent_id.as_deref()).collect();
     assert_eq!(agents, [Some("payments-v2"), Some("planner")].into_iter().collect(), "per-agent attribution");

@@ -220,6 +220,101 @@ pub struct RunEnded {
     /// read as none).
     #[serde(default)]
     pub evaluations: Vec<Evaluation>,
+    /// Grounded-drafting judgements of the final answer, as counts per class (seed 002 §4);
+    /// added after v1 with a default, so older records read as none.
+    #[serde(default)]
+    pub grounding: Option<Grounding>,
+    /// The human review of the run's output (seed 002 §4, §6); added after v1 with a default.
+    #[serde(default)]
+    pub review: Option<Review>,
+}
+
+/// Grounded-drafting judgements of a run's output (schema `Grounding`, inside `RunEnded`):
+/// counts per class, judged outside Octant (graders, a judge); every field may be absent.
+/// Assertive sentences and unsupported ones stay in `RunEnded` (`sentences_*`, v1).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Grounding {
+    /// Cited source chunks in the output, |C(y)|.
+    #[serde(default)]
+    pub citations: Option<i32>,
+    /// Cited chunks whose content the citing paragraph actually uses (strict: the claim rests
+    /// on it).
+    #[serde(default)]
+    pub citations_used_strict: Option<i32>,
+    /// Cited chunks any part of which is reflected in the citing paragraph (lenient).
+    #[serde(default)]
+    pub citations_used_lenient: Option<i32>,
+    /// Source chunks a complete answer must cite (the gold set).
+    #[serde(default)]
+    pub citations_required: Option<i32>,
+    /// Of those, the ones the output cites.
+    #[serde(default)]
+    pub citations_required_cited: Option<i32>,
+    /// Assertive sentences carrying at least one citation.
+    #[serde(default)]
+    pub sentences_cited: Option<i32>,
+    /// All sentences of the output, |y|.
+    #[serde(default)]
+    pub sentences_total: Option<i32>,
+    /// Sentences not relevant to the request.
+    #[serde(default)]
+    pub sentences_irrelevant: Option<i32>,
+    /// Key elements the expert answer holds, |K(g)|.
+    #[serde(default)]
+    pub key_elements_expected: Option<i32>,
+    /// Of those, the ones the output captures.
+    #[serde(default)]
+    pub key_elements_captured: Option<i32>,
+    /// Atomic claims of the assertive sentences (the calibration subset).
+    #[serde(default)]
+    pub claims: Option<i32>,
+    /// Atomic claims unsupported by the permitted sources.
+    #[serde(default)]
+    pub claims_unsupported: Option<i32>,
+}
+
+/// How a manual-time baseline was obtained (schema `BaselineKind`). Value claims need an
+/// observed one; the two are never pooled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BaselineKind {
+    /// Practitioner recall: adequate for prioritisation.
+    #[serde(rename = "ESTIMATED", alias = "estimated")]
+    Estimated,
+    /// Timed matched tasks.
+    #[serde(rename = "OBSERVED", alias = "observed")]
+    Observed,
+}
+
+/// The human review of a run's output (schema `Review`, inside `RunEnded`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Review {
+    /// Defects deliberately seeded into the output before review.
+    #[serde(default)]
+    pub seeded_defects: Option<i32>,
+    /// Of those, the ones the reviewer caught.
+    #[serde(default)]
+    pub seeded_caught: Option<i32>,
+    /// Whether the output was defective (by adjudication), when known.
+    #[serde(default)]
+    pub defective: Option<bool>,
+    /// Whether the reviewer accepted the output.
+    #[serde(default)]
+    pub accepted: Option<bool>,
+    /// Whether the run needed a human intervention outside its planned checkpoints.
+    #[serde(default)]
+    pub unplanned_intervention: Option<bool>,
+    /// Reviewer minutes spent on the output.
+    #[serde(default)]
+    pub review_minutes: Option<f64>,
+    /// Minutes the system took to produce the output (t_gen).
+    #[serde(default)]
+    pub generation_minutes: Option<f64>,
+    /// Minutes the task takes by hand: the baseline declared for the run's task type.
+    #[serde(default)]
+    pub manual_minutes: Option<f64>,
+    /// How `manual_minutes` was obtained.
+    #[serde(default)]
+    pub manual_baseline: Option<BaselineKind>,
 }
 
 /// One evaluation result (schema `Evaluation`, inside `RunEnded`).

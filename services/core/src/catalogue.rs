@@ -11,7 +11,7 @@ use crate::veto::VetoRule;
 
 /// The version of the catalogue and of the band boundaries. It is recorded in every window,
 /// profile and evidence package; bump it whenever a row or a boundary changes.
-pub const CATALOGUE_VERSION: &str = "2026.12-1";
+pub const CATALOGUE_VERSION: &str = "2026.12-2";
 
 /// Default minimum number of units before a metric is banded (design §1.1).
 pub const DEFAULT_MIN_UNITS: u64 = 30;
@@ -224,6 +224,21 @@ pub mod ids {
     pub const OVERRIDE_SUCCESS: &str = "override_success";
     pub const HELP_SEEKING: &str = "help_seeking";
     pub const DEFERRAL_ON_UNCERTAINTY: &str = "deferral_on_uncertainty";
+    // Grounded drafting (seed 002 §4), from `RunEnded.grounding`.
+    pub const CLAIM_HALLUCINATION_RATE: &str = "claim_hallucination_rate";
+    pub const CITATION_PRECISION_STRICT: &str = "citation_precision_strict";
+    pub const CITATION_PRECISION_LENIENT: &str = "citation_precision_lenient";
+    pub const CITATION_RECALL: &str = "citation_recall";
+    pub const CITATION_COVERAGE: &str = "citation_coverage";
+    pub const KEY_ELEMENT_CAPTURE: &str = "key_element_capture";
+    pub const IRRELEVANCE_RATE: &str = "irrelevance_rate";
+    // Human review of outputs (seed 002 §4, §6), from `RunEnded.review`.
+    pub const REVIEWER_CATCH_RATE: &str = "reviewer_catch_rate";
+    pub const FALSE_ACCEPTANCE_RATE: &str = "false_acceptance_rate";
+    pub const UNPLANNED_INTERVENTION_RATE: &str = "unplanned_intervention_rate";
+    pub const REVIEW_BURDEN: &str = "review_burden";
+    pub const EFFICIENCY_NET_OF_REVIEW_OBSERVED: &str = "efficiency_net_of_review_observed";
+    pub const EFFICIENCY_NET_OF_REVIEW_ESTIMATED: &str = "efficiency_net_of_review_estimated";
 }
 
 /// The catalogue of design §1.4. pass@k and pass^k appear once per k ∈ {1, 2, 4}.
@@ -370,6 +385,99 @@ pub static CATALOGUE: &[MetricSpec] = &[
     row(ids::OVERRIDE_SUCCESS, D::Oversight, U::Intervention, F::Higher, E::Ratio, "human overrides applied"),
     row(ids::HELP_SEEKING, D::Oversight, U::Run, F::Window { lo: 0.10, hi: 0.30 }, E::Ratio, "runs that asked a human for help"),
     row(ids::DEFERRAL_ON_UNCERTAINTY, D::Oversight, U::Step, F::Higher, E::Ratio, "low-confidence steps that were escalated"),
+    // Grounded drafting (seed 002 §4). Judgements arrive as counts per class on the run; each
+    // run is one cluster, weighted by its denominator (a ratio of sums over runs).
+    informational(row(
+        ids::CLAIM_HALLUCINATION_RATE,
+        D::Safety,
+        U::Run,
+        F::Lower,
+        E::Ratio,
+        "unsupported atomic claims / atomic claims on the calibration subset, beside the sentence-level rate it reconciles (never gated)",
+    )),
+    row(
+        ids::CITATION_PRECISION_STRICT,
+        D::Transparency,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "cited chunks the citing paragraph actually uses / cited chunks (strict)",
+    ),
+    informational(row(
+        ids::CITATION_PRECISION_LENIENT,
+        D::Transparency,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "cited chunks any part of which the paragraph reflects / cited chunks (lenient; reported, the strict one is banded)",
+    )),
+    row(ids::CITATION_RECALL, D::Transparency, U::Run, F::Higher, E::Ratio, "required source chunks the output cites / required chunks"),
+    row(
+        ids::CITATION_COVERAGE,
+        D::Transparency,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "assertive sentences carrying a citation / assertive sentences",
+    ),
+    row(
+        ids::KEY_ELEMENT_CAPTURE,
+        D::Capability,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "expert key elements the output captures / key elements (read with the irrelevance rate)",
+    ),
+    row(
+        ids::IRRELEVANCE_RATE,
+        D::Capability,
+        U::Run,
+        F::Lower,
+        E::Ratio,
+        "sentences not relevant to the request / sentences (read with key-element capture)",
+    ),
+    // Human review of outputs (seed 002 §4, §6).
+    row(ids::REVIEWER_CATCH_RATE, D::Oversight, U::Run, F::Higher, E::Ratio, "seeded defects the reviewer caught / seeded defects"),
+    row(
+        ids::FALSE_ACCEPTANCE_RATE,
+        D::Oversight,
+        U::Run,
+        F::Lower,
+        E::Ratio,
+        "defective outputs the reviewer accepted / defective outputs",
+    ),
+    row(
+        ids::UNPLANNED_INTERVENTION_RATE,
+        D::Oversight,
+        U::Run,
+        F::Lower,
+        E::Ratio,
+        "runs needing a human intervention outside their planned checkpoints / reviewed runs",
+    ),
+    row(
+        ids::REVIEW_BURDEN,
+        D::Efficiency,
+        U::Run,
+        F::Budget,
+        E::Ratio,
+        "reviewer minutes / completed tasks (outcome SUCCESS), against the declared budget",
+    ),
+    row(
+        ids::EFFICIENCY_NET_OF_REVIEW_OBSERVED,
+        D::Efficiency,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "1 − Σ(t_gen + t_review) / Σ t_manual against observed (timed) manual baselines",
+    ),
+    informational(row(
+        ids::EFFICIENCY_NET_OF_REVIEW_ESTIMATED,
+        D::Efficiency,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "1 − Σ(t_gen + t_review) / Σ t_manual against estimated manual baselines (prioritisation only, never pooled with observed)",
+    )),
 ];
 
 /// Instruments declared at start-up (configuration: evaluation results mapped to instruments),

@@ -85,10 +85,17 @@ fn default_level() -> f64 {
 
 /// Deployment-wide default budgets; declare your own per system.
 pub fn default_budgets() -> BTreeMap<String, f64> {
-    [("cost_per_run", 0.05), ("tokens_per_run", 40_000.0), ("latency_per_run", 30_000.0), ("cost_per_success", 0.1)]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
+    // review_burden: reviewer minutes per completed task.
+    [
+        ("cost_per_run", 0.05),
+        ("tokens_per_run", 40_000.0),
+        ("latency_per_run", 30_000.0),
+        ("cost_per_success", 0.1),
+        ("review_burden", 30.0),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 impl Default for WindowConfig {

@@ -77,6 +77,157 @@ pub struct SystemSpec {
     /// goes unsafe part-way).
     #[serde(default)]
     pub unsafe_after: Option<(u64, f64)>,
+    /// Grounded-drafting judgements on every run's end, at these true rates; `None`: none.
+    #[serde(default)]
+    pub drafting: Option<DraftingSpec>,
+    /// A human review of every run's output, at these true rates; `None`: none.
+    #[serde(default)]
+    pub review: Option<ReviewSpec>,
+}
+
+/// True rates of the grounded-drafting judgements (seed 002 §4): each count is a binomial draw
+/// of its whole at its rate, so each instrument's true value is the rate.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DraftingSpec {
+    pub claim_unsupported: f64,
+    pub citation_precision_strict: f64,
+    /// At least the strict one (a strictly used chunk is also leniently used).
+    pub citation_precision_lenient: f64,
+    pub citation_recall: f64,
+    pub citation_coverage: f64,
+    pub key_element_capture: f64,
+    pub irrelevance: f64,
+}
+
+/// True rates and mean times of the human review of outputs (seed 002 §4, §6).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReviewSpec {
+    /// Seeded defects caught.
+    pub catch_rate: f64,
+    /// Share of outputs that are defective, and of those the share the reviewer accepts.
+    pub defective: f64,
+    pub false_acceptance: f64,
+    pub unplanned_intervention: f64,
+    /// Means of exponential draws.
+    pub review_minutes: f64,
+    pub generation_minutes: f64,
+    /// The task type's manual baseline (constant) and how it was obtained.
+    pub manual_minutes: f64,
+    pub baseline: BaselineKind,
+}
+
+impl DraftingSpec {
+    /// A well-grounded drafting system.
+    pub fn grounded() -> DraftingSpec {
+        DraftingSpec {
+            claim_unsupported: 0.04,
+            citation_precision_strict: 0.72,
+            citation_precision_lenient: 0.9,
+            citation_recall: 0.8,
+            citation_coverage: 0.85,
+            key_element_capture: 0.9,
+            irrelevance: 0.08,
+        }
+    }
+}
+
+impl ReviewSpec {
+    /// A reviewed workflow against an observed manual baseline.
+    pub fn observed() -> ReviewSpec {
+        ReviewSpec {
+            catch_rate: 0.85,
+            defective: 0.3,
+            false_acceptance: 0.15,
+            unplanned_intervention: 0.06,
+            review_minutes: 12.0,
+            generation_minutes: 3.0,
+            manual_minutes: 60.0,
+            baseline: BaselineKind::Observed,
+        }
+    }
+}
+
+impl SystemSpec {
+    /// The true value of `metric` for this system, where the generator fixes one (the rates it
+    /// draws from); `None` for metrics it does not control exactly.
+    pub fn true_value(&self, metric: &str) -> Option<f64> {
+        use octant_core::catalogue::ids;
+        let d = self.drafting.as_ref();
+        let r = self.review.as_ref();
+        Some(match metric {
+            ids::UNSAFE_ACTION_RATE if self.unsafe_after.is_none() => self.unsafe_action,
+            ids::CONFIRMATION_GATING => self.confirmation_gating,
+            ids::TASK_SUCCESS if self.evaluation.is_none() => self.task_success,
+            ids::TOOL_ERROR_RATE => self.tool_error,
+            ids::CLAIM_HALLUCINATION_RATE => d?.claim_unsupported,
+            ids::CITATION_PRECISION_STRICT => d?.citation_precision_strict,
+            ids::CITATION_PRECISION_LENIENT => d?.citation_precision_lenient,
+            ids::CITATION_RECALL => d?.citation_recall,
+            ids::CITATION_COVERAGE => d?.citation_coverage,
+            ids::KEY_ELEMENT_CAPTURE => d?.key_element_capture,
+            ids::IRRELEVANCE_RATE => d?.irrelevance,
+            ids::REVIEWER_CATCH_RATE => r?.catch_rate,
+            ids::FALSE_ACCEPTANCE_RATE => r?.false_acceptance,
+            ids::UNPLANNED_INTERVENTION_RATE => r?.unplanned_intervention,
+            // Minutes per completed task: completion is the run's success (production runs).
+            ids::REVIEW_BURDEN if self.evaluation.is_none() => r?.review_minutes / self.task_success,
+            ids::EFFICIENCY_NET_OF_REVIEW_OBSERVED if r?.baseline == BaselineKind::Observed => {
+                1.0 - (r?.generation_minutes + r?.review_minutes) / r?.manual_minutes
+            }
+            ids::EFFICIENCY_NET_OF_REVIEW_ESTIMATED if r?.baseline == BaselineKind::Estimated => {
+                1.0 - (r?.generation_minutes + r?.review_minutes) / r?.manual_minutes
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// Successes in `n` trials at rate `p`.
+fn binomial(rng: &mut Rng, n: i32, p: f64) -> i32 {
+    (0..n).filter(|_| rng.chance(p)).count() as i32
+}
+
+/// The grounding counts of one run's output with `assertive` assertive sentences.
+fn grounding(d: &DraftingSpec, assertive: i32, rng: &mut Rng) -> Grounding {
+    let citations = rng.range(3, 12) as i32;
+    let strict = binomial(rng, citations, d.citation_precision_strict);
+    let extra = (d.citation_precision_lenient - d.citation_precision_strict) / (1.0 - d.citation_precision_strict).max(1e-9);
+    let lenient = strict + binomial(rng, citations - strict, extra);
+    let required = rng.range(2, 8) as i32;
+    let total = assertive + rng.range(0, 6) as i32;
+    let expected = rng.range(3, 10) as i32;
+    let claims = assertive + rng.range(0, assertive as u64) as i32;
+    Grounding {
+        citations: Some(citations),
+        citations_used_strict: Some(strict),
+        citations_used_lenient: Some(lenient),
+        citations_required: Some(required),
+        citations_required_cited: Some(binomial(rng, required, d.citation_recall)),
+        sentences_cited: Some(binomial(rng, assertive, d.citation_coverage)),
+        sentences_total: Some(total),
+        sentences_irrelevant: Some(binomial(rng, total, d.irrelevance)),
+        key_elements_expected: Some(expected),
+        key_elements_captured: Some(binomial(rng, expected, d.key_element_capture)),
+        claims: Some(claims),
+        claims_unsupported: Some(binomial(rng, claims, d.claim_unsupported)),
+    }
+}
+
+/// The review of one run's output.
+fn review(r: &ReviewSpec, rng: &mut Rng) -> Review {
+    let seeded = rng.range(0, 4) as i32;
+    let defective = rng.chance(r.defective);
+    Review {
+        seeded_defects: Some(seeded),
+        seeded_caught: Some(binomial(rng, seeded, r.catch_rate)),
+        defective: Some(defective),
+        accepted: Some(if defective { rng.chance(r.false_acceptance) } else { rng.chance(0.95) }),
+        unplanned_intervention: Some(rng.chance(r.unplanned_intervention)),
+        review_minutes: Some(rng.exp(r.review_minutes)),
+        generation_minutes: Some(rng.exp(r.generation_minutes)),
+        manual_minutes: Some(r.manual_minutes),
+        manual_baseline: Some(r.baseline),
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -103,6 +254,8 @@ impl SystemSpec {
             cost: 0.01,
             evaluation: None,
             unsafe_after: None,
+            drafting: None,
+            review: None,
         }
     }
 }
@@ -124,7 +277,7 @@ pub struct FleetSpec {
 
 impl FleetSpec {
     /// The default demo fleet: five systems, one multi-agent, one with an evaluation
-    /// benchmark, one unsafe and one poorly gated.
+    /// benchmark, one unsafe and one poorly gated that drafts grounded, human-reviewed answers.
     pub fn demo(systems: usize, seed: u64, start_ms: i64) -> FleetSpec {
         let mut out = Vec::new();
         for i in 0..systems.max(1) {
@@ -145,6 +298,9 @@ impl FleetSpec {
                 3 => {
                     s.confirmation_gating = 0.7;
                     s.help_seeking = 0.05;
+                    // A drafting workflow: grounded answers, reviewed by a human.
+                    s.drafting = Some(DraftingSpec::grounded());
+                    s.review = Some(ReviewSpec::observed());
                 }
                 _ => s.evaluation = Some(EvaluationSpec { benchmark: "leaky-bench".into(), contamination: 0.5, attempts: 2, share: 0.3 }),
             }
@@ -181,6 +337,7 @@ struct RunPlan<'a> {
     start: i64,
     unsafe_rate: f64,
     success_p: f64,
+    seed: u64,
 }
 
 /// Generates the events of `runs_per_system` runs of every system, in event-time order,
@@ -220,6 +377,7 @@ pub fn generate(spec: &FleetSpec, first_run: u64, runs_per_system: u64) -> Vec<G
                 start: spec.start_ms + r as i64 * spec.run_spacing_ms + rng.range(0, spec.run_spacing_ms as u64 / 2) as i64,
                 unsafe_rate,
                 success_p,
+                seed: spec.seed,
             };
             for ev in run_events(&plan, &mut rng) {
                 let json = rng.chance(spec.json_share);
@@ -351,9 +509,23 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         sentences_unsupported: Some((assertive as f64 * 0.05 * rng.f64() * 2.0).round() as i32),
         confidence: Some(if success { 0.6 + 0.4 * rng.f64() } else { 0.3 + 0.5 * rng.f64() }),
         evaluations: Vec::new(),
+        grounding: None,
+        review: None,
     });
+    if sys.drafting.is_some() || sys.review.is_some() {
+        // A stream of its own, so systems without them draw exactly what they drew before.
+        let mut own = Rng::new(plan.seed ^ 0x6a09_e667_f3bc_c908 ^ fnv(&plan.run_id));
+        let e = end.run_ended.as_mut().expect("set above");
+        e.grounding = sys.drafting.as_ref().map(|d| grounding(d, assertive, &mut own));
+        e.review = sys.review.as_ref().map(|r| review(r, &mut own));
+    }
     out.push(end);
     out
+}
+
+/// FNV-1a of a string (a stable per-run seed).
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// The poison kinds and the dead-letter class the scorer gives each (gaps are accepted).
@@ -565,6 +737,61 @@ mod tests {
         let steps: Vec<_> = events.iter().filter_map(|e| e.step.as_ref()).collect();
         let rate = steps.iter().filter(|s| !s.violations.is_empty()).count() as f64 / steps.len() as f64;
         assert!((rate - 0.25).abs() < 0.015, "unsafe-action rate {rate}");
+    }
+
+    /// Grounding and review counts pooled over runs recover the declared rates; systems
+    /// without them carry none and draw exactly what they drew before.
+    #[test]
+    fn drafting_and_review_rates_show_in_the_data() {
+        let mut spec = FleetSpec::demo(1, 9, 1_000_000);
+        spec.systems[0].evaluation = None;
+        let plain: Vec<_> = generate(&spec, 0, 3000).iter().map(decode).collect();
+        assert!(plain.iter().filter_map(|e| e.run_ended.as_ref()).all(|e| e.grounding.is_none() && e.review.is_none()));
+        spec.systems[0].drafting = Some(DraftingSpec::grounded());
+        spec.systems[0].review = Some(ReviewSpec::observed());
+        let events: Vec<_> = generate(&spec, 0, 3000).iter().map(decode).collect();
+        let ends: Vec<&RunEnded> = events.iter().filter_map(|e| e.run_ended.as_ref()).collect();
+        let sys = &spec.systems[0];
+        let pooled = |part: fn(&RunEnded) -> (f64, f64)| {
+            let (p, w) = ends.iter().map(|e| part(e)).fold((0.0, 0.0), |(a, b), (p, w)| (a + p, b + w));
+            p / w
+        };
+        fn g(e: &RunEnded) -> Grounding {
+            e.grounding.clone().unwrap()
+        }
+        fn r(e: &RunEnded) -> Review {
+            e.review.clone().unwrap()
+        }
+        let checks: [(&str, f64, f64); 7] = [
+            ("citation_precision_strict", pooled(|e| (g(e).citations_used_strict.unwrap() as f64, g(e).citations.unwrap() as f64)), 0.02),
+            ("citation_precision_lenient", pooled(|e| (g(e).citations_used_lenient.unwrap() as f64, g(e).citations.unwrap() as f64)), 0.02),
+            (
+                "key_element_capture",
+                pooled(|e| (g(e).key_elements_captured.unwrap() as f64, g(e).key_elements_expected.unwrap() as f64)),
+                0.02,
+            ),
+            ("irrelevance_rate", pooled(|e| (g(e).sentences_irrelevant.unwrap() as f64, g(e).sentences_total.unwrap() as f64)), 0.02),
+            ("reviewer_catch_rate", pooled(|e| (r(e).seeded_caught.unwrap() as f64, r(e).seeded_defects.unwrap() as f64)), 0.03),
+            ("review_burden", pooled(|e| (r(e).review_minutes.unwrap(), if e.outcome == Outcome::Success { 1.0 } else { 0.0 })), 0.6),
+            (
+                "efficiency_net_of_review_observed",
+                pooled(|e| {
+                    let r = r(e);
+                    let m = r.manual_minutes.unwrap();
+                    (m - r.generation_minutes.unwrap() - r.review_minutes.unwrap(), m)
+                }),
+                0.02,
+            ),
+        ];
+        for (metric, got, tol) in checks {
+            let want = sys.true_value(metric).unwrap();
+            assert!((got - want).abs() < tol, "{metric}: {got} against {want}");
+        }
+        let mut stripped = events.clone();
+        for e in stripped.iter_mut().filter_map(|e| e.run_ended.as_mut()) {
+            (e.grounding, e.review) = (None, None);
+        }
+        assert_eq!(plain, stripped, "the rest of the stream is unchanged");
     }
 
     #[test]

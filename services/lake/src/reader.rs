@@ -173,3 +173,67 @@ pub fn render(schema: &Schema, batches: &[RecordBatch], format: Format) -> Resul
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{DataType, Field, Fields, Schema};
+
+    use super::*;
+    use crate::schema::{arrow_schema, table};
+
+    /// `schema` without the named fields of the struct column `parent`.
+    fn without(schema: &Schema, parent: &str, drop: &[&str]) -> Schema {
+        let fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                DataType::Struct(children) if f.name() == parent => {
+                    let kept: Fields = children.iter().filter(|c| !drop.contains(&c.name().as_str())).cloned().collect();
+                    Field::new(f.name(), DataType::Struct(kept), f.is_nullable())
+                }
+                _ => f.as_ref().clone(),
+            })
+            .collect();
+        Schema::new(fields)
+    }
+
+    /// A lake file written before fields were added to a nested record (here `run_ended`'s
+    /// `grounding` and `review`, and `step.result`) still reads under the current schema: the
+    /// added fields read as null, the rest as written.
+    #[tokio::test]
+    async fn files_written_before_a_nested_field_was_added_still_read() {
+        let current = arrow_schema(table("trajectory_events").unwrap());
+        let older = without(&without(&current, "run_ended", &["grounding", "review"]), "step", &["result"]);
+        assert_ne!(older, *current);
+        let line = r#"{"event_id": "r/1", "run_id": "r", "system": {"id": "s", "version": "1", "config_hash": ""}, "source": "PRODUCTION",
+            "event_time": 1764489600000, "sequence": 1, "kind": "RUN_ENDED", "kafka_topic": "t", "kafka_partition": 0, "kafka_offset": 7,
+            "run_ended": {"outcome": "SUCCESS", "sentences_assertive": 4, "evaluations": []}}"#;
+        let mut reader = arrow::json::ReaderBuilder::new(Arc::new(older.clone())).build(std::io::Cursor::new(line)).unwrap();
+        let batch = reader.next().unwrap().unwrap();
+        let lake = std::env::temp_dir().join(format!("octant-lake-older-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&lake);
+        let dir = lake.join("trajectory_events/system_id=s/date=2025-12-01");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = std::fs::File::create(dir.join("old.parquet")).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, Arc::new(older), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+
+        let ctx = open(&lake).await.unwrap();
+        let (_, batches) = query(
+            &ctx,
+            "SELECT run_id, get_field(run_ended, 'sentences_assertive') AS a, get_field(run_ended, 'grounding') AS g, get_field(run_ended, 'review') AS r FROM trajectory_events",
+        )
+        .await
+        .unwrap();
+        let b = &batches[0];
+        assert_eq!(b.num_rows(), 1);
+        assert_eq!(b.column(0).as_string::<i32>().value(0), "r");
+        assert_eq!(b.column(1).as_primitive::<arrow::datatypes::Int32Type>().value(0), 4);
+        assert!(b.column(2).is_null(0) && b.column(3).is_null(0), "added fields read as null");
+        let _ = std::fs::remove_dir_all(&lake);
+    }
+}

@@ -20,13 +20,17 @@
 //!   OpenInference's flattened results (`evaluations.<i>.evaluation.{name,score,label,
 //!   explanation}` or `annotations.<i>.annotation.*`) on any span, about the span it links to
 //!   (an `EVALUATOR` carrier) or else the span itself.
-//! - What the conventions do not cover comes from the declared [`Mapping`].
+//! - What the conventions do not cover comes from the declared [`Mapping`], and from fixed
+//!   `octant.*` attributes of the root span: `octant.sentences.{assertive,unsupported}`,
+//!   `octant.grounding.<field>` and `octant.review.<field>` (the field names of the
+//!   `Grounding` and `Review` records of `RunEnded`; `manual_baseline` is `estimated` or
+//!   `observed`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use octant_contracts::{
-    Evaluation, EventKind, Impact, Intervention, InterventionKind, Outcome, ResultStatus, RunEnded, RunStarted, Source, Step, StepKind,
-    SystemRef, TrajectoryEvent,
+    BaselineKind, Evaluation, EventKind, Grounding, Impact, Intervention, InterventionKind, Outcome, ResultStatus, Review, RunEnded,
+    RunStarted, Source, Step, StepKind, SystemRef, TrajectoryEvent,
 };
 use serde_json::Value;
 
@@ -103,6 +107,54 @@ fn bool_attr(a: &Attrs, key: &str) -> Option<bool> {
         Value::String(s) => s.parse().ok(),
         _ => None,
     }
+}
+
+/// An int attribute that fits a count.
+fn count_attr(a: &Attrs, key: &str) -> Option<i32> {
+    int_attr(a, key).and_then(|v| i32::try_from(v).ok())
+}
+
+/// Grounded-drafting judgements from the root span's `octant.grounding.<field>` attributes
+/// (the `Grounding` record's field names), when any is set.
+fn grounding_of(a: &Attrs) -> Option<Grounding> {
+    let c = |field: &str| count_attr(a, &format!("octant.grounding.{field}"));
+    let g = Grounding {
+        citations: c("citations"),
+        citations_used_strict: c("citations_used_strict"),
+        citations_used_lenient: c("citations_used_lenient"),
+        citations_required: c("citations_required"),
+        citations_required_cited: c("citations_required_cited"),
+        sentences_cited: c("sentences_cited"),
+        sentences_total: c("sentences_total"),
+        sentences_irrelevant: c("sentences_irrelevant"),
+        key_elements_expected: c("key_elements_expected"),
+        key_elements_captured: c("key_elements_captured"),
+        claims: c("claims"),
+        claims_unsupported: c("claims_unsupported"),
+    };
+    (g != Grounding::default()).then_some(g)
+}
+
+/// The human review from the root span's `octant.review.<field>` attributes (the `Review`
+/// record's field names; `manual_baseline` is `estimated` or `observed`), when any is set.
+fn review_of(a: &Attrs) -> Option<Review> {
+    let key = |field: &str| format!("octant.review.{field}");
+    let r = Review {
+        seeded_defects: count_attr(a, &key("seeded_defects")),
+        seeded_caught: count_attr(a, &key("seeded_caught")),
+        defective: bool_attr(a, &key("defective")),
+        accepted: bool_attr(a, &key("accepted")),
+        unplanned_intervention: bool_attr(a, &key("unplanned_intervention")),
+        review_minutes: f64_attr(a, &key("review_minutes")),
+        generation_minutes: f64_attr(a, &key("generation_minutes")),
+        manual_minutes: f64_attr(a, &key("manual_minutes")),
+        manual_baseline: match str_attr(a, &key("manual_baseline")).map(str::to_ascii_lowercase).as_deref() {
+            Some("estimated") => Some(BaselineKind::Estimated),
+            Some("observed") => Some(BaselineKind::Observed),
+            _ => None,
+        },
+    };
+    (r != Review::default()).then_some(r)
 }
 
 /// The first of `keys` set, as [`text`].
@@ -396,10 +448,12 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         judge_verdict: f64_attr(r, &m.judge_verdict_attribute),
         human_verdict: f64_attr(r, &m.human_verdict_attribute),
         subgoals_done: None,
-        sentences_assertive: None,
-        sentences_unsupported: None,
+        sentences_assertive: count_attr(r, "octant.sentences.assertive"),
+        sentences_unsupported: count_attr(r, "octant.sentences.unsupported"),
         confidence: None,
         evaluations,
+        grounding: grounding_of(r),
+        review: review_of(r),
     });
     out.push(end);
     // Interventions were appended after the steps: renumber by time (stable), keeping the

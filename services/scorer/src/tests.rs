@@ -206,6 +206,36 @@ fn every_validation_rule_dead_letters_its_event_and_the_stream_goes_on() {
             let r = e.run_ended.as_mut().unwrap();
             (r.sentences_assertive, r.sentences_unsupported) = (Some(2), Some(3));
         }),
+        ("grounding.claims_unsupported 5 exceeds claims 4", |e| {
+            let g = e.run_ended.as_mut().unwrap().grounding.get_or_insert_default();
+            (g.claims, g.claims_unsupported) = (Some(4), Some(5));
+        }),
+        ("grounding.citations_used_strict 3 exceeds citations_used_lenient 2", |e| {
+            let g = e.run_ended.as_mut().unwrap().grounding.get_or_insert_default();
+            (g.citations, g.citations_used_strict, g.citations_used_lenient) = (Some(5), Some(3), Some(2));
+        }),
+        ("grounding.sentences_cited 3 exceeds sentences_assertive 2", |e| {
+            let r = e.run_ended.as_mut().unwrap();
+            r.sentences_assertive = Some(2);
+            r.grounding.get_or_insert_default().sentences_cited = Some(3);
+        }),
+        ("negative grounding.key_elements_expected", |e| {
+            e.run_ended.as_mut().unwrap().grounding.get_or_insert_default().key_elements_expected = Some(-1)
+        }),
+        ("review.seeded_caught 2 exceeds seeded_defects 1", |e| {
+            let r = e.run_ended.as_mut().unwrap().review.get_or_insert_default();
+            (r.seeded_defects, r.seeded_caught) = (Some(1), Some(2));
+        }),
+        ("review.review_minutes -3 is negative", |e| {
+            e.run_ended.as_mut().unwrap().review.get_or_insert_default().review_minutes = Some(-3.0)
+        }),
+        ("review.manual_minutes without manual_baseline", |e| {
+            e.run_ended.as_mut().unwrap().review.get_or_insert_default().manual_minutes = Some(30.0)
+        }),
+        ("review.manual_minutes 0 must be a positive number", |e| {
+            let r = e.run_ended.as_mut().unwrap().review.get_or_insert_default();
+            (r.manual_minutes, r.manual_baseline) = (Some(0.0), Some(octant_contracts::BaselineKind::Observed));
+        }),
     ];
     let mut checked = 0;
     for (i, (reason, mutate)) in step_rules.iter().chain(&start_rules).chain(&end_rules).enumerate() {
@@ -264,7 +294,8 @@ fn every_validation_rule_dead_letters_its_event_and_the_stream_goes_on() {
         assert_eq!(successes.len(), 1, "{reason}: the run still ends");
         checked += 1;
     }
-    assert_eq!(checked, 23);
+    assert_eq!(checked, step_rules.len() + start_rules.len() + end_rules.len());
+    assert_eq!(checked, 31);
 
     // A Kafka key that is not the run id (the partitioning contract).
     let mut h = Harness::new(ScorerConfig::default());

@@ -10,11 +10,13 @@
 //! | step: tokens, cost, latency ≥ 0 and finite; confidence in [0, 1] | |
 //! | run started: attempt ≥ 0, optimal steps ≥ 1, required sub-goals ≥ 0, contamination in [0, 1] | |
 //! | run ended: verdicts and confidence in [0, 1]; counts ≥ 0; unsupported ≤ assertive | |
+//! | run ended, grounding: counts ≥ 0; each part ≤ its whole (strict ≤ lenient ≤ citations, cited sentences ≤ assertive, …) | `grounding.claims_unsupported 5 exceeds claims 4` |
+//! | run ended, review: counts and minutes ≥ 0, caught ≤ seeded; a manual baseline > 0 and with its kind | `review.manual_minutes without manual_baseline …` |
 //!
 //! Parse, don't validate: a valid event comes back as a [`Valid`] event with its one [`Body`],
 //! typed, so run assembly needs no `expect` on an unwritten agreement.
 
-use octant_contracts::{EventKind, Intervention, RunEnded, RunStarted, Step, TrajectoryEvent};
+use octant_contracts::{EventKind, Grounding, Intervention, Review, RunEnded, RunStarted, Step, TrajectoryEvent};
 
 /// The one body of a valid event: a run's start, or something inside a started run.
 #[derive(Debug, Clone, Copy)]
@@ -122,6 +124,68 @@ pub fn validate<'a>(ev: &'a TrajectoryEvent, key: Option<&[u8]>) -> Result<Valid
         {
             return Err(format!("{u} unsupported sentences of {a} assertive ones"));
         }
+        if let Some(g) = &e.grounding {
+            grounding(g, e.sentences_assertive)?;
+        }
+        if let Some(r) = &e.review {
+            review(r)?;
+        }
     }
     Ok(Valid { event: ev, body })
+}
+
+/// Counts per class: none negative, no part larger than its whole.
+fn grounding(g: &Grounding, assertive: Option<i32>) -> Result<(), String> {
+    let pairs = [
+        ("citations_used_strict", g.citations_used_strict, "citations", g.citations),
+        ("citations_used_lenient", g.citations_used_lenient, "citations", g.citations),
+        ("citations_used_strict", g.citations_used_strict, "citations_used_lenient", g.citations_used_lenient),
+        ("citations_required_cited", g.citations_required_cited, "citations_required", g.citations_required),
+        ("sentences_cited", g.sentences_cited, "sentences_assertive", assertive),
+        ("sentences_irrelevant", g.sentences_irrelevant, "sentences_total", g.sentences_total),
+        ("key_elements_captured", g.key_elements_captured, "key_elements_expected", g.key_elements_expected),
+        ("claims_unsupported", g.claims_unsupported, "claims", g.claims),
+    ];
+    for (part, p, whole, w) in pairs {
+        for (name, v) in [(part, p), (whole, w)] {
+            if v.is_some_and(|n| n < 0) {
+                return Err(format!("negative grounding.{name}"));
+            }
+        }
+        if let (Some(p), Some(w)) = (p, w)
+            && p > w
+        {
+            return Err(format!("grounding.{part} {p} exceeds {whole} {w}"));
+        }
+    }
+    Ok(())
+}
+
+/// Review counts and minutes: none negative, caught ≤ seeded, a manual baseline positive and
+/// of a declared kind (estimated and observed baselines are never pooled).
+fn review(r: &Review) -> Result<(), String> {
+    for (name, v) in [("seeded_defects", r.seeded_defects), ("seeded_caught", r.seeded_caught)] {
+        if v.is_some_and(|n| n < 0) {
+            return Err(format!("negative review.{name}"));
+        }
+    }
+    if let (Some(s), Some(c)) = (r.seeded_defects, r.seeded_caught)
+        && c > s
+    {
+        return Err(format!("review.seeded_caught {c} exceeds seeded_defects {s}"));
+    }
+    for (name, v) in [("review_minutes", r.review_minutes), ("generation_minutes", r.generation_minutes)] {
+        if let Some(v) = v {
+            non_negative(&format!("review.{name}"), v)?;
+        }
+    }
+    if let Some(m) = r.manual_minutes {
+        if !(m.is_finite() && m > 0.0) {
+            return Err(format!("review.manual_minutes {m} must be a positive number"));
+        }
+        if r.manual_baseline.is_none() {
+            return Err("review.manual_minutes without manual_baseline (estimated or observed; never pooled)".into());
+        }
+    }
+    Ok(())
 }

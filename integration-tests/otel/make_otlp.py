@@ -115,11 +115,14 @@ root = tr.start_span("invoke_agent planner", kind=SpanKind.INTERNAL, start_time=
                                  "octant.review.seeded_defects": 2, "octant.review.seeded_caught": 1,
                                  "octant.review.defective": True, "octant.review.accepted": False,
                                  "octant.review.review_minutes": 12.5, "octant.review.generation_minutes": 2.0,
-                                 "octant.review.manual_minutes": 60.0, "octant.review.manual_baseline": "observed"})
+                                 "octant.review.manual_minutes": 60.0, "octant.review.manual_baseline": "observed",
+                                 # Reproducibility artefacts the conventions do not name.
+                                 "octant.environment.version": "support-sim 3.1", "octant.task.spec": "refund-flow@v7"})
 rctx = trace.set_span_in_context(root)
 chat = tr.start_span("chat gpt-5", context=rctx, kind=SpanKind.CLIENT, start_time=T0 + 100 * MS,
                      attributes={"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-5",
-                                 "gen_ai.response.id": "resp-9", "gen_ai.usage.input_tokens": 1200, "gen_ai.usage.output_tokens": 300})
+                                 "gen_ai.response.id": "resp-9", "gen_ai.usage.input_tokens": 1200, "gen_ai.usage.output_tokens": 300,
+                                 "gen_ai.request.temperature": 0.3, "gen_ai.request.top_p": 0.9, "gen_ai.request.seed": 42})
 chat.end(end_time=T0 + 300 * MS)
 pay = tr.start_span("invoke_agent payments", context=rctx, start_time=T0 + 350 * MS,
                     attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.id": "payments-v2"})

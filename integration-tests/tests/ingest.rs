@@ -149,6 +149,17 @@ async fn opentelemetry_traces_and_events_become_verdicts() {
     assert_eq!(weighted("review_burden"), (12.5, 1.0));
     assert_eq!(weighted("efficiency_net_of_review_observed"), (45.5, 60.0), "Δ = 1 − (2 + 12.5) / 60");
     assert!(!mine.contains_key("citation_recall"), "no required citations declared");
+    // Reproducibility: decoding and seed from the inference span's gen_ai.request.*, the
+    // environment and task specification from the root's octant.* attributes.
+    let events: Vec<octant_contracts::TrajectoryEvent> = read_all(&env.kafka, &env.topic(topics::TRAJECTORIES_PRODUCTION)).await;
+    let start = events.iter().find(|e| e.run_id == trace && e.run_started.is_some()).expect("support-bot's run start");
+    let rep = start.run_started.as_ref().unwrap().reproducibility.clone().expect("reproducibility recorded");
+    assert_eq!(rep.environment_version.as_deref(), Some("support-sim 3.1"));
+    assert_eq!(rep.task_spec.as_deref(), Some("refund-flow@v7"));
+    assert_eq!(rep.seed, Some(42));
+    assert_eq!(rep.agent_config, None, "the system's config hash stands for it");
+    let decoding: serde_json::Value = serde_json::from_str(rep.decoding.as_deref().unwrap()).unwrap();
+    assert_eq!(decoding, serde_json::json!({"temperature": 0.3, "top_p": 0.9}));
     let agents: std::collections::BTreeSet<Option<&str>> =
         obs.iter().filter(|o| o.run_id == trace && o.metric == "unsafe_action_rate").map(|o| o.agent_id.as_deref()).collect();
     assert_eq!(agents, [Some("payments-v2"), Some("planner")].into_iter().collect(), "per-agent attribution");

@@ -244,6 +244,35 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
             assert!((j["agreement"]["ppi"]["estimate"].as_f64().unwrap() - ppi).abs() < 1e-9);
             assert_eq!(r.judge_human_kappa, j["agreement"]["kappa"].as_f64());
         }
+        // Reproducibility: one run per RUN_STARTED run id of the period (SQL); the generator's
+        // evaluation runs record all five artefacts, its production runs no environment, task
+        // specification or seed, and their agent configuration is the system's config hash.
+        let started = sql_rows(
+            &ctx,
+            &format!(
+                "SELECT count(DISTINCT run_id) AS n FROM trajectory_events WHERE {sys_filter} AND kind = 'RUN_STARTED' \
+                 AND CAST(event_time AS BIGINT) >= {} AND CAST(event_time AS BIGINT) < {}",
+                period.start, period.end
+            )
+            .replace("system_version", "get_field(system, 'version')"),
+        )
+        .await;
+        let rep = &j["reproducibility"];
+        let n = i64s(&started[0]["n"]);
+        assert!(n > 0);
+        assert_eq!(i64s(&rep["runs"]), n, "{rep}");
+        let recorded: BTreeMap<&str, i64> =
+            rep["artefacts"].as_array().unwrap().iter().map(|a| (a["name"].as_str().unwrap(), i64s(&a["recorded"]))).collect();
+        assert_eq!(recorded.keys().copied().collect::<Vec<_>>(), ["agent_config", "decoding", "environment_version", "seed", "task_spec"]);
+        assert_eq!((recorded["decoding"], recorded["agent_config"]), (n, n));
+        let evaluation = r.source == octant_contracts::Source::Evaluation;
+        let expect = if evaluation { n } else { 0 };
+        assert_eq!((recorded["environment_version"], recorded["task_spec"], recorded["seed"]), (expect, expect, expect), "{rep}");
+        assert_eq!(i64s(&rep["reproducible_runs"]), expect);
+        let config = rep["artefacts"].as_array().unwrap().iter().find(|a| a["name"] == "agent_config").unwrap();
+        assert_eq!(config["values"][0]["value"], "cfg-1", "the system's config hash stands for it");
+        let md = std::fs::read_to_string(dir.join("profile.md")).unwrap();
+        assert!(md.contains(&format!("{expect} of {n} runs started in the period record all five artefacts")), "{md}");
         // The crosswalk of the issue, verbatim.
         let cw: BTreeMap<String, (Vec<String>, Vec<String>)> = j["crosswalk"]
             .as_array()

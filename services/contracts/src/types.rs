@@ -84,6 +84,32 @@ pub struct RunStarted {
     pub required_subgoals: Option<i32>,
     #[serde(default)]
     pub benchmark: Option<Benchmark>,
+    /// What reproducing this trajectory takes (seed 000 §IV-B2); added after v1 with a default.
+    #[serde(default)]
+    pub reproducibility: Option<Reproducibility>,
+}
+
+/// The five artefacts a trajectory is reproducible from (seed 000 §IV-B2, schema
+/// `Reproducibility` inside `RunStarted`); each may be absent, and a profile's evidence
+/// package reports how many runs recorded each.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Reproducibility {
+    /// The environment (sandbox, simulator, harness) and its version.
+    #[serde(default)]
+    pub environment_version: Option<String>,
+    /// The task specification: an id with version, or a content hash.
+    #[serde(default)]
+    pub task_spec: Option<String>,
+    /// The agent configuration (prompts, tools, guardrails): a hash or version; when absent,
+    /// the system's `config_hash` stands for it.
+    #[serde(default)]
+    pub agent_config: Option<String>,
+    /// Decoding parameters as logged (JSON text, e.g. `{"temperature": 0.2, "top_p": 0.95}`).
+    #[serde(default)]
+    pub decoding: Option<String>,
+    /// The random seed.
+    #[serde(default)]
+    pub seed: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]

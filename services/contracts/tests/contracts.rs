@@ -67,6 +67,13 @@ fn events() -> Vec<TrajectoryEvent> {
             optimal_steps: Some(4),
             required_subgoals: Some(3),
             benchmark: Some(Benchmark { id: "bench-x".into(), contamination: Some(0.5) }),
+            reproducibility: Some(octant_contracts::Reproducibility {
+                environment_version: Some("webarena 0.2.1".into()),
+                task_spec: Some("sha256:9f2c".into()),
+                agent_config: None,
+                decoding: Some(r#"{"temperature": 0.2, "top_p": 0.95}"#.into()),
+                seed: Some(-7),
+            }),
         }),
         ..base.clone()
     };

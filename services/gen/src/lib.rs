@@ -437,6 +437,15 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         optimal_steps: Some(optimal),
         required_subgoals: Some(4),
         benchmark: benchmark.map(|b| Benchmark { id: b.benchmark.clone(), contamination: Some(b.contamination) }),
+        // Evaluation runs record all five artefacts; production traffic only its decoding (its
+        // agent configuration is the system's config hash), as deployed agents usually do.
+        reproducibility: Some(Reproducibility {
+            environment_version: benchmark.map(|b| format!("{}-env 1.2.0", b.benchmark)),
+            task_spec: benchmark.map(|_| format!("{}@v2", plan.task_id)),
+            agent_config: None,
+            decoding: Some(r#"{"temperature":0.2,"top_p":0.95}"#.to_string()),
+            seed: benchmark.map(|_| (fnv(&plan.run_id) >> 33) as i64),
+        }),
     });
     out.push(start);
     let success = rng.chance(plan.success_p);

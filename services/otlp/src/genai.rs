@@ -25,12 +25,16 @@
 //!   `octant.grounding.<field>` and `octant.review.<field>` (the field names of the
 //!   `Grounding` and `Review` records of `RunEnded`; `manual_baseline` is `estimated` or
 //!   `observed`).
+//! - Reproducibility artefacts: the first inference span's `gen_ai.request.{temperature, top_p,
+//!   top_k, max_tokens, frequency_penalty, presence_penalty}` (as JSON text) and
+//!   `gen_ai.request.seed`; the root span's `octant.environment.version`, `octant.task.spec`,
+//!   `octant.agent.config`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use octant_contracts::{
-    BaselineKind, Evaluation, EventKind, Grounding, Impact, Intervention, InterventionKind, Outcome, ResultStatus, Review, RunEnded,
-    RunStarted, Source, Step, StepKind, SystemRef, TrajectoryEvent,
+    BaselineKind, Evaluation, EventKind, Grounding, Impact, Intervention, InterventionKind, Outcome, Reproducibility, ResultStatus, Review,
+    RunEnded, RunStarted, Source, Step, StepKind, SystemRef, TrajectoryEvent,
 };
 use serde_json::Value;
 
@@ -157,6 +161,32 @@ fn review_of(a: &Attrs) -> Option<Review> {
     (r != Review::default()).then_some(r)
 }
 
+/// The request parameters of an inference span that decide its decoding
+/// (`gen_ai.request.<name>`), recorded as JSON text.
+const DECODING: [&str; 6] = ["temperature", "top_p", "top_k", "max_tokens", "frequency_penalty", "presence_penalty"];
+
+/// The reproducibility artefacts of a trace: the decoding parameters and seed of its first
+/// inference span (`gen_ai.request.*`), and the root span's `octant.environment.version`,
+/// `octant.task.spec` and `octant.agent.config`; `None` when none is set.
+fn reproducibility_of(root: &Attrs, inference: Option<&Attrs>) -> Option<Reproducibility> {
+    let decoding: serde_json::Map<String, Value> = inference
+        .map(|a| {
+            DECODING
+                .iter()
+                .filter_map(|k| a.get(&format!("gen_ai.request.{k}")).filter(|v| v.is_number()).map(|v| (k.to_string(), v.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let r = Reproducibility {
+        environment_version: str_attr(root, "octant.environment.version").map(str::to_string),
+        task_spec: str_attr(root, "octant.task.spec").map(str::to_string),
+        agent_config: str_attr(root, "octant.agent.config").map(str::to_string),
+        decoding: (!decoding.is_empty()).then(|| Value::Object(decoding).to_string()),
+        seed: inference.and_then(|a| int_attr(a, "gen_ai.request.seed")),
+    };
+    (r != Reproducibility::default()).then_some(r)
+}
+
 /// The first of `keys` set, as [`text`].
 fn first_text(a: &Attrs, keys: &[&str]) -> Option<String> {
     keys.iter().find_map(|k| a.get(*k).filter(|v| !v.is_null())).map(text)
@@ -269,8 +299,16 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     }
     let task = first_str(&root.attrs, &["gen_ai.conversation.id", "session.id"]).map_or_else(|| root.name.clone(), str::to_string);
     let mut start = base(0, ms(root.start_ns), agent_of(root), EventKind::RunStarted, format!("{trace}/start"));
-    start.run_started =
-        Some(RunStarted { task_id: task, attempt: 0, groups, optimal_steps: None, required_subgoals: None, benchmark: None });
+    let reproducibility = reproducibility_of(&root.attrs, ordered.iter().find(|s| role(s) == Role::Model).map(|s| &s.attrs));
+    start.run_started = Some(RunStarted {
+        task_id: task,
+        attempt: 0,
+        groups,
+        optimal_steps: None,
+        required_subgoals: None,
+        benchmark: None,
+        reproducibility,
+    });
     out.push(start);
 
     let mut seq_of_span: BTreeMap<&str, i64> = BTreeMap::new();

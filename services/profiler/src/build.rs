@@ -75,6 +75,69 @@ pub struct Agreement {
     pub ppi: Option<PpiEstimate>,
 }
 
+/// The five reproducibility artefacts of seed 000 §IV-B2, in report order.
+pub const ARTEFACTS: [&str; 5] = ["environment_version", "task_spec", "agent_config", "decoding", "seed"];
+
+/// How many of a profile's runs recorded each reproducibility artefact, and what they recorded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Reproducibility {
+    /// Runs started in the period.
+    pub runs: u64,
+    /// Runs that recorded all five (the agent configuration is the run's own or, when it
+    /// records none, the system's `config_hash`).
+    pub reproducible_runs: u64,
+    pub artefacts: Vec<Artefact>,
+}
+
+/// One artefact across a profile's runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Artefact {
+    pub name: &'static str,
+    /// Runs that recorded it.
+    pub recorded: u64,
+    /// Distinct values recorded.
+    pub distinct: u64,
+    /// The most frequent values (up to [`TOP_VALUES`]), most runs first.
+    pub values: Vec<ArtefactValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArtefactValue {
+    pub value: String,
+    pub runs: u64,
+}
+
+/// How many values of an artefact an evidence package lists.
+pub const TOP_VALUES: usize = 5;
+
+impl Reproducibility {
+    /// The report of runs given as their five artefacts (`None`: not recorded), in
+    /// [`ARTEFACTS`] order.
+    pub fn of(runs: &[[Option<String>; 5]]) -> Reproducibility {
+        let artefacts = ARTEFACTS
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+                for r in runs {
+                    if let Some(v) = &r[i] {
+                        *counts.entry(v.as_str()).or_default() += 1;
+                    }
+                }
+                let mut values: Vec<ArtefactValue> = counts.iter().map(|(v, n)| ArtefactValue { value: v.to_string(), runs: *n }).collect();
+                values.sort_by(|a, b| b.runs.cmp(&a.runs).then_with(|| a.value.cmp(&b.value)));
+                values.truncate(TOP_VALUES);
+                Artefact { name, recorded: counts.values().sum(), distinct: counts.len() as u64, values }
+            })
+            .collect();
+        Reproducibility {
+            runs: runs.len() as u64,
+            reproducible_runs: runs.iter().filter(|r| r.iter().all(Option::is_some)).count() as u64,
+            artefacts,
+        }
+    }
+}
+
 /// One gated metric's verdict, or why it has none.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GateLine {
@@ -114,6 +177,8 @@ pub struct Built {
     pub core: CoreProfile,
     pub gate: Vec<GateLine>,
     pub agreement: Option<Agreement>,
+    /// The reproducibility artefacts the period's runs recorded.
+    pub reproducibility: Reproducibility,
     pub observations: TableInput,
     pub trajectory_events: TableInput,
     /// Observations the window code dropped as replays (same observation id).
@@ -515,6 +580,7 @@ pub async fn build(
         by_group.entry((w.system_id.clone(), w.system_version.clone(), w.source)).or_default().push(w);
     }
     let agreements = agreement(ctx, cfg, period, system).await?;
+    let mut reproducibility = reproducibility(ctx, period, system).await?;
     let events = trajectory_inputs(ctx, period, system).await?;
 
     let mut built = Vec::new();
@@ -585,6 +651,7 @@ pub async fn build(
             core,
             gate,
             agreement,
+            reproducibility: reproducibility.remove(&key).unwrap_or_default(),
             observations: TableInput { files: g.files.into_iter().collect(), offsets: g.observations.ranges(), rows },
             trajectory_events: TableInput {
                 files: lake_files(cfg, "trajectory_events", &key.0, period).await?.into_iter().collect(),
@@ -648,6 +715,40 @@ async fn trajectory_inputs(ctx: &SessionContext, period: &Period, system: Option
         }
     }
     Ok(out)
+}
+
+/// The reproducibility artefacts of the runs started in the period, per (system, version,
+/// source). A run replayed into the lake twice counts once.
+async fn reproducibility(ctx: &SessionContext, period: &Period, system: Option<&str>) -> Result<BTreeMap<GroupKey, Reproducibility>> {
+    let field = |f: &str| format!("CAST(first_value(get_field(get_field(run_started, 'reproducibility'), '{f}')) AS VARCHAR) AS {f}");
+    let sql = format!(
+        "SELECT system_id, get_field(system, 'version') AS v, source, run_id, {}, first_value(get_field(system, 'config_hash')) AS config_hash \
+         FROM trajectory_events WHERE kind = 'RUN_STARTED' AND {} GROUP BY 1, 2, 3, 4",
+        ARTEFACTS.map(field).join(", "),
+        period_filter(period, "event_time", system)
+    );
+    let mut runs: BTreeMap<GroupKey, Vec<[Option<String>; 5]>> = BTreeMap::new();
+    for b in ctx.sql(&sql).await?.collect().await? {
+        let s = |n: &str| col(&b, n, &DataType::Utf8);
+        let (sys, v, src, config_hash) = (s("system_id")?, s("v")?, s("source")?, s("config_hash")?);
+        let cols = ARTEFACTS.map(s);
+        for i in 0..b.num_rows() {
+            let key = (
+                sys.as_string::<i32>().value(i).to_string(),
+                v.as_string::<i32>().value(i).to_string(),
+                source_of(src.as_string::<i32>().value(i)),
+            );
+            let mut run: [Option<String>; 5] = Default::default();
+            for (k, c) in cols.iter().enumerate() {
+                run[k] = opt_str(c.as_ref().map_err(|e| df_err(e.to_string()))?, i).filter(|x| !x.is_empty());
+            }
+            if run[2].is_none() {
+                run[2] = opt_str(&config_hash, i).filter(|x| !x.is_empty());
+            }
+            runs.entry(key).or_default().push(run);
+        }
+    }
+    Ok(runs.into_iter().map(|(k, rs)| (k, Reproducibility::of(&rs))).collect())
 }
 
 /// Cohen's κ (judge ≥ threshold vs human ≥ 0.5) and the prediction-powered success estimate,
@@ -823,6 +924,26 @@ fn gate_summary(cfg: &ProfilerConfig, lines: &[GateLine]) -> (Option<GateOutcome
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each artefact: runs recording it, distinct values, the most frequent first (ties by
+    /// value), at most `TOP_VALUES`; a run is reproducible only with all five.
+    #[test]
+    fn reproducibility_counts_runs_per_artefact() {
+        let some = |s: &str| Some(s.to_string());
+        let full = |seed: &str| [some("env 1"), some("task@v2"), some("cfg-1"), some(r#"{"temperature":0}"#), some(seed)];
+        let mut runs: Vec<[Option<String>; 5]> = (0..7).map(|i| full(&i.to_string())).collect();
+        runs.push([None, None, some("cfg-2"), some(r#"{"temperature":0}"#), None]);
+        runs.push([some("env 2"), some("task@v2"), some("cfg-1"), None, some("0")]);
+        let r = Reproducibility::of(&runs);
+        assert_eq!((r.runs, r.reproducible_runs), (9, 7));
+        let by = |n: &str| r.artefacts.iter().find(|a| a.name == n).unwrap();
+        assert_eq!((by("environment_version").recorded, by("environment_version").distinct), (8, 2));
+        assert_eq!(by("environment_version").values[0], ArtefactValue { value: "env 1".into(), runs: 7 });
+        assert_eq!((by("decoding").recorded, by("seed").recorded, by("seed").distinct), (8, 8, 7));
+        let seeds: Vec<(&str, u64)> = by("seed").values.iter().map(|v| (v.value.as_str(), v.runs)).collect();
+        assert_eq!(seeds, [("0", 2), ("1", 1), ("2", 1), ("3", 1), ("4", 1)], "most runs first, then by value; five at most");
+        assert_eq!(r.artefacts.iter().map(|a| a.name).collect::<Vec<_>>(), ARTEFACTS);
+    }
 
     fn metric(id: &str, estimate: f64, na: Option<&str>) -> ProfileMetric {
         ProfileMetric {

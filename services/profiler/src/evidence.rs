@@ -155,6 +155,7 @@ pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
         "gate": {"outcome": r.gate, "na_reason": r.gate_na_reason, "metrics": b.gate, "efficacy_index": r.efficacy_index, "efficacy_index_geometric": r.efficacy_index_geometric},
         "success_provenance": b.success_provenance,
         "agreement": b.agreement,
+        "reproducibility": b.reproducibility,
         "inputs": {
             "lake": lake.display().to_string(),
             "observations": b.observations,
@@ -342,6 +343,23 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
             }
         }
     }
+    let rep = &b.reproducibility;
+    let _ = writeln!(
+        s,
+        "\n## Reproducibility\n\n{} of {} runs started in the period record all five artefacts a trajectory is reproduced from \
+         (seed 000 §IV-B2; a run without its own agent configuration counts the system's configuration hash).\n",
+        rep.reproducible_runs, rep.runs
+    );
+    let _ = writeln!(s, "| Artefact | Runs recording it | Missing | Distinct values | Most frequent (runs) |\n|---|---|---|---|---|");
+    for a in &rep.artefacts {
+        let values: Vec<String> = a.values.iter().map(|v| format!("`{}` ({})", md_cell(&v.value), v.runs)).collect();
+        let more = if a.distinct as usize > a.values.len() {
+            format!(", … {} more", a.distinct as usize - a.values.len())
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "| {} | {} | {} | {} | {}{more} |", a.name, a.recorded, rep.runs - a.recorded, a.distinct, values.join(", "));
+    }
     let _ = writeln!(
         s,
         "\n## Inputs\n\nLake `{}`: {} observations, {} trajectory events ({} duplicate observations dropped).\n",
@@ -374,6 +392,11 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
         );
     }
     s
+}
+
+/// Recorded text inside a Markdown table cell: no cell break, no line break, no backtick.
+fn md_cell(v: &str) -> String {
+    v.chars().map(|c| if matches!(c, '|' | '`' | '\n' | '\r') { ' ' } else { c }).collect()
 }
 
 /// Escapes text for HTML and XML.

@@ -680,6 +680,7 @@ mod tests {
             optimal_steps: None,
             required_subgoals: None,
             benchmark: None,
+            reproducibility: None,
         });
         a.apply(validate(&start, None).unwrap(), 0);
         let mut step = event(1, EventKind::Step);
@@ -828,6 +829,7 @@ mod tests {
             optimal_steps: Some(2),
             required_subgoals: Some(2),
             benchmark: Some(Benchmark { id: "b".into(), contamination: Some(0.1) }),
+            reproducibility: None,
         });
         apply(&mut a, start);
         seq += 1;

@@ -480,6 +480,93 @@ pub static CATALOGUE: &[MetricSpec] = &[
     )),
 ];
 
+/// The instruments of an action loop (seed 000 Table IV, the agentic column's trajectory
+/// rows): a system that takes no actions — an LLM answering, a multimodal model captioning —
+/// has none of them, and its profile says so (N/A `no_action_loop`) rather than scoring
+/// absence.
+pub const ACTION_LOOP: &[&str] = &[
+    ids::SUBGOAL_PROGRESS,
+    ids::TOOL_CALL_ACCURACY,
+    ids::STEP_EFFICIENCY,
+    ids::ERROR_RECOVERY,
+    ids::TOOL_ERROR_RATE,
+    ids::UNSAFE_ACTION_RATE,
+    ids::AUDIT_COMPLETENESS,
+    ids::CONFIRMATION_GATING,
+    ids::INTERRUPTIBILITY,
+    ids::OVERRIDE_SUCCESS,
+    ids::HELP_SEEKING,
+];
+
+/// What kind of system is evaluated (seed 000 Table IV's columns), declared per system in
+/// `[evaluation.system_types]`; it decides which catalogue rows apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemType {
+    /// A language model answering (output level): no action loop.
+    Llm,
+    /// A single agent acting through tools (trajectory level); the default, since trajectories
+    /// are what Octant reads.
+    #[default]
+    Agent,
+    /// Several agents acting together.
+    MultiAgent,
+    /// A multimodal model (cross-modal level): no action loop.
+    Multimodal,
+}
+
+impl SystemType {
+    pub const ALL: [SystemType; 4] = [SystemType::Llm, SystemType::Agent, SystemType::MultiAgent, SystemType::Multimodal];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SystemType::Llm => "llm",
+            SystemType::Agent => "agent",
+            SystemType::MultiAgent => "multi_agent",
+            SystemType::Multimodal => "multimodal",
+        }
+    }
+
+    /// Whether the system acts in a loop of steps (tools, confirmations, interventions).
+    pub fn has_action_loop(self) -> bool {
+        matches!(self, SystemType::Agent | SystemType::MultiAgent)
+    }
+}
+
+impl MetricSpec {
+    /// Whether the instrument is one of an action loop ([`ACTION_LOOP`]).
+    pub fn needs_action_loop(&self) -> bool {
+        ACTION_LOOP.contains(&self.id)
+    }
+
+    /// Whether the instrument applies to a system of type `t`.
+    pub fn applies_to(&self, t: SystemType) -> bool {
+        t.has_action_loop() || !self.needs_action_loop()
+    }
+}
+
+/// One dimension of the coverage matrix (seed 000 Table IV) for a system type: the
+/// instruments that apply, and those that do not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Coverage {
+    pub dimension: Dimension,
+    pub applicable: Vec<&'static MetricSpec>,
+    pub not_applicable: Vec<&'static MetricSpec>,
+}
+
+/// The coverage matrix of a system type, in dimension order, over every instrument (built-in
+/// and declared).
+pub fn coverage(t: SystemType) -> Vec<Coverage> {
+    let every = all();
+    Dimension::ALL
+        .into_iter()
+        .map(|d| {
+            let (applicable, not_applicable) = every.iter().filter(|m| m.dimension == d).partition(|m| m.applies_to(t));
+            Coverage { dimension: d, applicable, not_applicable }
+        })
+        .collect()
+}
+
 /// Instruments declared at start-up (configuration: evaluation results mapped to instruments),
 /// after the built-in ones. Shared by every service of the process.
 static DECLARED: std::sync::RwLock<Vec<&'static MetricSpec>> = std::sync::RwLock::new(Vec::new());
@@ -652,6 +739,30 @@ mod tests {
         assert!(declare(MetricSpec { min_units: 5, ..faithfulness }).is_err(), "a different one under the same id");
         assert!(declare(MetricSpec { min_units: 5, ..spec(ids::TASK_SUCCESS).unwrap().clone() }).is_err(), "a built-in id");
         assert!(declare(MetricSpec { id: "test_veto", ..spec(ids::UNSAFE_ACTION_RATE).unwrap().clone() }).is_err(), "vetoes are built in");
+    }
+
+    /// Table IV: a system without an action loop keeps output-level instruments in every
+    /// dimension but loses the trajectory rows (both vetoed ones among them).
+    #[test]
+    fn systems_without_an_action_loop_lose_the_trajectory_rows() {
+        for id in ACTION_LOOP {
+            assert!(spec(id).is_some(), "{id} is a catalogue row");
+        }
+        let llm = coverage(SystemType::Llm);
+        let agent = coverage(SystemType::Agent);
+        assert!(agent.iter().all(|c| c.not_applicable.is_empty()));
+        let oversight = llm.iter().find(|c| c.dimension == Dimension::Oversight).unwrap();
+        let gone: Vec<&str> = oversight.not_applicable.iter().map(|m| m.id).collect();
+        assert_eq!(gone, ["confirmation_gating", "interruptibility", "override_success", "help_seeking"]);
+        assert!(oversight.applicable.iter().any(|m| m.id == ids::DEFERRAL_ON_UNCERTAINTY), "escalation applies to an LLM");
+        let safety = llm.iter().find(|c| c.dimension == Dimension::Safety).unwrap();
+        assert!(safety.not_applicable.iter().any(|m| m.id == ids::UNSAFE_ACTION_RATE));
+        assert!(safety.applicable.iter().any(|m| m.id == ids::HALLUCINATION_RATE));
+        for t in SystemType::ALL {
+            assert_eq!(t.has_action_loop(), matches!(t, SystemType::Agent | SystemType::MultiAgent));
+            let total: usize = coverage(t).iter().map(|c| c.applicable.len() + c.not_applicable.len()).sum();
+            assert_eq!(total, all().len(), "{t:?}: every instrument once");
+        }
     }
 
     #[test]

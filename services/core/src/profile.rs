@@ -55,6 +55,8 @@ pub enum NotApplicable {
     /// The dimension's only instruments are informational (self-reported success): reported,
     /// never banded into the dimension.
     OnlyInformational { metrics: Vec<String> },
+    /// An instrument of an action loop, for a system declared without one (seed 000 Table IV).
+    NoActionLoop { system_type: &'static str },
 }
 
 impl NotApplicable {
@@ -66,6 +68,7 @@ impl NotApplicable {
             NotApplicable::Undefined { .. } => "undefined",
             NotApplicable::Unconfigured { .. } => "unconfigured",
             NotApplicable::OnlyInformational { .. } => "only_informational",
+            NotApplicable::NoActionLoop { .. } => "no_action_loop",
         }
     }
 
@@ -83,6 +86,9 @@ impl NotApplicable {
             NotApplicable::Undefined { detail } | NotApplicable::Unconfigured { detail } => detail.clone(),
             NotApplicable::OnlyInformational { metrics } => {
                 format!("only informational instruments ({}): self-assessment is reported, never banded", metrics.join(", "))
+            }
+            NotApplicable::NoActionLoop { system_type } => {
+                format!("not applicable: a {system_type} system has no action loop (seed 000 Table IV)")
             }
         }
     }
@@ -131,6 +137,31 @@ pub fn evaluate_metric(
 /// carries **no veto state** (it can neither cap, flag nor page).
 ///
 /// [`VetoRule::state_with`]: crate::veto::VetoRule::state_with
+/// A metric the system's type has no use for ([`crate::catalogue::MetricSpec::applies_to`]):
+/// N/A with the reason, its estimate and interval kept as evidence, no band and no veto state.
+pub fn not_applicable_to_type(
+    spec: &'static MetricSpec,
+    benchmark: Option<String>,
+    units: u64,
+    estimate: Option<&Estimate>,
+    system_type: crate::catalogue::SystemType,
+) -> MetricEvaluation {
+    MetricEvaluation {
+        metric: spec,
+        benchmark,
+        units,
+        estimate: estimate.map(|e| e.point),
+        interval: estimate.map(|e| (e.lo, e.hi)),
+        band: None,
+        band_interval: None,
+        veto: None,
+        evidence: None,
+        not_applicable: Some(NotApplicable::NoActionLoop { system_type: system_type.as_str() }),
+        replicate_bands: Vec::new(),
+        replicate_values: Vec::new(),
+    }
+}
+
 pub fn evaluate_metric_with(
     spec: &'static MetricSpec,
     benchmark: Option<String>,

@@ -34,6 +34,10 @@ pub struct EvaluationConfig {
     /// declares them at start-up ([`Self::declare_instruments`]), so they are known to all.
     #[serde(default)]
     pub instruments: Vec<octant_core::catalogue::InstrumentDecl>,
+    /// What kind of system each is (`llm`, `agent`, `multi_agent`, `multimodal`; default
+    /// `agent`): a system without an action loop is N/A for the trajectory rows.
+    #[serde(default)]
+    pub system_types: BTreeMap<String, octant_core::catalogue::SystemType>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -144,6 +148,11 @@ impl EvaluationConfig {
 
     pub fn bootstrap_spec(&self) -> BootstrapSpec {
         self.bootstrap.spec()
+    }
+
+    /// The declared type of `system` (default: an agent).
+    pub fn system_type(&self, system: &str) -> octant_core::catalogue::SystemType {
+        self.system_types.get(system).copied().unwrap_or_default()
     }
 
     /// The budget of `metric` for `system`, if declared.

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use octant_contracts::{DimensionBand, DimensionProfile, MetricWindow, Source, VetoStatus};
 use octant_core::catalogue::CATALOGUE_VERSION;
 use octant_core::family::BandContext;
-use octant_core::profile::{MetricEvaluation, NotApplicable, Profile, ProfileRules, build_profile, evaluate_metric_with};
+use octant_core::profile::{
+    MetricEvaluation, NotApplicable, Profile, ProfileRules, build_profile, evaluate_metric_with, not_applicable_to_type,
+};
 use octant_core::stats::bootstrap::{BootstrapSpec, METHOD};
 
 use crate::config::EvaluationConfig;
@@ -41,6 +43,10 @@ pub fn build(e: &Emission, cfg: &EvaluationConfig) -> Outputs {
         let evs: Vec<MetricEvaluation> = series
             .iter()
             .map(|s| {
+                let system_type = cfg.system_type(&s.key.system_id);
+                if !s.spec.applies_to(system_type) {
+                    return not_applicable_to_type(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), system_type);
+                }
                 let ctx = BandContext { budget: cfg.budget(&s.key.system_id, s.key.metric), pool: None };
                 let evidence = s.evidence.map(|w| (w.evidence, rules.veto_alpha));
                 evaluate_metric_with(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), evidence, &ctx)
@@ -204,6 +210,50 @@ mod tests {
         let (profile, _) = &out[0].profiles[0];
         assert!(profile.vetoes.is_empty() && !profile.unsuitable);
         assert_eq!(profile.dimensions.iter().find(|d| d.dimension == "safety").unwrap().band, None);
+    }
+
+    /// A system declared without an action loop (an LLM): its unsafe-action rate, far past
+    /// the veto, is N/A `no_action_loop` with no veto state (nothing capped or flagged), while
+    /// its output-level instruments are banded as for any system; the same data from an agent
+    /// is capped.
+    #[test]
+    fn a_system_without_an_action_loop_is_na_for_the_trajectory_rows() {
+        let mut input = Vec::new();
+        for r in 0..40 {
+            let run = format!("r{r}");
+            input.push(obs(format!("{run}/unsafe_action_rate/1"), "unsafe_action_rate", &run, T0 + r * 1000, (r % 2) as f64));
+            let mut h = obs(format!("{run}/hallucination_rate"), "hallucination_rate", &run, T0 + r * 1000, (r % 10 == 0) as u8 as f64);
+            h.weight = 1.0;
+            input.push(h);
+        }
+        let spec = WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 };
+        let run = |t: Option<octant_core::catalogue::SystemType>| {
+            let mut cfg = EvaluationConfig::default();
+            cfg.bootstrap.replicates = 200;
+            if let Some(t) = t {
+                cfg.system_types.insert("sys".into(), t);
+            }
+            let mut w = Windows::new(spec, cfg.bootstrap_spec(), None);
+            for (i, o) in input.iter().enumerate() {
+                w.add(o, i as i64);
+            }
+            w.advance_to(T0 + 10 * MIN, input.len() as i64).iter().map(|e| build(e, &cfg)).collect::<Vec<_>>()
+        };
+        let llm = run(Some(octant_core::catalogue::SystemType::Llm));
+        let unsafe_ = llm[0].windows.iter().find(|w| w.metric == "unsafe_action_rate").unwrap();
+        assert_eq!((unsafe_.band, unsafe_.veto_state.as_deref()), (None, None));
+        assert_eq!(unsafe_.estimate, Some(0.5), "the data is kept as evidence");
+        assert_eq!(unsafe_.na_reason.as_deref(), Some("not applicable: a llm system has no action loop (seed 000 Table IV)"));
+        let (profile, _) = &llm[0].profiles[0];
+        assert!(profile.vetoes.is_empty() && !profile.unsuitable);
+        let safety = profile.dimensions.iter().find(|d| d.dimension == "safety").unwrap();
+        assert_eq!((safety.band, safety.instruments.clone()), (Some(2), vec!["hallucination_rate".to_string()]));
+        assert!(safety.capped_by.is_empty());
+
+        let agent = run(None);
+        let (profile, _) = &agent[0].profiles[0];
+        assert!(profile.unsuitable, "an agent with the same data is flagged");
+        assert_eq!(profile.dimensions.iter().find(|d| d.dimension == "safety").unwrap().band, Some(0));
     }
 
     /// A contaminated benchmark's other metrics are published void: no estimate, interval or

@@ -179,6 +179,8 @@ pub struct Built {
     pub agreement: Option<Agreement>,
     /// The reproducibility artefacts the period's runs recorded.
     pub reproducibility: Reproducibility,
+    /// The system's declared type (`[evaluation.system_types]`), which decides its coverage.
+    pub system_type: octant_core::catalogue::SystemType,
     pub observations: TableInput,
     pub trajectory_events: TableInput,
     /// Observations the window code dropped as replays (same observation id).
@@ -652,6 +654,7 @@ pub async fn build(
             gate,
             agreement,
             reproducibility: reproducibility.remove(&key).unwrap_or_default(),
+            system_type: cfg.evaluation.system_type(&key.0),
             observations: TableInput { files: g.files.into_iter().collect(), offsets: g.observations.ranges(), rows },
             trajectory_events: TableInput {
                 files: lake_files(cfg, "trajectory_events", &key.0, period).await?.into_iter().collect(),

@@ -156,6 +156,7 @@ pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
         "success_provenance": b.success_provenance,
         "agreement": b.agreement,
         "reproducibility": b.reproducibility,
+        "coverage": {"system_type": b.system_type.as_str(), "dimensions": coverage(b)},
         "inputs": {
             "lake": lake.display().to_string(),
             "observations": b.observations,
@@ -343,6 +344,19 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
             }
         }
     }
+    let _ = writeln!(
+        s,
+        "\n## Coverage\n\nSystem type **{}** (`[evaluation.system_types]`): the instruments of each dimension that apply to it (seed 000 Table IV), \
+         what the period measured, and what does not apply.\n",
+        b.system_type.as_str()
+    );
+    let _ = writeln!(s, "| Dimension | Measured | Measured, N/A | Not observed | Not applicable to the type |\n|---|---|---|---|---|");
+    let list = |v: &[String]| if v.is_empty() { "—".to_string() } else { v.join(", ") };
+    for c in coverage(b) {
+        let na: Vec<String> = c.not_applicable.iter().map(|(m, why)| format!("{m} ({why})")).collect();
+        let outside = if c.outside_type.is_empty() { "—".to_string() } else { format!("{}: no action loop", c.outside_type.join(", ")) };
+        let _ = writeln!(s, "| {} | {} | {} | {} | {outside} |", c.dimension, list(&c.measured), list(&na), list(&c.not_observed));
+    }
     let rep = &b.reproducibility;
     let _ = writeln!(
         s,
@@ -392,6 +406,56 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
         );
     }
     s
+}
+
+/// One dimension of the coverage matrix of a profile: the instruments that apply to the
+/// system's type, split by what the period holds, and those that do not apply.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CoverageRow {
+    pub dimension: &'static str,
+    /// Applicable and banded.
+    pub measured: Vec<String>,
+    /// Applicable, measured, without a band: (metric, why).
+    pub not_applicable: Vec<(String, String)>,
+    /// Applicable, with no observation in the period.
+    pub not_observed: Vec<String>,
+    /// Not applicable to the system's type (seed 000 Table IV, e.g. the action-loop rows of
+    /// an LLM).
+    pub outside_type: Vec<String>,
+}
+
+/// The coverage matrix of a profile (seed 000 Table IV) for its system's declared type.
+pub fn coverage(b: &Built) -> Vec<CoverageRow> {
+    let metrics = &b.record.metrics;
+    octant_core::catalogue::coverage(b.system_type)
+        .into_iter()
+        .map(|c| {
+            let mut row = CoverageRow {
+                dimension: c.dimension.as_str(),
+                measured: Vec::new(),
+                not_applicable: Vec::new(),
+                not_observed: Vec::new(),
+                outside_type: c.not_applicable.iter().map(|m| m.id.to_string()).collect(),
+            };
+            for m in &c.applicable {
+                let mine: Vec<_> = metrics.iter().filter(|x| x.metric == m.id).collect();
+                if mine.is_empty() {
+                    row.not_observed.push(m.id.to_string());
+                }
+                for x in mine {
+                    let name = match &x.benchmark {
+                        Some(bm) => format!("{} @ {bm}", x.metric),
+                        None => x.metric.clone(),
+                    };
+                    match x.band {
+                        Some(_) => row.measured.push(name),
+                        None => row.not_applicable.push((name, metric_na(x))),
+                    }
+                }
+            }
+            row
+        })
+        .collect()
 }
 
 /// Recorded text inside a Markdown table cell: no cell break, no line break, no backtick.

@@ -146,20 +146,11 @@ pub fn not_applicable_to_type(
     estimate: Option<&Estimate>,
     system_type: crate::catalogue::SystemType,
 ) -> MetricEvaluation {
-    MetricEvaluation {
-        metric: spec,
-        benchmark,
-        units,
-        estimate: estimate.map(|e| e.point),
-        interval: estimate.map(|e| (e.lo, e.hi)),
-        band: None,
-        band_interval: None,
-        veto: None,
-        evidence: None,
-        not_applicable: Some(NotApplicable::NoActionLoop { system_type: system_type.as_str() }),
-        replicate_bands: Vec::new(),
-        replicate_values: Vec::new(),
-    }
+    // Zero units: the estimate and interval are carried, nothing is banded.
+    let mut ev = evaluate_metric_with(spec, benchmark, 0, estimate, None, &BandContext::default());
+    (ev.units, ev.band, ev.band_interval, ev.veto) = (units, None, None, None);
+    ev.not_applicable = Some(NotApplicable::NoActionLoop { system_type: system_type.as_str() });
+    ev
 }
 
 pub fn evaluate_metric_with(

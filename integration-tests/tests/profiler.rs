@@ -62,7 +62,9 @@ async fn sql_rows(ctx: &datafusion::prelude::SessionContext, sql: &str) -> Vec<B
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     let env = TestEnv::new("profiler", 4).await;
-    let fleet = truth_fleet();
+    let mut fleet = truth_fleet();
+    // sys-c's tasks come in two families of very different success (seed 001's report).
+    fleet.systems[2].task_families = vec![("grounded_synthesizer".into(), 0.9), ("emergent_planner".into(), 0.4)];
     let mut agg = aggregator_config(&env);
     agg.evaluation.window.tumbling = true;
     agg.evaluation.window.length = Duration::from_secs(300);
@@ -275,6 +277,42 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         assert_eq!(config["values"][0]["value"], "cfg-1", "the system's config hash stands for it");
         let md = std::fs::read_to_string(dir.join("profile.md")).unwrap();
         assert!(md.contains(&format!("{expect} of {n} runs started in the period record all five artefacts")), "{md}");
+        // Task families: counts recomputed by SQL (observations joined to their run's start);
+        // each family's rate near its true one, the two intervals apart (not averaged away).
+        let families = j["task_families"].as_array().unwrap();
+        if r.system_id == "sys-c" {
+            assert_eq!(families.len(), 2, "{families:?}");
+            let by_sql = sql_rows(
+                &ctx,
+                &format!(
+                    "SELECT s.family AS family, count(*) AS n, sum(o.value) AS passed FROM \
+                     (SELECT DISTINCT observation_id, run_id, value FROM observations WHERE {sys_filter} \
+                      AND metric IN ('task_success', 'task_success_self_reported') \
+                      AND CAST(event_time AS BIGINT) >= {} AND CAST(event_time AS BIGINT) < {}) o \
+                     JOIN (SELECT DISTINCT run_id, get_field(run_started, 'task_family') AS family FROM trajectory_events \
+                      WHERE system_id = 'sys-c' AND kind = 'RUN_STARTED') s ON o.run_id = s.run_id GROUP BY 1 ORDER BY 1",
+                    period.start, period.end
+                ),
+            )
+            .await;
+            let mut intervals = Vec::new();
+            for (f, q) in families.iter().zip(&by_sql) {
+                assert_eq!(f["family"], q["family"]);
+                assert_eq!(i64s(&f["runs"]), i64s(&q["n"]));
+                assert_eq!(f["passed"].as_f64().unwrap(), q["passed"].as_f64().unwrap());
+                let truth = fleet.systems[2].family_success(f["family"].as_str().unwrap()).unwrap();
+                let rate = f["pass_rate"].as_f64().unwrap();
+                assert!((rate - truth).abs() < 0.12, "{}: {rate} against {truth}", f["family"]);
+                intervals.push((f["pass_rate_ci"][0].as_f64().unwrap(), f["pass_rate_ci"][1].as_f64().unwrap()));
+                assert!(!f["tasks"].as_array().unwrap().is_empty());
+                assert_eq!(f["instruments"].as_array().unwrap().len(), 3, "the paradigm's primary instruments");
+            }
+            assert!(intervals[0].1 < intervals[1].0 || intervals[1].1 < intervals[0].0, "{intervals:?}");
+            let md = std::fs::read_to_string(dir.join("profile.md")).unwrap();
+            assert!(md.contains("| grounded_synthesizer |") && md.contains("| emergent_planner |"), "{md}");
+        } else {
+            assert!(families.is_empty(), "no run of {} declares a family", r.system_id);
+        }
         // Coverage (seed 000 Table IV) by the declared system type.
         let cov = &j["coverage"];
         let dims = cov["dimensions"].as_array().unwrap();

@@ -87,6 +87,11 @@ pub struct RunStarted {
     /// What reproducing this trajectory takes (seed 000 §IV-B2); added after v1 with a default.
     #[serde(default)]
     pub reproducibility: Option<Reproducibility>,
+    /// The task's family (seed 001's paradigms `latent_space_reasoner`, `grounded_synthesizer`,
+    /// `emergent_planner`, `verifiable_executor`, or the team's own); profiles report each
+    /// family apart. Added after v1 with a default.
+    #[serde(default)]
+    pub task_family: Option<String>,
 }
 
 /// The five artefacts a trajectory is reproducible from (seed 000 §IV-B2, schema

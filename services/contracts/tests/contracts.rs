@@ -74,6 +74,7 @@ fn events() -> Vec<TrajectoryEvent> {
                 decoding: Some(r#"{"temperature": 0.2, "top_p": 0.95}"#.into()),
                 seed: Some(-7),
             }),
+            task_family: Some("grounded_synthesizer".into()),
         }),
         ..base.clone()
     };

@@ -83,6 +83,10 @@ pub struct SystemSpec {
     /// A human review of every run's output, at these true rates; `None`: none.
     #[serde(default)]
     pub review: Option<ReviewSpec>,
+    /// Task families and each one's true success rate (replacing `task_success` for its
+    /// runs); every run picks one uniformly. Empty: runs declare no family.
+    #[serde(default)]
+    pub task_families: Vec<(String, f64)>,
 }
 
 /// True rates of the grounded-drafting judgements (seed 002 §4): each count is a binomial draw
@@ -157,7 +161,7 @@ impl SystemSpec {
         Some(match metric {
             ids::UNSAFE_ACTION_RATE if self.unsafe_after.is_none() => self.unsafe_action,
             ids::CONFIRMATION_GATING => self.confirmation_gating,
-            ids::TASK_SUCCESS if self.evaluation.is_none() => self.task_success,
+            ids::TASK_SUCCESS if self.evaluation.is_none() => self.production_success(),
             ids::TOOL_ERROR_RATE => self.tool_error,
             ids::CLAIM_HALLUCINATION_RATE => d?.claim_unsupported,
             ids::CITATION_PRECISION_STRICT => d?.citation_precision_strict,
@@ -170,7 +174,7 @@ impl SystemSpec {
             ids::FALSE_ACCEPTANCE_RATE => r?.false_acceptance,
             ids::UNPLANNED_INTERVENTION_RATE => r?.unplanned_intervention,
             // Minutes per completed task: completion is the run's success (production runs).
-            ids::REVIEW_BURDEN if self.evaluation.is_none() => r?.review_minutes / self.task_success,
+            ids::REVIEW_BURDEN if self.evaluation.is_none() => r?.review_minutes / self.production_success(),
             ids::EFFICIENCY_NET_OF_REVIEW_OBSERVED if r?.baseline == BaselineKind::Observed => {
                 1.0 - (r?.generation_minutes + r?.review_minutes) / r?.manual_minutes
             }
@@ -179,6 +183,23 @@ impl SystemSpec {
             }
             _ => return None,
         })
+    }
+}
+
+impl SystemSpec {
+    /// The true success rate of a production run: the mean of the families' rates when it
+    /// declares families (each run picks one uniformly), else `task_success`.
+    pub fn production_success(&self) -> f64 {
+        if self.task_families.is_empty() {
+            self.task_success
+        } else {
+            self.task_families.iter().map(|(_, p)| p).sum::<f64>() / self.task_families.len() as f64
+        }
+    }
+
+    /// The true success rate of `family`'s runs.
+    pub fn family_success(&self, family: &str) -> Option<f64> {
+        self.task_families.iter().find(|(f, _)| f == family).map(|(_, p)| *p)
     }
 }
 
@@ -256,6 +277,7 @@ impl SystemSpec {
             unsafe_after: None,
             drafting: None,
             review: None,
+            task_families: Vec::new(),
         }
     }
 }
@@ -290,6 +312,8 @@ impl FleetSpec {
                 1 => {
                     s.agents = vec!["planner".into(), "executor".into(), "reviewer".into()];
                     s.task_success = 0.7;
+                    // Two task families, one doing far worse (the profile reports them apart).
+                    s.task_families = vec![("emergent_planner".into(), 0.8), ("verifiable_executor".into(), 0.55)];
                 }
                 2 => {
                     s.unsafe_action = 0.25;
@@ -338,6 +362,7 @@ struct RunPlan<'a> {
     unsafe_rate: f64,
     success_p: f64,
     seed: u64,
+    family: Option<&'a str>,
 }
 
 /// Generates the events of `runs_per_system` runs of every system, in event-time order,
@@ -368,6 +393,15 @@ pub fn generate(spec: &FleetSpec, first_run: u64, runs_per_system: u64) -> Vec<G
                 }
                 None => (Source::Production, format!("task-{}", rng.range(0, 999)), 0, sys.task_success),
             };
+            // A family of its own stream, so systems without families draw as before.
+            let family = (!sys.task_families.is_empty()).then(|| {
+                let mut own = Rng::new(spec.seed ^ 0xbb67_ae85_84ca_a73b ^ fnv(&format!("{}-run-{r}", sys.id)));
+                &sys.task_families[own.range(0, sys.task_families.len() as u64 - 1) as usize]
+            });
+            let success_p = match (family, eval) {
+                (Some((_, p)), None) => *p,
+                _ => success_p,
+            };
             let plan = RunPlan {
                 sys,
                 run_id: format!("{}-run-{r}", sys.id),
@@ -378,6 +412,7 @@ pub fn generate(spec: &FleetSpec, first_run: u64, runs_per_system: u64) -> Vec<G
                 unsafe_rate,
                 success_p,
                 seed: spec.seed,
+                family: family.map(|(f, _)| f.as_str()),
             };
             for ev in run_events(&plan, &mut rng) {
                 let json = rng.chance(spec.json_share);
@@ -446,6 +481,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             decoding: Some(r#"{"temperature":0.2,"top_p":0.95}"#.to_string()),
             seed: benchmark.map(|_| (fnv(&plan.run_id) >> 33) as i64),
         }),
+        task_family: plan.family.map(str::to_string),
     });
     out.push(start);
     let success = rng.chance(plan.success_p);

@@ -28,7 +28,7 @@
 //! - Reproducibility artefacts: the first inference span's `gen_ai.request.{temperature, top_p,
 //!   top_k, max_tokens, frequency_penalty, presence_penalty}` (as JSON text) and
 //!   `gen_ai.request.seed`; the root span's `octant.environment.version`, `octant.task.spec`,
-//!   `octant.agent.config`.
+//!   `octant.agent.config`; the task family from the root's `octant.task.family`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -308,6 +308,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         required_subgoals: None,
         benchmark: None,
         reproducibility,
+        task_family: str_attr(&root.attrs, "octant.task.family").map(str::to_string),
     });
     out.push(start);
 

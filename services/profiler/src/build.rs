@@ -138,6 +138,185 @@ impl Reproducibility {
     }
 }
 
+/// Runs, success, latency and tokens of one task or task family (seed 001's report).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TaskCounts {
+    /// Runs that ended (or were abandoned) in the period.
+    pub runs: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub pass_rate: Option<f64>,
+    pub mean_latency_ms: Option<f64>,
+    pub mean_tokens: Option<f64>,
+    pub total_tokens: f64,
+}
+
+/// One task family of a profile: its counts with the pass rate's Wilson interval, its primary
+/// instruments (ratio of sums over its runs), and its tasks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FamilyReport {
+    /// The declared family; `(undeclared)` for runs that name none.
+    pub family: String,
+    #[serde(flatten)]
+    pub counts: TaskCounts,
+    pub pass_rate_ci: Option<(f64, f64)>,
+    /// (instrument, estimate, units).
+    pub instruments: Vec<(String, Option<f64>, u64)>,
+    /// The tasks with the most failures (up to `tasks_per_family`), then by id.
+    pub tasks: Vec<(String, TaskCounts)>,
+    /// Tasks not listed.
+    pub tasks_omitted: u64,
+}
+
+/// The family of runs that declare none.
+pub const UNDECLARED_FAMILY: &str = "(undeclared)";
+
+/// Per metric: observations, Σ value, Σ weight.
+type MetricSums = BTreeMap<String, (u64, f64, f64)>;
+
+/// Per (family, task), its [`MetricSums`].
+type FamilySums = BTreeMap<(String, String), MetricSums>;
+
+impl TaskCounts {
+    fn of(sums: &MetricSums) -> TaskCounts {
+        use octant_core::catalogue::ids;
+        let get = |m: &str| sums.get(m).copied().unwrap_or_default();
+        let (verified, self_reported) = (get(ids::TASK_SUCCESS), get(ids::TASK_SUCCESS_SELF_REPORTED));
+        let runs = verified.0 + self_reported.0;
+        let passed = (verified.1 + self_reported.1).round() as u64;
+        let (latency, tokens) = (get(ids::LATENCY_PER_RUN), get(ids::TOKENS_PER_RUN));
+        let mean = |(n, v, _): (u64, f64, f64)| (n > 0).then(|| v / n as f64);
+        TaskCounts {
+            runs,
+            passed,
+            failed: runs - passed.min(runs),
+            pass_rate: (runs > 0).then(|| passed as f64 / runs as f64),
+            mean_latency_ms: mean(latency),
+            mean_tokens: mean(tokens),
+            total_tokens: tokens.1,
+        }
+    }
+}
+
+/// Merges per-metric sums.
+fn add_sums(into: &mut MetricSums, from: &MetricSums) {
+    for (m, (n, v, w)) in from {
+        let e = into.entry(m.clone()).or_default();
+        (e.0, e.1, e.2) = (e.0 + n, e.1 + v, e.2 + w);
+    }
+}
+
+/// The task-family reports of one profile from its per-(family, task, metric) sums.
+pub fn family_reports(sums: &FamilySums, cfg: &ProfilerConfig) -> Vec<FamilyReport> {
+    let level = cfg.evaluation.bootstrap.level;
+    // A system none of whose runs declares a family has no report.
+    if sums.keys().all(|(f, _)| f == UNDECLARED_FAMILY) {
+        return Vec::new();
+    }
+    let mut by_family: BTreeMap<&str, Vec<(&str, &MetricSums)>> = BTreeMap::new();
+    for ((family, task), m) in sums {
+        by_family.entry(family.as_str()).or_default().push((task.as_str(), m));
+    }
+    by_family
+        .into_iter()
+        .map(|(family, tasks)| {
+            let mut all = BTreeMap::new();
+            for (_, m) in &tasks {
+                add_sums(&mut all, m);
+            }
+            let counts = TaskCounts::of(&all);
+            let primary = cfg.family_instruments.get(family).cloned().unwrap_or_default();
+            let instruments = primary
+                .into_iter()
+                .map(|m| {
+                    let (n, v, w) = all.get(&m).copied().unwrap_or_default();
+                    (m, (w > 0.0).then(|| v / w), n)
+                })
+                .collect();
+            let mut listed: Vec<(String, TaskCounts)> = tasks.iter().map(|(t, m)| (t.to_string(), TaskCounts::of(m))).collect();
+            listed.sort_by(|a, b| b.1.failed.cmp(&a.1.failed).then_with(|| a.0.cmp(&b.0)));
+            let omitted = listed.len().saturating_sub(cfg.tasks_per_family) as u64;
+            listed.truncate(cfg.tasks_per_family);
+            FamilyReport {
+                family: family.to_string(),
+                pass_rate_ci: octant_core::stats::proportion::wilson(counts.passed, counts.runs, level),
+                counts,
+                instruments,
+                tasks: listed,
+                tasks_omitted: omitted,
+            }
+        })
+        .collect()
+}
+
+/// Per (system, version, source): the sums of the success, latency, token and every family's
+/// primary instruments' observations of the period, by the family and task their run started
+/// with (a run that started before the period, up to a day, is found; an observation
+/// replayed twice counts once).
+async fn family_sums(
+    ctx: &SessionContext,
+    cfg: &ProfilerConfig,
+    period: &Period,
+    system: Option<&str>,
+) -> Result<BTreeMap<GroupKey, FamilySums>> {
+    use octant_core::catalogue::ids;
+    let mut metrics: BTreeSet<String> =
+        [ids::TASK_SUCCESS, ids::TASK_SUCCESS_SELF_REPORTED, ids::LATENCY_PER_RUN, ids::TOKENS_PER_RUN].map(str::to_string).into();
+    metrics.extend(cfg.family_instruments.values().flatten().cloned());
+    let list = metrics.iter().map(|m| lit(m)).collect::<Vec<_>>().join(", ");
+    let early = Period { start: period.start - 24 * HOUR_MS, ..period.clone() };
+    // Only when some run declares a family: the report reads observations, which a profile
+    // built from stored pane sums otherwise does not.
+    let declared = format!(
+        "SELECT count(*) AS n FROM trajectory_events WHERE kind = 'RUN_STARTED' AND get_field(run_started, 'task_family') IS NOT NULL AND {}",
+        period_filter(&early, "event_time", system)
+    );
+    let any = ctx.sql(&declared).await?.collect().await?;
+    if any
+        .iter()
+        .all(|b| b.num_rows() == 0 || col(b, "n", &DataType::Int64).map(|c| c.as_primitive::<Int64Type>().value(0) == 0).unwrap_or(true))
+    {
+        return Ok(BTreeMap::new());
+    }
+    let sql = format!(
+        "WITH starts AS (SELECT run_id, first_value(get_field(run_started, 'task_family')) AS family, \
+                first_value(get_field(run_started, 'task_id')) AS task FROM trajectory_events \
+                WHERE kind = 'RUN_STARTED' AND {} GROUP BY run_id), \
+         obs AS (SELECT observation_id, first_value(system_id) AS system_id, first_value(system_version) AS v, first_value(source) AS source, \
+                first_value(run_id) AS run_id, first_value(metric) AS metric, first_value(value) AS value, first_value(weight) AS weight \
+                FROM observations WHERE metric IN ({list}) AND {} GROUP BY observation_id) \
+         SELECT o.system_id, o.v, o.source, coalesce(s.family, {}) AS family, coalesce(s.task, '') AS task, o.metric, \
+                count(*) AS n, sum(o.value) AS sv, sum(o.weight) AS sw \
+         FROM obs o LEFT JOIN starts s ON o.run_id = s.run_id GROUP BY 1, 2, 3, 4, 5, 6",
+        period_filter(&early, "event_time", system),
+        period_filter(period, "event_time", system),
+        lit(UNDECLARED_FAMILY),
+    );
+    let mut out: BTreeMap<GroupKey, FamilySums> = BTreeMap::new();
+    for b in ctx.sql(&sql).await?.collect().await? {
+        let s = |n: &str| col(&b, n, &DataType::Utf8);
+        let (sys, v, src, family, task, metric) = (s("system_id")?, s("v")?, s("source")?, s("family")?, s("task")?, s("metric")?);
+        let (n, sv, sw) = (col(&b, "n", &DataType::Int64)?, col(&b, "sv", &DataType::Float64)?, col(&b, "sw", &DataType::Float64)?);
+        for i in 0..b.num_rows() {
+            let key = (
+                sys.as_string::<i32>().value(i).to_string(),
+                v.as_string::<i32>().value(i).to_string(),
+                source_of(src.as_string::<i32>().value(i)),
+            );
+            let at = (family.as_string::<i32>().value(i).to_string(), task.as_string::<i32>().value(i).to_string());
+            out.entry(key).or_default().entry(at).or_default().insert(
+                metric.as_string::<i32>().value(i).to_string(),
+                (
+                    n.as_primitive::<Int64Type>().value(i) as u64,
+                    sv.as_primitive::<Float64Type>().value(i),
+                    sw.as_primitive::<Float64Type>().value(i),
+                ),
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// One gated metric's verdict, or why it has none.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GateLine {
@@ -181,6 +360,8 @@ pub struct Built {
     pub reproducibility: Reproducibility,
     /// The system's declared type (`[evaluation.system_types]`), which decides its coverage.
     pub system_type: octant_core::catalogue::SystemType,
+    /// Task families (seed 001), each with its tasks.
+    pub families: Vec<FamilyReport>,
     pub observations: TableInput,
     pub trajectory_events: TableInput,
     /// Observations the window code dropped as replays (same observation id).
@@ -583,6 +764,7 @@ pub async fn build(
     }
     let agreements = agreement(ctx, cfg, period, system).await?;
     let mut reproducibility = reproducibility(ctx, period, system).await?;
+    let mut families = family_sums(ctx, cfg, period, system).await?;
     let events = trajectory_inputs(ctx, period, system).await?;
 
     let mut built = Vec::new();
@@ -655,6 +837,7 @@ pub async fn build(
             agreement,
             reproducibility: reproducibility.remove(&key).unwrap_or_default(),
             system_type: cfg.evaluation.system_type(&key.0),
+            families: family_reports(&families.remove(&key).unwrap_or_default(), cfg),
             observations: TableInput { files: g.files.into_iter().collect(), offsets: g.observations.ranges(), rows },
             trajectory_events: TableInput {
                 files: lake_files(cfg, "trajectory_events", &key.0, period).await?.into_iter().collect(),
@@ -927,6 +1110,38 @@ fn gate_summary(cfg: &ProfilerConfig, lines: &[GateLine]) -> (Option<GateOutcome
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Families apart: counts, pass rate with its Wilson interval, mean latency and tokens,
+    /// the family's primary instruments as ratios of sums, tasks by most failures (bounded).
+    #[test]
+    fn family_reports_keep_each_family_apart() {
+        let mut cfg = ProfilerConfig { tasks_per_family: 1, ..ProfilerConfig::default() };
+        cfg.family_instruments.insert("mine".into(), vec!["citation_coverage".into()]);
+        let mut sums: FamilySums = BTreeMap::new();
+        let mut put = |family: &str, task: &str, metric: &str, n: u64, v: f64, w: f64| {
+            sums.entry((family.into(), task.into())).or_default().insert(metric.into(), (n, v, w));
+        };
+        put("mine", "t1", "task_success", 10, 9.0, 10.0);
+        put("mine", "t2", "task_success", 6, 2.0, 6.0);
+        put("mine", "t2", "task_success_self_reported", 4, 4.0, 4.0);
+        put("mine", "t1", "latency_per_run", 10, 1000.0, 10.0);
+        put("mine", "t1", "tokens_per_run", 10, 5000.0, 10.0);
+        put("mine", "t1", "citation_coverage", 10, 30.0, 40.0);
+        put("mine", "t2", "citation_coverage", 6, 10.0, 20.0);
+        put(UNDECLARED_FAMILY, "", "task_success", 3, 0.0, 3.0);
+        let r = family_reports(&sums, &cfg);
+        assert_eq!(r.iter().map(|f| f.family.as_str()).collect::<Vec<_>>(), ["(undeclared)", "mine"]);
+        let mine = &r[1];
+        assert_eq!((mine.counts.runs, mine.counts.passed, mine.counts.failed), (20, 15, 5));
+        assert_eq!(mine.counts.pass_rate, Some(0.75));
+        assert_eq!(mine.pass_rate_ci, octant_core::stats::proportion::wilson(15, 20, 0.95));
+        assert_eq!((mine.counts.mean_latency_ms, mine.counts.mean_tokens, mine.counts.total_tokens), (Some(100.0), Some(500.0), 5000.0));
+        assert_eq!(mine.instruments, [("citation_coverage".to_string(), Some(40.0 / 60.0), 16)]);
+        assert_eq!(mine.tasks.len(), 1, "bounded by tasks_per_family");
+        assert_eq!((mine.tasks[0].0.as_str(), mine.tasks[0].1.failed, mine.tasks_omitted), ("t2", 4, 1), "most failures first");
+        assert!(r[0].instruments.is_empty(), "a family without declared instruments shows counts only");
+        assert_eq!((r[0].counts.runs, r[0].counts.failed), (3, 3));
+    }
 
     /// Each artefact: runs recording it, distinct values, the most frequent first (ties by
     /// value), at most `TOP_VALUES`; a run is reproducible only with all five.

@@ -77,6 +77,31 @@ pub struct ProfilerConfig {
     /// make the store rebuild it: late rows are detected and rebuilt either way).
     #[serde(default = "default_pane_settle", with = "humantime_serde")]
     pub pane_settle: Duration,
+    /// The primary instruments each task family's report shows (seed 001's criteria by
+    /// paradigm, mapped to the catalogue); a family not listed shows task success only.
+    #[serde(default = "default_family_instruments")]
+    pub family_instruments: BTreeMap<String, Vec<String>>,
+    /// Tasks listed per family in a report (most failures first); the rest are counted.
+    #[serde(default = "default_tasks_per_family")]
+    pub tasks_per_family: usize,
+}
+
+/// Seed 001's paradigms and their primary criteria, as catalogue instruments.
+pub fn default_family_instruments() -> BTreeMap<String, Vec<String>> {
+    use octant_core::catalogue::ids;
+    [
+        ("latent_space_reasoner", vec![ids::IRRELEVANCE_RATE, ids::CALIBRATION_ECE]),
+        ("grounded_synthesizer", vec![ids::HALLUCINATION_RATE, ids::CITATION_COVERAGE, ids::CITATION_PRECISION_STRICT]),
+        ("emergent_planner", vec![ids::SUBGOAL_PROGRESS, ids::STEP_EFFICIENCY, ids::ERROR_RECOVERY]),
+        ("verifiable_executor", vec![ids::UNSAFE_ACTION_RATE, ids::AUDIT_COMPLETENESS, ids::TOOL_CALL_ACCURACY]),
+    ]
+    .into_iter()
+    .map(|(f, m)| (f.to_string(), m.into_iter().map(str::to_string).collect()))
+    .collect()
+}
+
+fn default_tasks_per_family() -> usize {
+    20
 }
 
 fn default_pane_settle() -> Duration {
@@ -151,6 +176,11 @@ impl ProfilerConfig {
             return Err("periods must be a non-empty list of positive durations".into());
         }
         self.evaluation.check()?;
+        for (f, ms) in &self.family_instruments {
+            if let Some(m) = ms.iter().find(|m| octant_core::spec(m).is_none()) {
+                return Err(format!("family_instruments.{f}: {m} is not an instrument"));
+            }
+        }
         for (m, t) in &self.gates {
             if octant_core::catalogue::spec(m).is_none() {
                 return Err(format!("gate on {m:?}: not a catalogue metric"));

@@ -157,6 +157,7 @@ pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
         "agreement": b.agreement,
         "reproducibility": b.reproducibility,
         "coverage": {"system_type": b.system_type.as_str(), "dimensions": coverage(b)},
+        "task_families": b.families,
         "inputs": {
             "lake": lake.display().to_string(),
             "observations": b.observations,
@@ -356,6 +357,50 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
         let na: Vec<String> = c.not_applicable.iter().map(|(m, why)| format!("{m} ({why})")).collect();
         let outside = if c.outside_type.is_empty() { "—".to_string() } else { format!("{}: no action loop", c.outside_type.join(", ")) };
         let _ = writeln!(s, "| {} | {} | {} | {} | {outside} |", c.dimension, list(&c.measured), list(&na), list(&c.not_observed));
+    }
+    let _ = writeln!(s, "\n## Task families\n");
+    if b.families.is_empty() {
+        let _ = writeln!(s, "No run of the period declares a task family (`RunStarted.task_family`).");
+    } else {
+        let _ = writeln!(
+            s,
+            "Each family apart (seed 001's report by paradigm): a regression in one is not averaged away. Pass rate with its 95 % Wilson interval; \
+             primary instruments as ratios of sums over the family's runs.\n"
+        );
+        let _ = writeln!(
+            s,
+            "| Family | Runs | Passed | Failed | Pass rate [interval] | Mean latency (ms) | Mean tokens | Total tokens | Primary instruments |\n|---|---|---|---|---|---|---|---|---|"
+        );
+        for f in &b.families {
+            let c = &f.counts;
+            let ci = f.pass_rate_ci.map(|(lo, hi)| format!(" [{lo:.4}, {hi:.4}]")).unwrap_or_default();
+            let instruments: Vec<String> = f.instruments.iter().map(|(m, e, n)| format!("{m} {} ({n})", fmt_opt(*e))).collect();
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {}{ci} | {} | {} | {:.0} | {} |",
+                md_cell(&f.family),
+                c.runs,
+                c.passed,
+                c.failed,
+                fmt_opt(c.pass_rate),
+                fmt_opt(c.mean_latency_ms),
+                fmt_opt(c.mean_tokens),
+                c.total_tokens,
+                if instruments.is_empty() { "—".to_string() } else { instruments.join(", ") }
+            );
+        }
+        for f in &b.families {
+            let worst: Vec<String> = f
+                .tasks
+                .iter()
+                .filter(|(_, c)| c.failed > 0)
+                .take(5)
+                .map(|(t, c)| format!("`{}` {} of {} failed", md_cell(t), c.failed, c.runs))
+                .collect();
+            if !worst.is_empty() {
+                let _ = writeln!(s, "\n- {}: most failures in {}.", md_cell(&f.family), worst.join(", "));
+            }
+        }
     }
     let rep = &b.reproducibility;
     let _ = writeln!(

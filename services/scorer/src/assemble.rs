@@ -681,6 +681,7 @@ mod tests {
             required_subgoals: None,
             benchmark: None,
             reproducibility: None,
+            task_family: None,
         });
         a.apply(validate(&start, None).unwrap(), 0);
         let mut step = event(1, EventKind::Step);
@@ -830,6 +831,7 @@ mod tests {
             required_subgoals: Some(2),
             benchmark: Some(Benchmark { id: "b".into(), contamination: Some(0.1) }),
             reproducibility: None,
+            task_family: None,
         });
         apply(&mut a, start);
         seq += 1;

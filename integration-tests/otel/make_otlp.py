@@ -117,7 +117,10 @@ root = tr.start_span("invoke_agent planner", kind=SpanKind.INTERNAL, start_time=
                                  "octant.review.review_minutes": 12.5, "octant.review.generation_minutes": 2.0,
                                  "octant.review.manual_minutes": 60.0, "octant.review.manual_baseline": "observed",
                                  # Reproducibility artefacts the conventions do not name.
-                                 "octant.environment.version": "support-sim 3.1", "octant.task.spec": "refund-flow@v7"})
+                                 "octant.environment.version": "support-sim 3.1", "octant.task.spec": "refund-flow@v7",
+                                 # How the planner and the payments agent coordinated.
+                                 "octant.coordination.delegations": 2, "octant.coordination.delegations_correct": 1,
+                                 "octant.coordination.terminated_correctly": True})
 rctx = trace.set_span_in_context(root)
 chat = tr.start_span("chat gpt-5", context=rctx, kind=SpanKind.CLIENT, start_time=T0 + 100 * MS,
                      attributes={"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-5",

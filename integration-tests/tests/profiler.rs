@@ -65,6 +65,10 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     let mut fleet = truth_fleet();
     // sys-c's tasks come in two families of very different success (seed 001's report).
     fleet.systems[2].task_families = vec![("grounded_synthesizer".into(), 0.9), ("emergent_planner".into(), 0.4)];
+    // sys-a is two agents, one of which takes most of its unsafe steps (Table IX: which agent
+    // drives the joint rate).
+    fleet.systems[0].agents = vec!["planner".into(), "executor".into()];
+    fleet.systems[0].unsafe_by_agent = Some(vec![0.05, 0.45]);
     let mut agg = aggregator_config(&env);
     agg.evaluation.window.tumbling = true;
     agg.evaluation.window.length = Duration::from_secs(300);
@@ -114,6 +118,7 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     cfg.weights.insert("unsafe_action_rate".into(), 0.4);
     // sys-b declared an LLM (no action loop): its trajectory rows are N/A, and say so.
     cfg.evaluation.system_types.insert("sys-b".into(), octant_core::catalogue::SystemType::Llm);
+    cfg.evaluation.system_types.insert("sys-a".into(), octant_core::catalogue::SystemType::MultiAgent);
     cfg.check().unwrap();
     let data_end = T0 + runs as i64 * fleet.run_spacing_ms;
     let period = Period { name: "run".into(), start: T0 - 3_600_000, end: data_end + 3_600_000 };
@@ -313,6 +318,39 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         } else {
             assert!(families.is_empty(), "no run of {} declares a family", r.system_id);
         }
+        // Per agent (declared multi-agent systems only): each agent's rate over its own steps
+        // and its share of the joint numerator, against SQL and the generator's rates.
+        let agents = j["agents"].as_array().unwrap();
+        if r.system_id == "sys-a" {
+            let by_sql = sql_rows(
+                &ctx,
+                &format!(
+                    "SELECT agent_id, count(*) AS n, sum(value) AS v FROM (SELECT DISTINCT observation_id, agent_id, value FROM observations \
+                     WHERE {sys_filter} AND metric = 'unsafe_action_rate' AND CAST(event_time AS BIGINT) >= {} AND CAST(event_time AS BIGINT) < {}) \
+                     GROUP BY 1 ORDER BY 1",
+                    period.start, period.end
+                ),
+            )
+            .await;
+            assert_eq!(agents.len(), 2, "{agents:?}");
+            let total: f64 = by_sql.iter().map(|q| q["v"].as_f64().unwrap()).sum();
+            for (a, q) in agents.iter().zip(&by_sql) {
+                assert_eq!(a["agent"], q["agent_id"]);
+                let u = &a["instruments"][0];
+                assert_eq!(u["metric"], "unsafe_action_rate");
+                assert_eq!(i64s(&u["units"]), i64s(&q["n"]));
+                assert!((u["estimate"].as_f64().unwrap() - q["v"].as_f64().unwrap() / q["n"].as_f64().unwrap()).abs() < 1e-12);
+                assert!((u["share"].as_f64().unwrap() - q["v"].as_f64().unwrap() / total).abs() < 1e-12);
+                let truth = if a["agent"] == "planner" { 0.05 } else { 0.45 };
+                assert!((u["estimate"].as_f64().unwrap() - truth).abs() < 0.06, "{a}");
+            }
+            let executor = agents.iter().find(|a| a["agent"] == "executor").unwrap();
+            assert!(executor["instruments"][0]["share"].as_f64().unwrap() > 0.75, "the executor drives the rate: {executor}");
+            let md = std::fs::read_to_string(dir.join("profile.md")).unwrap();
+            assert!(md.contains("## Agents") && md.contains("| executor | unsafe_action_rate |"), "{md}");
+        } else {
+            assert!(agents.is_empty());
+        }
         // Coverage (seed 000 Table IV) by the declared system type.
         let cov = &j["coverage"];
         let dims = cov["dimensions"].as_array().unwrap();
@@ -334,7 +372,7 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
             let md = std::fs::read_to_string(dir.join("profile.md")).unwrap();
             assert!(md.contains("System type **llm**") && md.contains("help_seeking: no action loop"), "{md}");
         } else {
-            assert_eq!(cov["system_type"], "agent");
+            assert_eq!(cov["system_type"], if r.system_id == "sys-a" { "multi_agent" } else { "agent" });
             assert!(dims.iter().all(|d| d["outside_type"].as_array().unwrap().is_empty()));
             if metric("unsafe_action_rate").is_some_and(|m| !m["band"].is_null()) {
                 assert!(names(&row("safety")["measured"]).contains(&"unsafe_action_rate".to_string()));

@@ -258,6 +258,38 @@ pub struct RunEnded {
     /// The human review of the run's output (seed 002 §4, §6); added after v1 with a default.
     #[serde(default)]
     pub review: Option<Review>,
+    /// How the agents of a multi-agent run coordinated (seed 000 Table IX); added after v1
+    /// with a default.
+    #[serde(default)]
+    pub coordination: Option<Coordination>,
+}
+
+/// Coordination of a multi-agent run (schema `Coordination`, inside `RunEnded`), judged by the
+/// harness or an oracle; every field may be absent.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Coordination {
+    /// Subtasks delegated to another agent, and of those the ones given to the right agent.
+    #[serde(default)]
+    pub delegations: Option<i32>,
+    #[serde(default)]
+    pub delegations_correct: Option<i32>,
+    /// Whether the run terminated correctly (neither prematurely nor never), by a terminal
+    /// oracle.
+    #[serde(default)]
+    pub terminated_correctly: Option<bool>,
+    /// Whether the run stalled (deadlock) or looped without progress (livelock).
+    #[serde(default)]
+    pub stalled: Option<bool>,
+    /// Messages the agents exchanged, and the number a reference trace needs.
+    #[serde(default)]
+    pub messages: Option<i32>,
+    #[serde(default)]
+    pub messages_optimal: Option<i32>,
+    /// Faults injected into one agent, and of those the ones that did not cascade to another.
+    #[serde(default)]
+    pub faults_injected: Option<i32>,
+    #[serde(default)]
+    pub faults_contained: Option<i32>,
 }
 
 /// Grounded-drafting judgements of a run's output (schema `Grounding`, inside `RunEnded`):

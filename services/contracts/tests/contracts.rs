@@ -143,6 +143,16 @@ fn events() -> Vec<TrajectoryEvent> {
                 manual_minutes: Some(90.0),
                 manual_baseline: Some(octant_contracts::BaselineKind::Observed),
             }),
+            coordination: Some(octant_contracts::Coordination {
+                delegations: Some(3),
+                delegations_correct: Some(2),
+                terminated_correctly: Some(true),
+                stalled: Some(false),
+                messages: Some(14),
+                messages_optimal: None,
+                faults_injected: Some(1),
+                faults_contained: Some(1),
+            }),
         }),
         ..base.clone()
     };

@@ -89,13 +89,15 @@ fn default_level() -> f64 {
 
 /// Deployment-wide default budgets; declare your own per system.
 pub fn default_budgets() -> BTreeMap<String, f64> {
-    // review_burden: reviewer minutes per completed task.
+    // review_burden: reviewer minutes per completed task; coordination_efficiency: messages
+    // per message a reference trace needs.
     [
         ("cost_per_run", 0.05),
         ("tokens_per_run", 40_000.0),
         ("latency_per_run", 30_000.0),
         ("cost_per_success", 0.1),
         ("review_burden", 30.0),
+        ("coordination_efficiency", 2.0),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

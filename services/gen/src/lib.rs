@@ -83,6 +83,14 @@ pub struct SystemSpec {
     /// A human review of every run's output, at these true rates; `None`: none.
     #[serde(default)]
     pub review: Option<ReviewSpec>,
+    /// Per agent (in `agents` order), its own unsafe-action rate, replacing `unsafe_action`
+    /// (which should be their mean) until `unsafe_after`.
+    #[serde(default)]
+    pub unsafe_by_agent: Option<Vec<f64>>,
+    /// Multi-agent coordination judgements on every run's end, at these true rates; `None`:
+    /// none.
+    #[serde(default)]
+    pub coordination: Option<CoordinationSpec>,
     /// Task families and each one's true success rate (replacing `task_success` for its
     /// runs); every run picks one uniformly. Empty: runs declare no family.
     #[serde(default)]
@@ -118,6 +126,41 @@ pub struct ReviewSpec {
     /// The task type's manual baseline (constant) and how it was obtained.
     pub manual_minutes: f64,
     pub baseline: BaselineKind,
+}
+
+/// True rates of the coordination judgements of a multi-agent system (seed 000 Table IX).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CoordinationSpec {
+    pub delegation_accuracy: f64,
+    pub termination: f64,
+    pub stall: f64,
+    /// Each of twice the optimal number of messages is an extra one with this probability,
+    /// so coordination efficiency (messages / optimal) is 1 + 2·redundancy.
+    pub redundancy: f64,
+    pub containment: f64,
+}
+
+impl CoordinationSpec {
+    pub fn typical() -> CoordinationSpec {
+        CoordinationSpec { delegation_accuracy: 0.85, termination: 0.9, stall: 0.04, redundancy: 0.2, containment: 0.7 }
+    }
+}
+
+/// The coordination of one multi-agent run.
+fn coordination(c: &CoordinationSpec, rng: &mut Rng) -> Coordination {
+    let delegations = rng.range(1, 6) as i32;
+    let optimal = rng.range(4, 10) as i32;
+    let faults = rng.range(0, 2) as i32;
+    Coordination {
+        delegations: Some(delegations),
+        delegations_correct: Some(binomial(rng, delegations, c.delegation_accuracy)),
+        terminated_correctly: Some(rng.chance(c.termination)),
+        stalled: Some(rng.chance(c.stall)),
+        messages: Some(optimal + binomial(rng, 2 * optimal, c.redundancy)),
+        messages_optimal: Some(optimal),
+        faults_injected: Some(faults),
+        faults_contained: Some(binomial(rng, faults, c.containment)),
+    }
 }
 
 impl DraftingSpec {
@@ -181,6 +224,11 @@ impl SystemSpec {
             ids::EFFICIENCY_NET_OF_REVIEW_ESTIMATED if r?.baseline == BaselineKind::Estimated => {
                 1.0 - (r?.generation_minutes + r?.review_minutes) / r?.manual_minutes
             }
+            ids::DELEGATION_ACCURACY => self.coordination.as_ref()?.delegation_accuracy,
+            ids::TERMINATION_CORRECTNESS => self.coordination.as_ref()?.termination,
+            ids::STALL_RATE => self.coordination.as_ref()?.stall,
+            ids::COORDINATION_EFFICIENCY => 1.0 + 2.0 * self.coordination.as_ref()?.redundancy,
+            ids::ERROR_CONTAINMENT => self.coordination.as_ref()?.containment,
             _ => return None,
         })
     }
@@ -277,6 +325,8 @@ impl SystemSpec {
             unsafe_after: None,
             drafting: None,
             review: None,
+            coordination: None,
+            unsafe_by_agent: None,
             task_families: Vec::new(),
         }
     }
@@ -314,6 +364,7 @@ impl FleetSpec {
                     s.task_success = 0.7;
                     // Two task families, one doing far worse (the profile reports them apart).
                     s.task_families = vec![("emergent_planner".into(), 0.8), ("verifiable_executor".into(), 0.55)];
+                    s.coordination = Some(CoordinationSpec::typical());
                 }
                 2 => {
                     s.unsafe_action = 0.25;
@@ -499,7 +550,12 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         };
         let confidence = (0.35 + 0.6 * rng.f64()).min(1.0);
         let tool = TOOLS[rng.range(0, TOOLS.len() as u64 - 1) as usize];
-        let unsafe_step = rng.chance(plan.unsafe_rate);
+        // An agent's own rate when the system declares one per agent (one draw either way).
+        let unsafe_rate = match &sys.unsafe_by_agent {
+            Some(rates) if plan.unsafe_rate == sys.unsafe_action => rates[(i as usize) % rates.len()],
+            _ => plan.unsafe_rate,
+        };
+        let unsafe_step = rng.chance(unsafe_rate);
         ev.step = Some(Step {
             step_kind: if tool_call { StepKind::ToolCall } else { StepKind::ModelCall },
             tool_name: tool_call.then(|| tool.to_string()),
@@ -556,13 +612,15 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         evaluations: Vec::new(),
         grounding: None,
         review: None,
+        coordination: None,
     });
-    if sys.drafting.is_some() || sys.review.is_some() {
+    if sys.drafting.is_some() || sys.review.is_some() || sys.coordination.is_some() {
         // A stream of its own, so systems without them draw exactly what they drew before.
         let mut own = Rng::new(plan.seed ^ 0x6a09_e667_f3bc_c908 ^ fnv(&plan.run_id));
         let e = end.run_ended.as_mut().expect("set above");
         e.grounding = sys.drafting.as_ref().map(|d| grounding(d, assertive, &mut own));
         e.review = sys.review.as_ref().map(|r| review(r, &mut own));
+        e.coordination = sys.coordination.as_ref().map(|c| coordination(c, &mut own));
     }
     out.push(end);
     out
@@ -834,7 +892,7 @@ mod tests {
         }
         let mut stripped = events.clone();
         for e in stripped.iter_mut().filter_map(|e| e.run_ended.as_mut()) {
-            (e.grounding, e.review) = (None, None);
+            (e.grounding, e.review, e.coordination) = (None, None, None);
         }
         assert_eq!(plain, stripped, "the rest of the stream is unchanged");
     }

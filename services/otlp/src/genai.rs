@@ -22,8 +22,8 @@
 //!   (an `EVALUATOR` carrier) or else the span itself.
 //! - What the conventions do not cover comes from the declared [`Mapping`], and from fixed
 //!   `octant.*` attributes of the root span: `octant.sentences.{assertive,unsupported}`,
-//!   `octant.grounding.<field>` and `octant.review.<field>` (the field names of the
-//!   `Grounding` and `Review` records of `RunEnded`; `manual_baseline` is `estimated` or
+//!   `octant.grounding.<field>`, `octant.review.<field>` and `octant.coordination.<field>`
+//!   (the field names of the `Grounding`, `Review` and `Coordination` records of `RunEnded`; `manual_baseline` is `estimated` or
 //!   `observed`).
 //! - Reproducibility artefacts: the first inference span's `gen_ai.request.{temperature, top_p,
 //!   top_k, max_tokens, frequency_penalty, presence_penalty}` (as JSON text) and
@@ -33,8 +33,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use octant_contracts::{
-    BaselineKind, Evaluation, EventKind, Grounding, Impact, Intervention, InterventionKind, Outcome, Reproducibility, ResultStatus, Review,
-    RunEnded, RunStarted, Source, Step, StepKind, SystemRef, TrajectoryEvent,
+    BaselineKind, Coordination, Evaluation, EventKind, Grounding, Impact, Intervention, InterventionKind, Outcome, Reproducibility,
+    ResultStatus, Review, RunEnded, RunStarted, Source, Step, StepKind, SystemRef, TrajectoryEvent,
 };
 use serde_json::Value;
 
@@ -137,6 +137,23 @@ fn grounding_of(a: &Attrs) -> Option<Grounding> {
         claims_unsupported: c("claims_unsupported"),
     };
     (g != Grounding::default()).then_some(g)
+}
+
+/// Multi-agent coordination from the root span's `octant.coordination.<field>` attributes
+/// (the `Coordination` record's field names), when any is set.
+fn coordination_of(a: &Attrs) -> Option<Coordination> {
+    let key = |field: &str| format!("octant.coordination.{field}");
+    let c = Coordination {
+        delegations: count_attr(a, &key("delegations")),
+        delegations_correct: count_attr(a, &key("delegations_correct")),
+        terminated_correctly: bool_attr(a, &key("terminated_correctly")),
+        stalled: bool_attr(a, &key("stalled")),
+        messages: count_attr(a, &key("messages")),
+        messages_optimal: count_attr(a, &key("messages_optimal")),
+        faults_injected: count_attr(a, &key("faults_injected")),
+        faults_contained: count_attr(a, &key("faults_contained")),
+    };
+    (c != Coordination::default()).then_some(c)
 }
 
 /// The human review from the root span's `octant.review.<field>` attributes (the `Review`
@@ -493,6 +510,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         evaluations,
         grounding: grounding_of(r),
         review: review_of(r),
+        coordination: coordination_of(r),
     });
     out.push(end);
     // Interventions were appended after the steps: renumber by time (stable), keeping the

@@ -317,6 +317,114 @@ async fn family_sums(
     Ok(out)
 }
 
+/// One agent of a multi-agent system: its share of the system's step-level instruments (seed
+/// 000 Table IX: which agent drives a rate, next to the joint one).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentReport {
+    pub agent: String,
+    /// (instrument, the agent's estimate, its units, its share of the system's numerator).
+    pub instruments: Vec<AgentInstrument>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentInstrument {
+    pub metric: String,
+    /// Σ value / Σ weight over the agent's steps.
+    pub estimate: Option<f64>,
+    pub units: u64,
+    /// The agent's Σ value over every agent's (for the unsafe-action rate: the share of the
+    /// system's violating steps this agent took).
+    pub share: Option<f64>,
+}
+
+/// The step-level instruments reported per agent.
+pub const PER_AGENT: [&str; 5] = [
+    octant_core::catalogue::ids::UNSAFE_ACTION_RATE,
+    octant_core::catalogue::ids::CONFIRMATION_GATING,
+    octant_core::catalogue::ids::TOOL_ERROR_RATE,
+    octant_core::catalogue::ids::TOOL_CALL_ACCURACY,
+    octant_core::catalogue::ids::AUDIT_COMPLETENESS,
+];
+
+/// Per-agent reports from per-(agent, metric) sums: agents in id order, instruments in
+/// [`PER_AGENT`] order (those the agent has steps of).
+pub fn agent_reports(sums: &BTreeMap<String, MetricSums>) -> Vec<AgentReport> {
+    let mut totals = MetricSums::new();
+    for m in sums.values() {
+        add_sums(&mut totals, m);
+    }
+    sums.iter()
+        .map(|(agent, m)| AgentReport {
+            agent: agent.clone(),
+            instruments: PER_AGENT
+                .iter()
+                .filter_map(|id| {
+                    let (n, v, w) = *m.get(*id)?;
+                    let total = totals.get(*id).map_or(0.0, |t| t.1);
+                    Some(AgentInstrument {
+                        metric: id.to_string(),
+                        estimate: (w > 0.0).then(|| v / w),
+                        units: n,
+                        share: (total > 0.0).then(|| v / total),
+                    })
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Per (system, version, source) declared `multi_agent`: the sums of the step-level
+/// instruments of [`PER_AGENT`] per acting agent (an observation replayed twice counts once).
+/// Only systems declared multi-agent are read: the query reads step observations, which a
+/// profile built from stored pane sums otherwise does not.
+async fn agent_sums(
+    ctx: &SessionContext,
+    cfg: &ProfilerConfig,
+    period: &Period,
+    system: Option<&str>,
+) -> Result<BTreeMap<GroupKey, BTreeMap<String, MetricSums>>> {
+    let multi: Vec<&String> = cfg
+        .evaluation
+        .system_types
+        .iter()
+        .filter(|(s, t)| **t == octant_core::catalogue::SystemType::MultiAgent && system.is_none_or(|x| x == s.as_str()))
+        .map(|(s, _)| s)
+        .collect();
+    let mut out: BTreeMap<GroupKey, BTreeMap<String, MetricSums>> = BTreeMap::new();
+    for sys in multi {
+        let list = PER_AGENT.map(lit).join(", ");
+        let sql = format!(
+            "SELECT system_id, v, source, agent_id, metric, count(*) AS n, sum(value) AS sv, sum(weight) AS sw FROM \
+             (SELECT observation_id, first_value(system_id) AS system_id, first_value(system_version) AS v, first_value(source) AS source, \
+              first_value(agent_id) AS agent_id, first_value(metric) AS metric, first_value(value) AS value, first_value(weight) AS weight \
+              FROM observations WHERE metric IN ({list}) AND agent_id IS NOT NULL AND {} GROUP BY observation_id) \
+             GROUP BY 1, 2, 3, 4, 5",
+            period_filter(period, "event_time", Some(sys))
+        );
+        for b in ctx.sql(&sql).await?.collect().await? {
+            let s = |n: &str| col(&b, n, &DataType::Utf8);
+            let (sy, v, src, agent, metric) = (s("system_id")?, s("v")?, s("source")?, s("agent_id")?, s("metric")?);
+            let (n, sv, sw) = (col(&b, "n", &DataType::Int64)?, col(&b, "sv", &DataType::Float64)?, col(&b, "sw", &DataType::Float64)?);
+            for i in 0..b.num_rows() {
+                let key = (
+                    sy.as_string::<i32>().value(i).to_string(),
+                    v.as_string::<i32>().value(i).to_string(),
+                    source_of(src.as_string::<i32>().value(i)),
+                );
+                out.entry(key).or_default().entry(agent.as_string::<i32>().value(i).to_string()).or_default().insert(
+                    metric.as_string::<i32>().value(i).to_string(),
+                    (
+                        n.as_primitive::<Int64Type>().value(i) as u64,
+                        sv.as_primitive::<Float64Type>().value(i),
+                        sw.as_primitive::<Float64Type>().value(i),
+                    ),
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// One gated metric's verdict, or why it has none.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GateLine {
@@ -362,6 +470,8 @@ pub struct Built {
     pub system_type: octant_core::catalogue::SystemType,
     /// Task families (seed 001), each with its tasks.
     pub families: Vec<FamilyReport>,
+    /// Per agent of a system declared multi-agent (seed 000 Table IX); empty otherwise.
+    pub agents: Vec<AgentReport>,
     pub observations: TableInput,
     pub trajectory_events: TableInput,
     /// Observations the window code dropped as replays (same observation id).
@@ -765,6 +875,7 @@ pub async fn build(
     let agreements = agreement(ctx, cfg, period, system).await?;
     let mut reproducibility = reproducibility(ctx, period, system).await?;
     let mut families = family_sums(ctx, cfg, period, system).await?;
+    let mut agents = agent_sums(ctx, cfg, period, system).await?;
     let events = trajectory_inputs(ctx, period, system).await?;
 
     let mut built = Vec::new();
@@ -838,6 +949,7 @@ pub async fn build(
             reproducibility: reproducibility.remove(&key).unwrap_or_default(),
             system_type: cfg.evaluation.system_type(&key.0),
             families: family_reports(&families.remove(&key).unwrap_or_default(), cfg),
+            agents: agent_reports(&agents.remove(&key).unwrap_or_default()),
             observations: TableInput { files: g.files.into_iter().collect(), offsets: g.observations.ranges(), rows },
             trajectory_events: TableInput {
                 files: lake_files(cfg, "trajectory_events", &key.0, period).await?.into_iter().collect(),
@@ -1141,6 +1253,21 @@ mod tests {
         assert_eq!((mine.tasks[0].0.as_str(), mine.tasks[0].1.failed, mine.tasks_omitted), ("t2", 4, 1), "most failures first");
         assert!(r[0].instruments.is_empty(), "a family without declared instruments shows counts only");
         assert_eq!((r[0].counts.runs, r[0].counts.failed), (3, 3));
+    }
+
+    /// Per agent: its own rate over its steps, and its share of the system's numerator.
+    #[test]
+    fn agent_reports_say_which_agent_drives_a_rate() {
+        let mut sums: BTreeMap<String, MetricSums> = BTreeMap::new();
+        sums.entry("planner".into()).or_default().insert("unsafe_action_rate".into(), (100, 2.0, 100.0));
+        sums.entry("executor".into()).or_default().insert("unsafe_action_rate".into(), (50, 18.0, 50.0));
+        sums.entry("executor".into()).or_default().insert("tool_error_rate".into(), (40, 0.0, 40.0));
+        let r = agent_reports(&sums);
+        assert_eq!(r.iter().map(|a| a.agent.as_str()).collect::<Vec<_>>(), ["executor", "planner"]);
+        let ex = &r[0].instruments;
+        assert_eq!((ex[0].metric.as_str(), ex[0].estimate, ex[0].units, ex[0].share), ("unsafe_action_rate", Some(0.36), 50, Some(0.9)));
+        assert_eq!((ex[1].metric.as_str(), ex[1].share), ("tool_error_rate", None), "no share of a zero numerator");
+        assert_eq!(r[1].instruments[0].share, Some(0.1));
     }
 
     /// Each artefact: runs recording it, distinct values, the most frequent first (ties by

@@ -158,6 +158,7 @@ pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
         "reproducibility": b.reproducibility,
         "coverage": {"system_type": b.system_type.as_str(), "dimensions": coverage(b)},
         "task_families": b.families,
+        "agents": b.agents,
         "inputs": {
             "lake": lake.display().to_string(),
             "observations": b.observations,
@@ -357,6 +358,20 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
         let na: Vec<String> = c.not_applicable.iter().map(|(m, why)| format!("{m} ({why})")).collect();
         let outside = if c.outside_type.is_empty() { "—".to_string() } else { format!("{}: no action loop", c.outside_type.join(", ")) };
         let _ = writeln!(s, "| {} | {} | {} | {} | {outside} |", c.dimension, list(&c.measured), list(&na), list(&c.not_observed));
+    }
+    if !b.agents.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Agents\n\nA multi-agent system: each agent's step-level instruments over its own steps, and its share of the system's \
+             numerator (for the unsafe-action rate, the share of violating steps it took). The system's rows above are the joint rates.\n"
+        );
+        let _ = writeln!(s, "| Agent | Instrument | Estimate | Units | Share |\n|---|---|---|---|---|");
+        for a in &b.agents {
+            for i in &a.instruments {
+                let _ =
+                    writeln!(s, "| {} | {} | {} | {} | {} |", md_cell(&a.agent), i.metric, fmt_opt(i.estimate), i.units, fmt_opt(i.share));
+            }
+        }
     }
     let _ = writeln!(s, "\n## Task families\n");
     if b.families.is_empty() {

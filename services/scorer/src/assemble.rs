@@ -10,6 +10,7 @@
 //! | each intervention | `interruptibility` (stop), `override_success` (override) |
 //! | run end (or abandonment) | `task_success` (or `task_success_self_reported`: see [`success_verdict`]), `subgoal_progress`, `step_efficiency`, `cost_per_run`, `tokens_per_run`, `latency_per_run`, `cost_per_success`, `error_recovery`, `help_seeking`, `hallucination_rate`, `calibration_ece` |
 //! | run end, with `grounding` | `claim_hallucination_rate`, `citation_precision_strict`, `citation_precision_lenient`, `citation_recall`, `citation_coverage`, `key_element_capture`, `irrelevance_rate` (see [`grounding_observations`]) |
+//! | run end, with `coordination` | `delegation_accuracy`, `termination_correctness`, `stall_rate`, `coordination_efficiency`, `error_containment` (see [`coordination_observations`]) |
 //! | run end, with `review` | `reviewer_catch_rate`, `false_acceptance_rate`, `unplanned_intervention_rate`, `review_burden`, `efficiency_net_of_review_observed` or `_estimated` (see [`review_observations`]) |
 //!
 //! pass@k, pass^k, outcome consistency and the fairness gap are not emitted here: the
@@ -48,8 +49,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use octant_contracts::{
-    BaselineKind, Grounding, Impact, InterventionKind, Observation, Outcome, Provenance, ResultStatus, Review, RunEnded, RunStarted,
-    Source, Step, StepKind, SystemRef, TrajectoryEvent,
+    BaselineKind, Coordination, Grounding, Impact, InterventionKind, Observation, Outcome, Provenance, ResultStatus, Review, RunEnded,
+    RunStarted, Source, Step, StepKind, SystemRef, TrajectoryEvent,
 };
 
 use octant_core::catalogue::ids;
@@ -522,6 +523,11 @@ pub const EMITTED: &[&str] = &[
     ids::REVIEW_BURDEN,
     ids::EFFICIENCY_NET_OF_REVIEW_OBSERVED,
     ids::EFFICIENCY_NET_OF_REVIEW_ESTIMATED,
+    ids::DELEGATION_ACCURACY,
+    ids::TERMINATION_CORRECTNESS,
+    ids::STALL_RATE,
+    ids::COORDINATION_EFFICIENCY,
+    ids::ERROR_CONTAINMENT,
 ];
 
 /// The metrics that depend on a run's success, and so carry its provenance.
@@ -572,6 +578,9 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64,
         if let Some(r) = &e.review {
             review_observations(r, e.outcome == Outcome::Success, &mut emit);
         }
+        if let Some(c) = &e.coordination {
+            coordination_observations(c, &mut emit);
+        }
         if let (Some(c), true) = (e.confidence, verified) {
             let mut o = observation(run_id, run, ids::CALIBRATION_ECE, None, t, flag(success), 1.0);
             o.observation_id = format!("{run_id}/calibration_ece/end");
@@ -606,7 +615,13 @@ fn grounding_observations(g: &Grounding, assertive: Option<i32>, emit: &mut impl
         (ids::KEY_ELEMENT_CAPTURE, g.key_elements_captured, g.key_elements_expected),
         (ids::IRRELEVANCE_RATE, g.sentences_irrelevant, g.sentences_total),
     ];
-    for (metric, part, whole) in ratios {
+    emit_ratios(&ratios, emit);
+}
+
+/// Emits each (metric, part, whole) whose counts are both present, with the whole as the
+/// weight, when the whole is positive.
+fn emit_ratios(ratios: &[(&str, Option<i32>, Option<i32>)], emit: &mut impl FnMut(&str, f64, f64)) {
+    for &(metric, part, whole) in ratios {
         if let (Some(p), Some(w)) = (part, whole)
             && w > 0
         {
@@ -643,6 +658,24 @@ fn review_observations(r: &Review, completed: bool, emit: &mut impl FnMut(&str, 
             BaselineKind::Estimated => ids::EFFICIENCY_NET_OF_REVIEW_ESTIMATED,
         };
         emit(metric, manual - (generation + review), manual);
+    }
+}
+
+/// Multi-agent coordination (seed 000 Table IX): part / whole per run as for grounding;
+/// coordination efficiency is messages over the reference trace's messages (an R metric: the
+/// window's Σ messages / Σ optimal, against a budget).
+fn coordination_observations(c: &Coordination, emit: &mut impl FnMut(&str, f64, f64)) {
+    let ratios = [
+        (ids::DELEGATION_ACCURACY, c.delegations_correct, c.delegations),
+        (ids::COORDINATION_EFFICIENCY, c.messages, c.messages_optimal),
+        (ids::ERROR_CONTAINMENT, c.faults_contained, c.faults_injected),
+    ];
+    emit_ratios(&ratios, emit);
+    if let Some(t) = c.terminated_correctly {
+        emit(ids::TERMINATION_CORRECTNESS, flag(t), 1.0);
+    }
+    if let Some(s) = c.stalled {
+        emit(ids::STALL_RATE, flag(s), 1.0);
     }
 }
 
@@ -709,6 +742,7 @@ mod tests {
             evaluations: Vec::new(),
             grounding: None,
             review: None,
+            coordination: None,
         }
     }
 
@@ -743,6 +777,16 @@ mod tests {
                 manual_minutes: Some(80.0),
                 manual_baseline: Some(baseline),
             }),
+            coordination: Some(Coordination {
+                delegations: Some(5),
+                delegations_correct: Some(4),
+                terminated_correctly: Some(true),
+                stalled: Some(false),
+                messages: Some(12),
+                messages_optimal: Some(8),
+                faults_injected: Some(2),
+                faults_contained: Some(1),
+            }),
             ..ended(Outcome::Success)
         }
     }
@@ -768,6 +812,11 @@ mod tests {
         // Δ = 1 − (5 + 15) / 80 = 0.75: value t_manual − t_AI over weight t_manual.
         assert_eq!(by("efficiency_net_of_review_observed"), Some((60.0, 80.0)));
         assert_eq!(by("efficiency_net_of_review_estimated"), None, "never pooled with the observed baseline");
+        assert_eq!(by("delegation_accuracy"), Some((4.0, 5.0)));
+        assert_eq!(by("termination_correctness"), Some((1.0, 1.0)));
+        assert_eq!(by("stall_rate"), Some((0.0, 1.0)));
+        assert_eq!(by("coordination_efficiency"), Some((12.0, 8.0)), "messages over the reference trace's");
+        assert_eq!(by("error_containment"), Some((1.0, 2.0)));
         let estimated = run(drafted(BaselineKind::Estimated));
         assert!(estimated.iter().any(|o| o.metric == "efficiency_net_of_review_estimated"));
         assert!(!estimated.iter().any(|o| o.metric == "efficiency_net_of_review_observed"));

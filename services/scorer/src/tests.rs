@@ -232,6 +232,11 @@ fn every_validation_rule_dead_letters_its_event_and_the_stream_goes_on() {
         ("review.manual_minutes without manual_baseline", |e| {
             e.run_ended.as_mut().unwrap().review.get_or_insert_default().manual_minutes = Some(30.0)
         }),
+        ("coordination.faults_contained 3 exceeds faults_injected 2", |e| {
+            let c = e.run_ended.as_mut().unwrap().coordination.get_or_insert_default();
+            (c.faults_injected, c.faults_contained) = (Some(2), Some(3));
+        }),
+        ("negative coordination.messages", |e| e.run_ended.as_mut().unwrap().coordination.get_or_insert_default().messages = Some(-1)),
         ("review.manual_minutes 0 must be a positive number", |e| {
             let r = e.run_ended.as_mut().unwrap().review.get_or_insert_default();
             (r.manual_minutes, r.manual_baseline) = (Some(0.0), Some(octant_contracts::BaselineKind::Observed));
@@ -295,7 +300,7 @@ fn every_validation_rule_dead_letters_its_event_and_the_stream_goes_on() {
         checked += 1;
     }
     assert_eq!(checked, step_rules.len() + start_rules.len() + end_rules.len());
-    assert_eq!(checked, 31);
+    assert_eq!(checked, 33);
 
     // A Kafka key that is not the run id (the partitioning contract).
     let mut h = Harness::new(ScorerConfig::default());

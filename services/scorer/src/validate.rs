@@ -11,12 +11,13 @@
 //! | run started: attempt ≥ 0, optimal steps ≥ 1, required sub-goals ≥ 0, contamination in [0, 1] | |
 //! | run ended: verdicts and confidence in [0, 1]; counts ≥ 0; unsupported ≤ assertive | |
 //! | run ended, grounding: counts ≥ 0; each part ≤ its whole (strict ≤ lenient ≤ citations, cited sentences ≤ assertive, …) | `grounding.claims_unsupported 5 exceeds claims 4` |
+//! | run ended, coordination: counts ≥ 0; correct delegations ≤ delegations, contained faults ≤ injected | `coordination.faults_contained 3 exceeds faults_injected 2` |
 //! | run ended, review: counts and minutes ≥ 0, caught ≤ seeded; a manual baseline > 0 and with its kind | `review.manual_minutes without manual_baseline …` |
 //!
 //! Parse, don't validate: a valid event comes back as a [`Valid`] event with its one [`Body`],
 //! typed, so run assembly needs no `expect` on an unwritten agreement.
 
-use octant_contracts::{EventKind, Grounding, Intervention, Review, RunEnded, RunStarted, Step, TrajectoryEvent};
+use octant_contracts::{Coordination, EventKind, Grounding, Intervention, Review, RunEnded, RunStarted, Step, TrajectoryEvent};
 
 /// The one body of a valid event: a run's start, or something inside a started run.
 #[derive(Debug, Clone, Copy)]
@@ -130,6 +131,9 @@ pub fn validate<'a>(ev: &'a TrajectoryEvent, key: Option<&[u8]>) -> Result<Valid
         if let Some(r) = &e.review {
             review(r)?;
         }
+        if let Some(c) = &e.coordination {
+            coordination(c)?;
+        }
     }
     Ok(Valid { event: ev, body })
 }
@@ -146,19 +150,39 @@ fn grounding(g: &Grounding, assertive: Option<i32>) -> Result<(), String> {
         ("key_elements_captured", g.key_elements_captured, "key_elements_expected", g.key_elements_expected),
         ("claims_unsupported", g.claims_unsupported, "claims", g.claims),
     ];
-    for (part, p, whole, w) in pairs {
+    parts_within_wholes("grounding", &pairs)
+}
+
+/// Counts of the record `record`: none negative, no part above its whole.
+fn parts_within_wholes(record: &str, pairs: &[(&str, Option<i32>, &str, Option<i32>)]) -> Result<(), String> {
+    for &(part, p, whole, w) in pairs {
         for (name, v) in [(part, p), (whole, w)] {
             if v.is_some_and(|n| n < 0) {
-                return Err(format!("negative grounding.{name}"));
+                return Err(format!("negative {record}.{name}"));
             }
         }
         if let (Some(p), Some(w)) = (p, w)
             && p > w
         {
-            return Err(format!("grounding.{part} {p} exceeds {whole} {w}"));
+            return Err(format!("{record}.{part} {p} exceeds {whole} {w}"));
         }
     }
     Ok(())
+}
+
+/// Coordination counts: none negative, no part above its whole (messages may exceed the
+/// reference trace's: that is what coordination efficiency measures).
+fn coordination(c: &Coordination) -> Result<(), String> {
+    for (name, v) in [("messages", c.messages), ("messages_optimal", c.messages_optimal)] {
+        if v.is_some_and(|n| n < 0) {
+            return Err(format!("negative coordination.{name}"));
+        }
+    }
+    let pairs = [
+        ("delegations_correct", c.delegations_correct, "delegations", c.delegations),
+        ("faults_contained", c.faults_contained, "faults_injected", c.faults_injected),
+    ];
+    parts_within_wholes("coordination", &pairs)
 }
 
 /// Review counts and minutes: none negative, caught ≤ seeded, a manual baseline positive and

@@ -220,6 +220,47 @@ def drafting_review():
     ], tags=("drafting",))
 
 
+def slices(metric, kind, legend="{{system}} {{slice}}"):
+    """A metric's diagnostic slices (one agent, one task family) with their intervals."""
+    sel = f'metric="{metric}", slice_kind="{kind}", system=~"$system"'
+    return [target(f'max by (system, slice) (octant_metric_slice_estimate{{{sel}}})', legend, "A"),
+            target(f'max by (system, slice) (octant_metric_slice_ci_low{{{sel}}})', legend + " low", "B"),
+            target(f'max by (system, slice) (octant_metric_slice_ci_high{{{sel}}})', legend + " high", "C")]
+
+
+COORDINATION = ["delegation_accuracy", "termination_correctness", "stall_rate", "error_containment"]
+
+
+def agents_families():
+    rate = {"defaults": {"unit": "percentunit", "min": 0, "max": 1}, "overrides": [
+        {"matcher": {"id": "byRegexp", "options": ".* (low|high)$"}, "properties": [
+            {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [4, 4]}}, {"id": "custom.lineWidth", "value": 1}]}]}
+    return dashboard("octant-agents-families", "Octant · Agents, task families and coordination",
+        "Which agent drives a rate and which task family regressed: the aggregator's diagnostic slices (octant_metric_slice_*, per agent of "
+        "systems declared multi_agent, per declared task family; at most [slices] max_values named values per system, the rest '(other)'), "
+        "never vetoed — the joint series carries the verdict. Below, seed 000 Table IX's coordination instruments.", [
+        panel(1, "Unsafe-action rate by agent", "timeseries", slices("unsafe_action_rate", "agent"),
+              0, 0, 12, 8, "Violating steps / steps taken by each agent, with the 95 % interval (dashed). The veto is the joint rate's "
+              "(Safety & oversight dashboard); this says whose steps it is made of.", fieldConfig=rate),
+        panel(2, "Confirmation gating by agent", "timeseries", slices("confirmation_gating", "agent"),
+              12, 0, 12, 8, "High-impact steps confirmed before acting / high-impact steps, per agent.", fieldConfig=rate),
+        panel(3, "Task success by task family", "timeseries", slices("task_success", "task_family"),
+              0, 8, 12, 8, "Pass rate of each declared task family (RunStarted.task_family) with its interval: a regression in one family is "
+              "visible here while the system's joint rate averages it away. Per task: the profile's evidence package.", fieldConfig=rate),
+        panel(4, "Latency per run by task family", "timeseries",
+              [target('max by (system, slice) (octant_metric_slice_estimate{metric="latency_per_run", slice_kind="task_family", system=~"$system"})',
+                      "{{system}} {{slice}}", "A")],
+              12, 8, 12, 8, "Mean run latency of each family (ms).", fieldConfig={"defaults": {"unit": "ms", "min": 0}, "overrides": []}),
+        panel(5, "Coordination (multi-agent runs)", "timeseries", [estimates(COORDINATION)],
+              0, 16, 12, 8, "Delegations to the right agent / delegations; runs terminated correctly; runs that stalled (deadlock or "
+              "livelock); injected faults contained / injected (RunEnded.coordination).", fieldConfig=rate),
+        panel(6, "Coordination efficiency (messages per reference message)", "timeseries",
+              [estimates(["coordination_efficiency"], "{{system}} {{version}}")],
+              12, 16, 12, 8, "Σ messages / Σ messages of a reference trace, against the declared budget (default 2).",
+              fieldConfig={"defaults": {"unit": "short", "min": 0}, "overrides": []}),
+    ], tags=("multi-agent", "task-families"))
+
+
 def pipeline():
     return dashboard("octant-pipeline", "Octant · Pipeline health",
         "Throughput, consumer lag, dead letters, latency and readiness of every Octant service.", [
@@ -265,7 +306,8 @@ def pipeline():
 
 def main():
     for name, d in [("fleet-profile", fleet()), ("safety-oversight", safety()), ("evaluation", evaluation()),
-                    ("drafting-review", drafting_review()), ("pipeline-health", pipeline())]:
+                    ("drafting-review", drafting_review()), ("agents-families", agents_families()),
+                    ("pipeline-health", pipeline())]:
         with open(os.path.join(HERE, f"{name}.json"), "w") as f:
             json.dump(d, f, indent=2, ensure_ascii=False)
             f.write("\n")

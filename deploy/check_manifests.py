@@ -93,7 +93,7 @@ check(re.search(r"^FROM rust:\S+ AS build", docker, re.M) is not None, "Dockerfi
 
 # --- dashboards ---
 dashboards = sorted(glob.glob(path("dashboards", "*.json")))
-expected = ["drafting-review.json", "evaluation.json", "fleet-profile.json", "pipeline-health.json", "safety-oversight.json"]
+expected = ["agents-families.json", "drafting-review.json", "evaluation.json", "fleet-profile.json", "pipeline-health.json", "safety-oversight.json"]
 check([os.path.basename(f) for f in dashboards] == expected, f"the dashboards {expected}")
 uids = set()
 for f in dashboards:

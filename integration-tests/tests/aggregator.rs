@@ -1,7 +1,7 @@
 //! The aggregator against a real broker: ground truth through the whole path (generator →
 //! scorer → aggregator), and determinism across partitionings.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use octant_aggregator::AggregatorConfig;
@@ -235,7 +235,8 @@ async fn ground_truth_through_the_pipeline() {
     assert_eq!(dim(first, "safety").band, Some(0));
     assert!(first.unsuitable);
     let runs_at_confirmation = (first.window_end - T0) / fleet.run_spacing_ms;
-    let w = &windows[&octant_engine::output::window_id("sys-a", "1.0.0", Source::Production, "unsafe_action_rate", None, first.window_end)];
+    let w = &windows
+        [&octant_engine::output::window_id("sys-a", "1.0.0", Source::Production, "unsafe_action_rate", None, None, first.window_end)];
     eprintln!(
         "system A confirmed unsafe in the window ending {} min after the start: ~{runs_at_confirmation} runs generated, {} runs ({} steps) in the window, estimate {:.3} [{:.3}, {:.3}]",
         (first.window_end - T0) / 60_000,
@@ -377,13 +378,14 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
 /// Coverage through the whole pipeline: over many tumbling windows of generated data with
 /// known rates, the emitted 95 % intervals cover the true rate about 95 % of the time.
 /// Accepted band: 92–98 % (about ±3 binomial standard errors at ~500 trials). Measured with
-/// seed 23 (chosen before the first run), 2026-12-02: 95.0 % overall (433 of 456 windows);
-/// the unsafe-action windows alone cover 89.5 % (seed 23's unsafe steps are over-dispersed
-/// across windows; the pipeline reproduces the generator's per-window counts exactly).
-/// The grounded-drafting, review and coordination instruments (18, drawn from a stream of
-/// their own, so the four above are unchanged by them: checked by running without them) are a
-/// second group, accepted at 90–99 %: 95.2 % (832 of 874 windows; per instrument 86.8–100 % of
-/// 19–57).
+/// seed 23 (chosen before the first run), 2026-12-02, with per-agent unsafe rates on cov-1 and
+/// task families on cov-4: 95.4 % overall (435 of 456 windows; 95.0 %, 433, before those two
+/// were added). The grounded-drafting, review and coordination instruments (18, drawn from a
+/// stream of their own) are a second group, accepted at 90–99 %: 94.7 % (828 of 874 windows;
+/// per instrument 86.8–100 % of 19–57). The per-agent and per-family slices are a third,
+/// accepted at 90–99 %: 93.2 % (248 of 266), with the pooled slice rates naming the agent and
+/// the family that drive the joint rate (executor 0.135 vs planner 0.049, true 0.15 / 0.05;
+/// families 0.682 vs 0.291, true 0.7 / 0.3).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn intervals_cover_the_true_rates() {
     let env = TestEnv::new("coverage", 4).await;
@@ -408,6 +410,15 @@ async fn intervals_cover_the_true_rates() {
                 // Two multi-agent systems' coordination (Table IX).
                 x.agents = vec!["planner".into(), "executor".into()];
                 x.coordination = Some(octant_gen::CoordinationSpec::typical());
+            }
+            if i == 1 {
+                // Its executor takes three times as many unsafe steps as its planner (the joint
+                // rate stays within 0.003 of 0.10: the planner takes slightly more steps).
+                x.unsafe_by_agent = Some(vec![0.05, 0.15]);
+            }
+            if i == 4 {
+                // Two task families around its 0.5: each family's windows recover its own rate.
+                x.task_families = vec![("emergent_planner".into(), 0.3), ("verifiable_executor".into(), 0.7)];
             }
             if i < 3 {
                 let mut d = octant_gen::DraftingSpec::grounded();
@@ -440,12 +451,15 @@ async fn intervals_cover_the_true_rates() {
     let mut cfg = aggregator_config(&env);
     cfg.evaluation.window.length = Duration::from_secs(120);
     cfg.evaluation.window.tumbling = true;
+    for s in ["cov-0", "cov-1"] {
+        cfg.evaluation.system_types.insert(s.into(), octant_core::catalogue::SystemType::MultiAgent);
+    }
     let out = pipeline_with(&env, cfg, &fleet, 1200, 0).await;
     let (mut trials, mut covered) = (0u32, 0u32);
     let mut by_metric: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
     for w in out.windows.values() {
-        // Whole windows only (the first starts before the data).
-        if w.window_start < T0 {
+        // Whole windows only (the first starts before the data); joint series (slices below).
+        if w.window_start < T0 || w.slice_kind.is_some() {
             continue;
         }
         let (Some(t), Some(lo), Some(hi)) = (truth(&w.system_id, &w.metric), w.ci_low, w.ci_high) else { continue };
@@ -486,7 +500,7 @@ async fn intervals_cover_the_true_rates() {
     // The drafting, review and coordination instruments against the generator's true values.
     let (mut new_trials, mut new_covered) = (0u32, 0u32);
     let mut new_by_metric: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
-    for w in out.windows.values().filter(|w| w.window_start >= T0) {
+    for w in out.windows.values().filter(|w| w.window_start >= T0 && w.slice_kind.is_none()) {
         let Some(t) = systems.iter().find(|s| s.id == w.system_id).and_then(|s| s.true_value(&w.metric)) else { continue };
         if truth(&w.system_id, &w.metric).is_some() {
             continue;
@@ -508,6 +522,75 @@ async fn intervals_cover_the_true_rates() {
     assert!(new_trials >= 500, "{new_trials} trials");
     let new_rate = new_covered as f64 / new_trials as f64;
     assert!((0.90..=0.99).contains(&new_rate), "drafting, review and coordination coverage {new_rate:.3} outside 90–99 %");
+
+    // Slices: per agent for the two systems declared multi-agent only, per family where runs
+    // declare one; each slice's interval covers its own true rate, and the units of a
+    // metric's slices add up to its joint series'.
+    // (system, slice, metric) → (windows with a truth, covered, Σ units·estimate, Σ units)
+    type Tally = (u32, u32, f64, f64);
+    let mut slices: BTreeMap<(String, String, String), Tally> = BTreeMap::new();
+    for w in out.windows.values().filter(|w| w.slice_kind.is_some()) {
+        let (kind, value) = (w.slice_kind.clone().unwrap(), w.slice.clone().unwrap());
+        let x = systems.iter().find(|s| s.id == w.system_id).unwrap();
+        assert_eq!(w.veto_state, None, "a slice has no veto state: {w:?}");
+        let joint = out
+            .windows
+            .values()
+            .find(|j| j.slice_kind.is_none() && j.system_id == w.system_id && j.metric == w.metric && j.window_end == w.window_end)
+            .expect("a slice's joint series");
+        let siblings: i64 = out
+            .windows
+            .values()
+            .filter(|s| {
+                s.slice_kind.as_deref() == Some(&kind) && s.system_id == w.system_id && s.metric == w.metric && s.window_end == w.window_end
+            })
+            .map(|s| s.units)
+            .sum();
+        assert_eq!(siblings, joint.units, "{}'s {kind} slices of {} add up to the joint units", w.system_id, w.metric);
+        let truth = match (kind.as_str(), w.metric.as_str()) {
+            ("agent", "unsafe_action_rate") if x.unsafe_by_agent.is_some() => {
+                Some(x.unsafe_by_agent.as_ref().unwrap()[x.agents.iter().position(|a| *a == value).unwrap()])
+            }
+            ("agent", m) => truth(&w.system_id, m),
+            ("task_family", "task_success") => x.family_success(&value),
+            _ => None,
+        };
+        let e = slices.entry((w.system_id.clone(), format!("{kind}={value}"), w.metric.clone())).or_default();
+        e.2 += w.units as f64 * w.estimate.unwrap_or(0.0);
+        e.3 += w.units as f64;
+        let (Some(t), Some(lo), Some(hi)) = (truth, w.ci_low, w.ci_high) else { continue };
+        if w.window_start < T0 {
+            continue;
+        }
+        e.0 += 1;
+        e.1 += (lo <= t && t <= hi) as u32;
+    }
+    let systems_sliced: BTreeSet<(&str, &str)> = slices.keys().map(|(s, k, _)| (s.as_str(), k.split('=').next().unwrap())).collect();
+    assert_eq!(
+        systems_sliced,
+        [("cov-0", "agent"), ("cov-1", "agent"), ("cov-4", "task_family")].into(),
+        "agents of the declared multi-agent systems, the families of the system with families"
+    );
+    let (n, c) = slices.values().fold((0, 0), |(n, c), e| (n + e.0, c + e.1));
+    eprintln!(
+        "slices: {c}/{n} = {:.1} % of windows cover their slice's true rate; pooled: {}",
+        100.0 * c as f64 / n as f64,
+        slices
+            .iter()
+            .filter(|((s, _, m), _)| (s == "cov-1" && m == "unsafe_action_rate") || m == "task_success")
+            .map(|((s, k, m), e)| format!("{s} {k} {m} {:.3}", e.2 / e.3))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    assert!(n >= 150, "{n} slice windows with a true value");
+    assert!((0.90..=0.99).contains(&(c as f64 / n as f64)), "slice coverage {c}/{n} outside 90–99 %");
+    let pooled = |k: &str, m: &str| {
+        let e = slices[&(if k.starts_with("agent") { "cov-1" } else { "cov-4" }.to_string(), k.to_string(), m.to_string())];
+        e.2 / e.3
+    };
+    // Which agent drives the rate, and which family regressed, visible in the slices.
+    assert!(pooled("agent=executor", "unsafe_action_rate") > pooled("agent=planner", "unsafe_action_rate") + 0.05);
+    assert!(pooled("task_family=verifiable_executor", "task_success") > pooled("task_family=emergent_planner", "task_success") + 0.25);
 }
 
 /// Late data is never silently lost: an observation older than the window frontier goes to the
@@ -534,6 +617,7 @@ async fn late_observations_are_dead_lettered() {
         attempt: None,
         groups: vec![],
         benchmark: None,
+        task_family: None,
         cluster_id: format!("run-{i}"),
         step: Some(1),
         event_time: t,

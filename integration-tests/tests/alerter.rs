@@ -37,6 +37,8 @@ fn window(system: &str, minute: i64, est: (f64, f64, f64)) -> MetricWindow {
         metric: "unsafe_action_rate".into(),
         dimension: "safety".into(),
         benchmark: None,
+        slice_kind: None,
+        slice: None,
         window_start: T0 + (minute - 60) * MIN,
         window_end: T0 + minute * MIN,
         units: 800,

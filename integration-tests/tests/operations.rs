@@ -177,6 +177,8 @@ async fn every_dashboard_panel_query_returns_data() {
     agg_cfg.evaluation.window.length = Duration::from_secs(600);
     agg_cfg.evaluation.window.slide = Duration::from_secs(30);
     agg_cfg.evaluation.window.allowed_lateness = Duration::from_secs(30);
+    // The demo fleet's multi-agent system (per-agent slices on the agents dashboard).
+    agg_cfg.evaluation.system_types.insert("agent-b".into(), octant_core::catalogue::SystemType::MultiAgent);
     let aggregator = octant_aggregator::start(agg_cfg, Registry::new(), shutdown.clone()).await.unwrap();
     let alerter = octant_alerter::start(crate::alerter::alerter_config(&env, Some(&am)), Registry::new(), shutdown.clone()).await.unwrap();
     let lake = std::env::temp_dir().join(format!("octant-dash-lake-{}", std::process::id()));

@@ -131,6 +131,7 @@ fn observation(metric: &str) -> Observation {
         attempt: None,
         groups: vec![],
         benchmark: None,
+        task_family: None,
         cluster_id: "odd-1".into(),
         step: None,
         event_time: T0 + 2 * SEC,

@@ -18,6 +18,11 @@ pub struct AggregatorConfig {
     /// Window geometry, bootstrap, budgets and profile rules (shared with the profiler).
     #[serde(default)]
     pub evaluation: EvaluationConfig,
+    /// Diagnostic slices (`[slices]`): ratio series also kept per agent and per declared task
+    /// family, published as windows with `slice_kind`/`slice` and as the
+    /// `octant_metric_slice_*` gauges; never vetoed, never in a profile.
+    #[serde(default)]
+    pub slices: octant_engine::window::SliceSpec,
 }
 
 impl Default for AggregatorConfig {
@@ -30,6 +35,7 @@ impl AggregatorConfig {
     pub fn check(&self) -> Result<(), String> {
         self.stream.check(&crate::ID)?;
         self.redaction.build()?;
+        self.slices.check()?;
         self.evaluation.check()
     }
 }

@@ -116,6 +116,7 @@ struct GaugeSets {
     dimension: HashMap<Vec<String>, i64>,
     veto: HashMap<Vec<String>, i64>,
     system: HashMap<Vec<String>, i64>,
+    slice: HashMap<Vec<String>, i64>,
     /// Metric label set → the N/A reason its `octant_metric_not_applicable` series carries.
     na_reason: HashMap<Vec<String>, &'static str>,
 }
@@ -167,14 +168,29 @@ impl AggregatorStage {
         let key = |l: &[&str]| l.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let mut end = i64::MIN;
         for (w, na) in out.windows.iter().zip(&out.not_applicable) {
-            let labels = [
-                w.system_id.as_str(),
-                w.system_version.as_str(),
-                w.source.as_str(),
-                w.metric.as_str(),
-                w.dimension.as_str(),
-                w.benchmark.as_deref().unwrap_or(""),
-            ];
+            let series = [w.system_id.as_str(), w.system_version.as_str(), w.source.as_str(), w.metric.as_str(), w.dimension.as_str()];
+            if let (Some(kind), Some(slice)) = (&w.slice_kind, &w.slice) {
+                let labels = [&series[..], &[kind.as_str(), slice.as_str()]].concat();
+                sets.slice.insert(key(&labels), w.window_end);
+                end = end.max(w.window_end);
+                m.slice_units.with_label_values(&labels).set(w.units as f64);
+                let gauges = [
+                    (&m.slice_estimate, w.estimate),
+                    (&m.slice_ci_low, w.ci_low),
+                    (&m.slice_ci_high, w.ci_high),
+                    (&m.slice_band, w.band.map(f64::from)),
+                ];
+                for (g, v) in gauges {
+                    match v.filter(|_| na.is_none()) {
+                        Some(v) => g.with_label_values(&labels).set(v),
+                        None => {
+                            let _ = g.remove_label_values(&labels);
+                        }
+                    }
+                }
+                continue;
+            }
+            let labels = [&series[..], &[w.benchmark.as_deref().unwrap_or("")]].concat();
             let k = key(&labels);
             sets.metric.insert(k.clone(), w.window_end);
             end = end.max(w.window_end);
@@ -273,6 +289,9 @@ impl AggregatorStage {
         for k in expired(&mut sets.veto) {
             remove(&[&m.veto_state, &m.veto_evidence], &k);
         }
+        for k in expired(&mut sets.slice) {
+            remove(&[&m.slice_estimate, &m.slice_ci_low, &m.slice_ci_high, &m.slice_band, &m.slice_units], &k);
+        }
         for k in expired(&mut sets.system) {
             remove(&[&m.unsuitable], &k);
         }
@@ -287,7 +306,8 @@ impl Stage for AggregatorStage {
         // The companion value says where the windows resume (see `Resume`).
         let resume = companion.and_then(Resume::decode);
         Ok(PartitionState {
-            windows: Windows::new(self.config.evaluation.window_spec(), self.config.evaluation.bootstrap_spec(), resume),
+            windows: Windows::new(self.config.evaluation.window_spec(), self.config.evaluation.bootstrap_spec(), resume)
+                .with_slices(self.config.slices.clone(), self.config.evaluation.multi_agent_systems()),
             upstream: Upstream::default(),
         })
     }

@@ -1,7 +1,8 @@
 //! The aggregator's Prometheus metrics: pipeline counters (`octant_aggregator_*`) and the
 //! evaluation gauges operators chart and alert on (`octant_metric_*`, `octant_dimension_band`,
 //! `octant_veto_state`, `octant_system_unsuitable`). Labels are bounded: system, version,
-//! source, metric, dimension, benchmark, rule — never a run id.
+//! source, metric, dimension, benchmark, rule, and for the `octant_metric_slice_*` gauges
+//! slice kind and a bounded slice (agent or task family) — never a run id.
 
 use octant_runtime::metrics::Register;
 use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
@@ -29,11 +30,19 @@ pub struct Metrics {
     pub veto_state: GaugeVec,
     pub veto_evidence: GaugeVec,
     pub unsuitable: GaugeVec,
+    pub slice_estimate: GaugeVec,
+    pub slice_ci_low: GaugeVec,
+    pub slice_ci_high: GaugeVec,
+    pub slice_band: GaugeVec,
+    pub slice_units: GaugeVec,
 }
 
 pub const METRIC_LABELS: [&str; 6] = ["system", "version", "source", "metric", "dimension", "benchmark"];
 pub const DIMENSION_LABELS: [&str; 4] = ["system", "version", "source", "dimension"];
 pub const NA_LABELS: [&str; 7] = ["system", "version", "source", "metric", "dimension", "benchmark", "reason"];
+/// A diagnostic slice (`slice_kind` agent or task_family): at most `[slices] max_values` + 1
+/// slices per (system, version, source, kind), so per sliced metric.
+pub const SLICE_LABELS: [&str; 7] = ["system", "version", "source", "metric", "dimension", "slice_kind", "slice"];
 pub const VETO_LABELS: [&str; 5] = ["system", "version", "source", "rule", "benchmark"];
 
 impl Metrics {
@@ -96,6 +105,15 @@ impl Metrics {
                 "1 when the unsafe-action veto flags the system unsuitable",
                 &["system", "version", "source"],
             ),
+            slice_estimate: g(
+                "octant_metric_slice_estimate",
+                "Point estimate of a metric over the latest window, for one agent or task family (absent when N/A); never vetoed",
+                &SLICE_LABELS,
+            ),
+            slice_ci_low: g("octant_metric_slice_ci_low", "Lower end of a slice's interval (absent when N/A)", &SLICE_LABELS),
+            slice_ci_high: g("octant_metric_slice_ci_high", "Upper end of a slice's interval (absent when N/A)", &SLICE_LABELS),
+            slice_band: g("octant_metric_slice_band", "Band 0..4 of a slice (absent when N/A)", &SLICE_LABELS),
+            slice_units: g("octant_metric_slice_units", "Units behind a slice's latest window", &SLICE_LABELS),
         }
     }
 }

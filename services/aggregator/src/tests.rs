@@ -164,7 +164,7 @@ fn bad_input_is_dead_lettered_and_the_stream_goes_on() {
         let out = d.send(&topic, 0, Some(b"s"), payload).unwrap();
         let (_, _, dead) = published(&out);
         match class {
-            None => assert!(dead.is_empty(), "offset {offset}: accepted"),
+            None => assert!(dead.is_empty(), "offset {offset}: accepted: {dead:?}"),
             Some(class) => {
                 assert_eq!(dead.len(), 1, "offset {offset}");
                 let dl = &dead[0];
@@ -244,6 +244,7 @@ fn obs(system: &str, i: i64, t: i64) -> Observation {
         attempt: None,
         groups: vec![],
         benchmark: None,
+        task_family: None,
         cluster_id: format!("{system}-run-{i}"),
         step: Some(1),
         event_time: t,

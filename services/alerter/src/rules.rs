@@ -153,6 +153,10 @@ impl Rules {
 
     /// A metric window: the alerts it raises or resolves (none for metrics without a veto).
     pub fn on_window(&mut self, w: &MetricWindow) -> Vec<Alert> {
+        // A slice (one agent, one task family) is diagnostic: only the joint series is vetoed.
+        if w.slice_kind.is_some() {
+            return Vec::new();
+        }
         let Some(rule) = spec(&w.metric).and_then(|s| s.veto) else { return Vec::new() };
         let fingerprint = veto_fingerprint(w, rule.name);
         let runbook = self.runbook(rule.name);
@@ -405,6 +409,8 @@ pub(crate) mod tests {
             metric: "unsafe_action_rate".into(),
             dimension: "safety".into(),
             benchmark: None,
+            slice_kind: None,
+            slice: None,
             window_start: (end_min - 60) * MIN,
             window_end: end_min * MIN,
             units: 500,
@@ -527,6 +533,17 @@ pub(crate) mod tests {
         assert_eq!(a.len(), 1);
         assert_eq!(a[0].severity, Severity::Critical);
         assert!(a[0].summary.contains("confirmed: sequential evidence since") && a[0].summary.contains("rate 0.310"), "{}", a[0].summary);
+    }
+
+    /// A slice (one agent's steps) is diagnostic: even a window carrying a breached state
+    /// raises nothing, and it never shadows the joint window of the same end.
+    #[test]
+    fn a_sliced_window_raises_nothing_and_leaves_the_joint_series_alone() {
+        let mut r = Rules::new(RuleConfig::default());
+        let mut w = window(1, CONFIRMED);
+        (w.slice_kind, w.slice) = (Some("agent".into()), Some("planner".into()));
+        assert!(r.on_window(&w).is_empty());
+        assert_eq!(r.on_window(&window(1, CONFIRMED)).len(), 1, "the joint window of the same end still fires");
     }
 
     #[test]

@@ -242,6 +242,7 @@ fn observation_datum(o: &Observation, out: &mut Vec<u8>) {
     }
     long(out, 0);
     optional(out, &o.benchmark, string_);
+    optional(out, &o.task_family, string_);
     string(out, &o.cluster_id);
     optional(out, &o.step, |out, v| long(out, *v));
     long(out, o.event_time);

@@ -445,6 +445,8 @@ pub struct Observation {
     pub groups: Vec<String>,
     #[serde(default)]
     pub benchmark: Option<String>,
+    #[serde(default)]
+    pub task_family: Option<String>,
     pub cluster_id: String,
     #[serde(default)]
     pub step: Option<i64>,
@@ -503,6 +505,10 @@ pub struct MetricWindow {
     pub dimension: String,
     #[serde(default)]
     pub benchmark: Option<String>,
+    #[serde(default)]
+    pub slice_kind: Option<String>,
+    #[serde(default)]
+    pub slice: Option<String>,
     pub window_start: i64,
     pub window_end: i64,
     pub units: i64,

@@ -173,6 +173,7 @@ fn observation() -> Observation {
         attempt: Some(0),
         groups: vec!["locale=fr".into()],
         benchmark: None,
+        task_family: None,
         cluster_id: "run-1".into(),
         step: Some(3),
         event_time: 1_764_489_600_000,
@@ -192,6 +193,8 @@ fn window() -> MetricWindow {
         metric: "unsafe_action_rate".into(),
         dimension: "safety".into(),
         benchmark: None,
+        slice_kind: None,
+        slice: None,
         window_start: 1_764_486_000_000,
         window_end: 1_764_489_600_000,
         units: 1200,
@@ -572,7 +575,8 @@ proptest! {
     ) {
         let o = Observation {
             observation_id: id, metric, value, weight, agent_id: agent, task_id: task, attempt, step, event_time: t, groups,
-            benchmark: bench, confidence: conf,
+            benchmark: bench.clone(), confidence: conf,
+            task_family: bench.map(|b| format!("family of {b}")),
             source: if evaluation { Source::Evaluation } else { Source::Production },
             provenance: prov.map(|i| Provenance::ALL[i]),
             ..observation()

@@ -63,6 +63,7 @@ fn minute(m: i64, systems: usize, x: &mut u64) -> Vec<Observation> {
                         attempt: None,
                         groups: vec![],
                         benchmark: None,
+                        task_family: None,
                         cluster_id: run.clone(),
                         step: Some(step),
                         event_time: t,

@@ -139,6 +139,11 @@ impl BootstrapConfig {
 }
 
 impl EvaluationConfig {
+    /// The systems declared `multi_agent`.
+    pub fn multi_agent_systems(&self) -> Vec<String> {
+        self.system_types.iter().filter(|(_, t)| **t == octant_core::catalogue::SystemType::MultiAgent).map(|(s, _)| s.clone()).collect()
+    }
+
     pub fn window_spec(&self) -> WindowSpec {
         let length = self.window.length.as_millis() as i64;
         WindowSpec {

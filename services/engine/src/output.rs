@@ -12,7 +12,7 @@ use octant_core::profile::{
 use octant_core::stats::bootstrap::{BootstrapSpec, METHOD};
 
 use crate::config::EvaluationConfig;
-use crate::window::{Emission, SeriesWindow};
+use crate::window::{Emission, SeriesWindow, SliceKind};
 
 /// Everything one emission publishes, plus the evaluated profiles (for gauges and views).
 pub struct Outputs {
@@ -22,9 +22,33 @@ pub struct Outputs {
     pub profiles: Vec<(DimensionProfile, Profile)>,
 }
 
-/// Deterministic id of a metric window.
-pub fn window_id(system: &str, version: &str, source: Source, metric: &str, benchmark: Option<&str>, end: i64) -> String {
-    format!("{system}/{version}/{}/{metric}/{}/{end}", source.as_str(), benchmark.unwrap_or("-"))
+/// Deterministic id of a metric window (a sliced window's names its slice before the end).
+pub fn window_id(
+    system: &str,
+    version: &str,
+    source: Source,
+    metric: &str,
+    benchmark: Option<&str>,
+    slice: Option<(SliceKind, &str)>,
+    end: i64,
+) -> String {
+    match slice {
+        None => format!("{system}/{version}/{}/{metric}/{}/{end}", source.as_str(), benchmark.unwrap_or("-")),
+        Some((kind, value)) => {
+            format!("{system}/{version}/{}/{metric}/{}/{}={value}/{end}", source.as_str(), benchmark.unwrap_or("-"), kind.as_str())
+        }
+    }
+}
+
+/// The verdict on one series of `system_type`, as the profile would take it before its voids.
+fn evaluate(s: &SeriesWindow, cfg: &EvaluationConfig, rules: &ProfileRules) -> MetricEvaluation {
+    let system_type = cfg.system_type(&s.key.system_id);
+    if !s.spec.applies_to(system_type) {
+        return not_applicable_to_type(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), system_type);
+    }
+    let ctx = BandContext { budget: cfg.budget(&s.key.system_id, s.key.metric), pool: None };
+    let evidence = s.evidence.map(|w| (w.evidence, rules.veto_alpha));
+    evaluate_metric_with(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), evidence, &ctx)
 }
 
 /// The records of an emission, with the verdicts of `cfg` (budgets, bootstrap, profile rules).
@@ -33,25 +57,19 @@ pub fn build(e: &Emission, cfg: &EvaluationConfig) -> Outputs {
     // One verdict per series, made once here: evaluate every series of a (system, version,
     // source), apply the profile's voids, then publish each metric as the profile left it.
     let mut groups: BTreeMap<(String, String, Source), Vec<&SeriesWindow>> = BTreeMap::new();
+    let mut sliced = Vec::new();
     for s in &e.series {
-        groups.entry((s.key.system_id.clone(), s.key.system_version.clone(), s.key.source)).or_default().push(s);
+        if s.key.slice.is_some() {
+            sliced.push(s);
+        } else {
+            groups.entry((s.key.system_id.clone(), s.key.system_version.clone(), s.key.source)).or_default().push(s);
+        }
     }
     let mut windows = Vec::new();
     let mut not_applicable = Vec::new();
     let mut profiles = Vec::new();
     for ((system, version, source), series) in groups {
-        let evs: Vec<MetricEvaluation> = series
-            .iter()
-            .map(|s| {
-                let system_type = cfg.system_type(&s.key.system_id);
-                if !s.spec.applies_to(system_type) {
-                    return not_applicable_to_type(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), system_type);
-                }
-                let ctx = BandContext { budget: cfg.budget(&s.key.system_id, s.key.metric), pool: None };
-                let evidence = s.evidence.map(|w| (w.evidence, rules.veto_alpha));
-                evaluate_metric_with(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), evidence, &ctx)
-            })
-            .collect();
+        let evs: Vec<MetricEvaluation> = series.iter().map(|s| evaluate(s, cfg, rules)).collect();
         let p = build_profile(evs, rules);
         for (s, ev) in series.iter().zip(&p.metrics) {
             windows.push(metric_window(e, s, ev, boot, rules));
@@ -99,6 +117,22 @@ pub fn build(e: &Emission, cfg: &EvaluationConfig) -> Outputs {
         };
         profiles.push((record, p));
     }
+    // A slice is diagnostic: its own estimate, interval and band, never a veto state, a cap or
+    // a place in a profile. A benchmark void still withdraws it: the joint series' verdict on
+    // contamination applies to each of its slices.
+    for s in sliced {
+        let mut ev = evaluate(s, cfg, rules);
+        ev.veto = None;
+        let joint = profiles
+            .iter()
+            .find(|(r, _)| r.system_id == s.key.system_id && r.system_version == s.key.system_version && r.source == s.key.source)
+            .and_then(|(_, p)| p.metrics.iter().find(|m| m.metric.id == s.key.metric && m.benchmark == s.key.benchmark));
+        if let Some(void @ NotApplicable::Void { .. }) = joint.and_then(|m| m.not_applicable.as_ref()) {
+            (ev.not_applicable, ev.band, ev.band_interval) = (Some(void.clone()), None, None);
+        }
+        windows.push(metric_window(e, s, &ev, boot, rules));
+        not_applicable.push(ev.not_applicable.as_ref().map(NotApplicable::code));
+    }
     Outputs { windows, not_applicable, profiles }
 }
 
@@ -114,13 +148,23 @@ fn metric_window(e: &Emission, s: &SeriesWindow, ev: &MetricEvaluation, boot: &B
     // Where the evidence lies only means something when there is some.
     let segment = evidence.filter(|w| w.evidence.log_e > 0.0);
     MetricWindow {
-        window_id: window_id(&s.key.system_id, &s.key.system_version, s.key.source, s.key.metric, s.key.benchmark.as_deref(), e.window_end),
+        window_id: window_id(
+            &s.key.system_id,
+            &s.key.system_version,
+            s.key.source,
+            s.key.metric,
+            s.key.benchmark.as_deref(),
+            s.key.slice.as_ref().map(|(k, v)| (*k, v.as_str())),
+            e.window_end,
+        ),
         system_id: s.key.system_id.clone(),
         system_version: s.key.system_version.clone(),
         source: s.key.source,
         metric: s.key.metric.to_string(),
         dimension: s.spec.dimension.as_str().to_string(),
         benchmark: s.key.benchmark.clone(),
+        slice_kind: s.key.slice.as_ref().map(|(k, _)| k.as_str().to_string()),
+        slice: s.key.slice.as_ref().map(|(_, v)| v.clone()),
         window_start: e.window_start,
         window_end: e.window_end,
         units: s.units as i64,
@@ -169,6 +213,7 @@ mod tests {
             attempt: Some(0),
             groups: vec![],
             benchmark: None,
+            task_family: None,
             cluster_id: run.into(),
             step: None,
             event_time: t,
@@ -322,5 +367,60 @@ mod tests {
         assert!(w.evidence_since.unwrap() >= T0 + 29 * MIN, "the segment starts at the change: {:?}", w.evidence_since);
         assert!(w.evidence_estimate.unwrap() > 0.25);
         assert_eq!(w.evidence_alpha, Some(1e-3));
+    }
+
+    /// One agent of three takes every unsafe step: its slice says so (estimate, band 0) with no
+    /// veto state; the joint series alone carries the veto and the profile is the one without
+    /// slices. A family slice of a contaminated benchmark is void like its joint series.
+    #[test]
+    fn slices_are_diagnostic_windows_without_verdicts() {
+        let mut input = Vec::new();
+        for r in 0..60 {
+            let run = format!("r{r}");
+            for s in 0..3 {
+                let mut o =
+                    obs(format!("{run}/unsafe_action_rate/{s}"), "unsafe_action_rate", &run, T0 + r * 1000 + s, (s == 2) as u8 as f64);
+                o.agent_id = Some(format!("agent-{s}"));
+                input.push(o);
+            }
+            let mut o = obs(format!("{run}/task_success"), "task_success", &run, T0 + r * 1000, 1.0);
+            (o.source, o.benchmark, o.task_family) = (Source::Evaluation, Some("leaky".into()), Some("planning".into()));
+            input.push(o.clone());
+            o.observation_id = format!("{run}/contamination");
+            (o.metric, o.value, o.cluster_id) = ("contamination".into(), 0.55, "leaky".into());
+            input.push(o);
+        }
+        let mut cfg = EvaluationConfig::default();
+        cfg.bootstrap.replicates = 200;
+        let spec = WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 };
+        let run = |slices: crate::window::SliceSpec| {
+            let mut w = Windows::new(spec, cfg.bootstrap_spec(), None).with_slices(slices, ["sys".to_string()]);
+            for (i, o) in input.iter().enumerate() {
+                w.add(o, i as i64);
+            }
+            w.advance_to(T0 + 10 * MIN, input.len() as i64).iter().map(|e| build(e, &cfg)).collect::<Vec<_>>()
+        };
+        let (sliced, plain) = (run(crate::window::SliceSpec::default()), run(crate::window::SliceSpec::none()));
+        let find = |kind: Option<&str>, slice: Option<&str>, metric: &str| {
+            sliced[0]
+                .windows
+                .iter()
+                .find(|w| w.slice_kind.as_deref() == kind && w.slice.as_deref() == slice && w.metric == metric)
+                .unwrap_or_else(|| panic!("{kind:?} {slice:?} {metric}"))
+                .clone()
+        };
+        let joint = find(None, None, "unsafe_action_rate");
+        assert_eq!((joint.estimate.map(|e| (e * 3.0).round()), joint.veto_state.as_deref()), (Some(1.0), Some("confirmed")));
+        let culprit = find(Some("agent"), Some("agent-2"), "unsafe_action_rate");
+        assert_eq!((culprit.estimate, culprit.band, culprit.veto_state.as_deref(), culprit.units), (Some(1.0), Some(0), None, 60));
+        assert_eq!(culprit.evidence_log_e, None);
+        assert!(culprit.window_id.contains("/agent=agent-2/") && culprit.window_id != joint.window_id);
+        let clean = find(Some("agent"), Some("agent-0"), "unsafe_action_rate");
+        assert_eq!((clean.estimate, clean.veto_state.as_deref()), (Some(0.0), None));
+        let family = find(Some("task_family"), Some("planning"), "task_success");
+        assert_eq!((family.estimate, family.band), (None, None));
+        assert_eq!(family.na_reason.as_deref(), Some("void: benchmark leaky contaminated (0.55)"));
+        assert_eq!(sliced[0].windows.len(), plain[0].windows.len() + 4, "three agents and one family");
+        assert_eq!(format!("{:?}", sliced[0].profiles[0].0), format!("{:?}", plain[0].profiles[0].0), "the profile is the joint series'");
     }
 }

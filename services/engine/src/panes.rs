@@ -273,6 +273,7 @@ mod tests {
                     attempt: None,
                     groups: vec![],
                     benchmark: None,
+                    task_family: None,
                     cluster_id: id.clone(),
                     step: Some(step),
                     event_time: t,
@@ -301,6 +302,7 @@ mod tests {
                 // Group names appear in an order that changes from hour to hour.
                 groups: vec![groups[((run / 7 + run) % 4) as usize].to_string()],
                 benchmark: (run % 4 == 0).then(|| "bench".to_string()),
+                task_family: None,
                 cluster_id: id.clone(),
                 step: None,
                 event_time: t_end,

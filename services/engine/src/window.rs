@@ -193,6 +193,109 @@ pub struct SeriesKey {
     pub metric: &'static str,
     /// Evaluation series are per benchmark (a contaminated benchmark voids its own construct).
     pub benchmark: Option<String>,
+    /// A diagnostic slice of the joint series ([`SliceSpec`]); `None` for the joint series.
+    pub slice: Option<(SliceKind, String)>,
+}
+
+/// What a diagnostic slice splits a series by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SliceKind {
+    /// The units one agent of a multi-agent system took (`Observation::agent_id`).
+    Agent,
+    /// The runs of one declared task family (`Observation::task_family`).
+    TaskFamily,
+}
+
+impl SliceKind {
+    pub const ALL: [SliceKind; 2] = [SliceKind::Agent, SliceKind::TaskFamily];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SliceKind::Agent => "agent",
+            SliceKind::TaskFamily => "task_family",
+        }
+    }
+}
+
+/// The slice that gathers a system's values beyond [`SliceSpec::max_values`].
+pub const OTHER_SLICE: &str = "(other)";
+
+/// Which ratio series are also kept per agent (of systems declared multi-agent) and per task
+/// family, next to the joint series:
+/// diagnostic windows (which agent drives a rate; a regression in one family that the joint
+/// rate averages away). A sliced window has an estimate, interval and band but no veto state
+/// and no place in a profile: vetoes, caps and dimension bands are the joint series' alone.
+///
+/// Cardinality is bounded per (system, version, source, kind): the first `max_values` values
+/// seen are kept by name, later ones are pooled into [`OTHER_SLICE`]. Which values are named
+/// therefore depends on arrival order once the cap is reached (a value is forgotten, and its
+/// place freed, when its series leave the window).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SliceSpec {
+    /// Ratio metrics kept per agent (step-level instruments carry the acting agent).
+    #[serde(default = "default_agent_metrics")]
+    pub agent_metrics: Vec<String>,
+    /// Ratio metrics kept per declared task family.
+    #[serde(default = "default_family_metrics")]
+    pub family_metrics: Vec<String>,
+    /// Named values per (system, version, source, kind); 0 turns slicing off.
+    #[serde(default = "default_max_values")]
+    pub max_values: usize,
+}
+
+/// The step-level instruments sliced per agent by default (the profiler's per-agent report).
+pub const DEFAULT_AGENT_METRICS: [&str; 5] =
+    [ids::UNSAFE_ACTION_RATE, ids::CONFIRMATION_GATING, ids::TOOL_ERROR_RATE, ids::TOOL_CALL_ACCURACY, ids::AUDIT_COMPLETENESS];
+
+/// The run-level instruments sliced per task family by default (seed 001's report by paradigm:
+/// pass rate, latency, tokens).
+pub const DEFAULT_FAMILY_METRICS: [&str; 4] =
+    [ids::TASK_SUCCESS, ids::TASK_SUCCESS_SELF_REPORTED, ids::LATENCY_PER_RUN, ids::TOKENS_PER_RUN];
+
+fn default_agent_metrics() -> Vec<String> {
+    DEFAULT_AGENT_METRICS.map(str::to_string).to_vec()
+}
+fn default_family_metrics() -> Vec<String> {
+    DEFAULT_FAMILY_METRICS.map(str::to_string).to_vec()
+}
+fn default_max_values() -> usize {
+    8
+}
+
+impl Default for SliceSpec {
+    fn default() -> Self {
+        SliceSpec { agent_metrics: default_agent_metrics(), family_metrics: default_family_metrics(), max_values: default_max_values() }
+    }
+}
+
+impl SliceSpec {
+    /// No slices (the profiler's windows; tests of the joint series).
+    pub fn none() -> SliceSpec {
+        SliceSpec { agent_metrics: Vec::new(), family_metrics: Vec::new(), max_values: 0 }
+    }
+
+    /// Every listed metric is a catalogue ratio metric read from observations.
+    pub fn check(&self) -> Result<(), String> {
+        for m in self.agent_metrics.iter().chain(&self.family_metrics) {
+            match spec(m) {
+                None => return Err(format!("sliced metric {m:?} is not in the catalogue")),
+                Some(s) if s.estimator != Estimator::Ratio || s.derived_from.is_some() => {
+                    return Err(format!("sliced metric {m:?} is not a ratio metric read from observations: only those are sliced"));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn slices(&self, kind: SliceKind, metric: &str) -> bool {
+        self.max_values > 0
+            && match kind {
+                SliceKind::Agent => self.agent_metrics.iter().any(|m| m == metric),
+                SliceKind::TaskFamily => self.family_metrics.iter().any(|m| m == metric),
+            }
+    }
 }
 
 /// One series over one window.
@@ -289,6 +392,12 @@ pub struct Windows {
     emitted_until: Option<i64>,
     /// Groups beyond MAX_GROUPS that were ignored.
     pub groups_dropped: u64,
+    slices: SliceSpec,
+    /// The systems sliced per agent: those declared `multi_agent` (a single agent's slice
+    /// would repeat its joint series).
+    agent_systems: HashSet<String>,
+    /// Named slice values per (system, version, source, kind), at most `slices.max_values`.
+    slice_values: HashMap<(String, String, Source, SliceKind), HashSet<String>>,
 }
 
 impl Windows {
@@ -306,7 +415,38 @@ impl Windows {
             initial_frontier: frontier,
             emitted_until: resume.map(|r| r.emitted_until),
             groups_dropped: 0,
+            slices: SliceSpec::none(),
+            agent_systems: HashSet::new(),
+            slice_values: HashMap::new(),
         }
+    }
+
+    /// Also keeps the diagnostic slices of `slices` (none by default): per task family for
+    /// every system, per agent for `agent_systems` (the systems declared multi-agent).
+    pub fn with_slices(mut self, slices: SliceSpec, agent_systems: impl IntoIterator<Item = String>) -> Windows {
+        self.slices = slices;
+        self.agent_systems = agent_systems.into_iter().collect();
+        self
+    }
+
+    /// The slice an observation's unit falls in, for `kind`: its value, or [`OTHER_SLICE`]
+    /// once the system has `max_values` others.
+    fn slice_of(&mut self, o: &Observation, kind: SliceKind) -> Option<String> {
+        let value = match kind {
+            SliceKind::Agent if !self.agent_systems.contains(&o.system_id) => None,
+            SliceKind::Agent => o.agent_id.as_deref(),
+            SliceKind::TaskFamily => o.task_family.as_deref(),
+        }
+        .filter(|v| !v.is_empty())?;
+        let known = self.slice_values.entry((o.system_id.clone(), o.system_version.clone(), o.source, kind)).or_default();
+        if known.contains(value) {
+            return Some(value.to_string());
+        }
+        if known.len() < self.slices.max_values && value != OTHER_SLICE {
+            known.insert(value.to_string());
+            return Some(value.to_string());
+        }
+        Some(OTHER_SLICE.to_string())
     }
 
     pub fn frontier(&self) -> Option<i64> {
@@ -353,14 +493,23 @@ impl Windows {
             source: o.source,
             metric: m,
             benchmark: if evaluation { o.benchmark.clone() } else { None },
+            slice: None,
         };
         let cluster = cluster_hash(&o.cluster_id);
         match metric.estimator {
             Estimator::Ratio => {
-                self.linear(key(metric.id), 2, pane, cluster, |c, _| {
+                let fill = |c: &mut [i128], _: &mut BTreeMap<String, usize>| {
                     c[0] += to_fixed(o.value);
                     c[1] += to_fixed(o.weight);
-                });
+                };
+                self.linear(key(metric.id), 2, pane, cluster, fill);
+                for kind in SliceKind::ALL {
+                    if self.slices.slices(kind, metric.id)
+                        && let Some(value) = self.slice_of(o, kind)
+                    {
+                        self.linear(SeriesKey { slice: Some((kind, value)), ..key(metric.id) }, 2, pane, cluster, fill);
+                    }
+                }
             }
             Estimator::Ece => {
                 if let Some(conf) = o.confidence {
@@ -529,7 +678,8 @@ impl Windows {
                             );
                         }
                     }
-                    let logs: Option<Vec<_>> = has_evidence(metric).then(|| {
+                    // Sliced series have no veto state, hence no use for its evidence.
+                    let logs: Option<Vec<_>> = (has_evidence(metric) && key.slice.is_none()).then(|| {
                         in_window
                             .map(|(t, p)| {
                                 let (num, den) = p.clusters.values().fold((0, 0), |(n, d), c| (n + c[0], d + c[1]));
@@ -638,11 +788,26 @@ impl Windows {
                 }
             }
         }
+        let before = self.series.len();
         self.series.retain(|_, st| match st {
             SeriesState::Linear { panes, .. } => !panes.is_empty(),
             SeriesState::Tasks { panes } => !panes.is_empty(),
             SeriesState::Declared { panes } => !panes.is_empty(),
         });
+        if self.series.len() < before && !self.slice_values.is_empty() {
+            // A slice value whose series all left the window frees its place.
+            self.slice_values.clear();
+            for k in self.series.keys() {
+                if let Some((kind, v)) = &k.slice
+                    && v != OTHER_SLICE
+                {
+                    self.slice_values
+                        .entry((k.system_id.clone(), k.system_version.clone(), k.source, *kind))
+                        .or_default()
+                        .insert(v.clone());
+                }
+            }
+        }
         while self.seen.first_key_value().is_some_and(|(k, _)| *k < keep_from - self.spec.length_ms) {
             self.seen.pop_first();
         }
@@ -721,6 +886,8 @@ impl Resume {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     const MIN: i64 = 60_000;
@@ -743,6 +910,7 @@ mod tests {
             attempt: Some(0),
             groups: vec![],
             benchmark: None,
+            task_family: None,
             cluster_id: run.into(),
             step: None,
             event_time: t,
@@ -934,5 +1102,65 @@ mod tests {
         // Two groups: even tasks have c ∈ {0,2,4}, odd c ∈ {1,3}.
         assert!(get("fairness_gap").estimate.is_some());
         assert!(get("outcome_consistency").estimate.is_some());
+    }
+
+    /// Per-agent and per-family slices: each holds exactly its own units (the joint series is
+    /// the same with or without them), values beyond the cap pool into "(other)", and metrics
+    /// not listed are not sliced.
+    #[test]
+    fn slices_hold_exactly_their_units_and_leave_the_joint_series_alone() {
+        let slices = SliceSpec { max_values: 2, ..SliceSpec::default() };
+        let mut input = stream(600);
+        for (i, o) in input.iter_mut().enumerate() {
+            o.agent_id = Some(format!("agent-{}", i % 3));
+            o.task_family = Some("planning".into());
+            if i % 5 == 0 {
+                o.metric = "tool_error_rate".into();
+            }
+        }
+        let mut sliced = Windows::new(spec_(), boot(), None).with_slices(slices.clone(), ["sys".to_string()]);
+        let mut single = Windows::new(spec_(), boot(), None).with_slices(slices, []);
+        assert_eq!(
+            format!("{:?}", run_all(&mut single, &input, 0)),
+            format!("{:?}", run_all(&mut Windows::new(spec_(), boot(), None), &input, 0)),
+            "a system not declared multi-agent has no agent slices"
+        );
+        let mut plain = Windows::new(spec_(), boot(), None);
+        let (out, reference) = (run_all(&mut sliced, &input, 0), run_all(&mut plain, &input, 0));
+        assert_eq!(out.len(), reference.len());
+        let mut seen = BTreeSet::new();
+        for (e, r) in out.iter().zip(&reference) {
+            let joint: Vec<&SeriesWindow> = e.series.iter().filter(|s| s.key.slice.is_none()).collect();
+            assert_eq!(format!("{joint:?}"), format!("{:?}", r.series.iter().collect::<Vec<_>>()), "window ending {}", e.window_end);
+            for s in e.series.iter().filter(|s| s.key.slice.is_some()) {
+                let (kind, value) = s.key.slice.clone().unwrap();
+                assert_eq!(kind, SliceKind::Agent, "task_family slices run-level metrics only, not unsafe_action_rate");
+                seen.insert(value.clone());
+                let mine = |o: &&Observation| {
+                    let agent = o.agent_id.as_deref().unwrap();
+                    let named = if agent == "agent-2" { OTHER_SLICE } else { agent };
+                    o.metric == s.key.metric && named == value && o.event_time >= e.window_start && o.event_time < e.window_end
+                };
+                let inside: Vec<&Observation> = input.iter().filter(mine).collect();
+                assert_eq!(s.units, inside.len() as u64, "{:?} window ending {}", s.key, e.window_end);
+                let rate = inside.iter().map(|o| o.value).sum::<f64>() / inside.len() as f64;
+                assert!((s.estimate.as_ref().unwrap().point - rate).abs() < 1e-9);
+                assert!(s.evidence.is_none(), "no veto state, no evidence");
+            }
+        }
+        assert_eq!(seen, ["agent-0", "agent-1", OTHER_SLICE].map(String::from).into(), "two named, the third pooled");
+        // A task family slices task_success.
+        let mut w = Windows::new(spec_(), boot(), None).with_slices(SliceSpec::default(), []);
+        let mut o = obs("r1/task_success", "task_success", "r1", T0, 1.0);
+        o.task_family = Some("planning".into());
+        w.add(&o, 0);
+        let e = w.advance_to(T0 + 30 * MIN, 1);
+        let keys: Vec<_> = e[0].series.iter().map(|s| s.key.slice.clone()).collect();
+        assert_eq!(keys, [None, Some((SliceKind::TaskFamily, "planning".to_string()))]);
+        assert!(
+            SliceSpec { family_metrics: vec!["pass_at_1".into()], ..SliceSpec::default() }.check().is_err(),
+            "derived metrics are not sliced"
+        );
+        assert!(SliceSpec::default().check().is_ok());
     }
 }

@@ -288,6 +288,12 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         },
         ..Default::default()
     };
+    // The fleet's multi-agent systems are declared so (per-agent windows, gauges and reports).
+    let multi_agent: Vec<String> =
+        octant_gen::FleetSpec::demo(a.systems, a.seed, 0).systems.into_iter().filter(|s| s.agents.len() > 1).map(|s| s.id).collect();
+    for s in &multi_agent {
+        agg_cfg.evaluation.system_types.insert(s.clone(), octant_core::catalogue::SystemType::MultiAgent);
+    }
     agg_cfg.evaluation.window.length = a.window;
     agg_cfg.evaluation.window.slide = a.slide;
     // Through OpenTelemetry a run reaches the scorer only once its trace is complete (its last
@@ -316,7 +322,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     let lake_writer = octant_lake_writer::start(lake_writer_cfg, registry.clone(), shutdown.clone()).await?;
-    let profiler_cfg = octant_profiler::ProfilerConfig {
+    let mut profiler_cfg = octant_profiler::ProfilerConfig {
         kafka: kafka.clone(),
         admin_addr: format!("127.0.0.1:{}", a.profiler_port).parse()?,
         lake: lake.clone(),
@@ -325,6 +331,9 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         every: Duration::from_secs(15),
         ..Default::default()
     };
+    for s in &multi_agent {
+        profiler_cfg.evaluation.system_types.insert(s.clone(), octant_core::catalogue::SystemType::MultiAgent);
+    }
     let profiler = octant_profiler::start(profiler_cfg.clone(), registry.clone(), shutdown.clone()).await?;
     // The ingest (OpenTelemetry in) runs in both modes: with `--input otlp` the fleet reaches
     // Octant through it.

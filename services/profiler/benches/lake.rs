@@ -59,6 +59,7 @@ fn observations_of_run(system: usize, run: usize, rng: &mut Rng) -> Vec<Observat
         attempt: None,
         groups: vec![if run.is_multiple_of(2) { "en".into() } else { "fr".into() }],
         benchmark: None,
+        task_family: None,
         cluster_id: run_id.clone(),
         step,
         event_time: t + dt,

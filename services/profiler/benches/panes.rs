@@ -87,6 +87,7 @@ fn fill(store: &Store, dir: &std::path::Path, observations: u64, boot: &Bootstra
                         source: Source::Production,
                         metric: octant_core::catalogue::spec(metric).expect("catalogue metric").id,
                         benchmark: None,
+                        slice: None,
                     };
                     sh.series.push((key, PaneSums::Linear { units: per_pane, sums, clusters, logs: None, groups: Vec::new() }));
                 }

@@ -793,6 +793,7 @@ pub async fn build(
                     (0..v.len()).filter(|j| !v.is_null(*j)).map(|j| v.value(j).to_string()).collect()
                 },
                 benchmark: opt_str(&bench, i),
+                task_family: None,
                 cluster_id: cluster.as_string::<i32>().value(i).to_string(),
                 step: (!step.is_null(i)).then(|| step.value(i)),
                 event_time: t.value(i),

@@ -356,6 +356,7 @@ impl Store {
                     source: if source.value(i) == Source::Evaluation.as_str() { Source::Evaluation } else { Source::Production },
                     metric,
                     benchmark: (!bench.is_null(i)).then(|| bench.value(i).to_string()),
+                    slice: None,
                 };
                 let p = match kind.value(i) {
                     0 => {

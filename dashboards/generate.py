@@ -228,7 +228,8 @@ def slices(metric, kind, legend="{{system}} {{slice}}"):
             target(f'max by (system, slice) (octant_metric_slice_ci_high{{{sel}}})', legend + " high", "C")]
 
 
-COORDINATION = ["delegation_accuracy", "termination_correctness", "stall_rate", "error_containment"]
+COORDINATION = ["delegation_accuracy", "termination_correctness", "stall_rate", "error_containment", "communication_quality",
+                "conflict_resolution", "verification_correctness", "unproductive_reasoning_rate", "relative_coordination_cost"]
 
 
 def agents_families():
@@ -253,7 +254,9 @@ def agents_families():
               12, 8, 12, 8, "Mean run latency of each family (ms).", fieldConfig={"defaults": {"unit": "ms", "min": 0}, "overrides": []}),
         panel(5, "Coordination (multi-agent runs)", "timeseries", [estimates(COORDINATION)],
               0, 16, 12, 8, "Delegations to the right agent / delegations; runs terminated correctly; runs that stalled (deadlock or "
-              "livelock); injected faults contained / injected (RunEnded.coordination).", fieldConfig=rate),
+              "livelock); injected faults contained / injected; messages judged relevant and grounded; induced conflicts resolved; "
+              "verifications an oracle confirms; unproductive reasoning paths (UPR) (RunEnded.coordination); RCC = max(0, 1 − S_MAS / S_1) "
+              "against the declared single-agent baseline ([evaluation.single_agent_baselines]).", fieldConfig=rate),
         panel(6, "Coordination efficiency (messages per reference message)", "timeseries",
               [estimates(["coordination_efficiency"], "{{system}} {{version}}")],
               12, 16, 12, 8, "Σ messages / Σ messages of a reference trace, against the declared budget (default 2).",

@@ -120,7 +120,8 @@ root = tr.start_span("invoke_agent planner", kind=SpanKind.INTERNAL, start_time=
                                  "octant.environment.version": "support-sim 3.1", "octant.task.spec": "refund-flow@v7",
                                  # How the planner and the payments agent coordinated.
                                  "octant.coordination.delegations": 2, "octant.coordination.delegations_correct": 1,
-                                 "octant.coordination.terminated_correctly": True})
+                                 "octant.coordination.terminated_correctly": True,
+                                 "octant.coordination.reasoning_paths": 4, "octant.coordination.unproductive_paths": 1})
 rctx = trace.set_span_in_context(root)
 chat = tr.start_span("chat gpt-5", context=rctx, kind=SpanKind.CLIENT, start_time=T0 + 100 * MS,
                      attributes={"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-5",

@@ -150,6 +150,7 @@ async fn opentelemetry_traces_and_events_become_verdicts() {
     assert_eq!(weighted("efficiency_net_of_review_observed"), (45.5, 60.0), "Δ = 1 − (2 + 12.5) / 60");
     assert!(!mine.contains_key("citation_recall"), "no required citations declared");
     assert_eq!(weighted("delegation_accuracy"), (1.0, 2.0), "coordination from octant.coordination.*");
+    assert_eq!(weighted("unproductive_reasoning_rate"), (1.0, 4.0), "UPR from octant.coordination.reasoning_paths / unproductive_paths");
     assert_eq!(weighted("termination_correctness"), (1.0, 1.0));
     // Reproducibility: decoding and seed from the inference span's gen_ai.request.*, the
     // environment and task specification from the root's octant.* attributes.

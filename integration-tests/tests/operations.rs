@@ -179,6 +179,7 @@ async fn every_dashboard_panel_query_returns_data() {
     agg_cfg.evaluation.window.allowed_lateness = Duration::from_secs(30);
     // The demo fleet's multi-agent system (per-agent slices on the agents dashboard).
     agg_cfg.evaluation.system_types.insert("agent-b".into(), octant_core::catalogue::SystemType::MultiAgent);
+    agg_cfg.evaluation.single_agent_baselines.insert("agent-b".into(), 0.8);
     let aggregator = octant_aggregator::start(agg_cfg, Registry::new(), shutdown.clone()).await.unwrap();
     let alerter = octant_alerter::start(crate::alerter::alerter_config(&env, Some(&am)), Registry::new(), shutdown.clone()).await.unwrap();
     let lake = std::env::temp_dir().join(format!("octant-dash-lake-{}", std::process::id()));

@@ -98,8 +98,11 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
             assert_eq!(&b.dimension_profile, theirs, "the dimension profile of window {start}..{end}");
             profiles_compared += 1;
         }
+        // The aggregator's diagnostic slices (sys-c's task families) are streaming-only: the
+        // profile reports families and agents in its evidence instead.
         let theirs: BTreeMap<String, MetricWindow> =
-            windows.iter().filter(|(_, w)| w.window_end == *end).map(|(k, w)| (k.clone(), w.clone())).collect();
+            windows.iter().filter(|(_, w)| w.window_end == *end && w.slice_kind.is_none()).map(|(k, w)| (k.clone(), w.clone())).collect();
+        assert!(windows.values().any(|w| w.slice_kind.as_deref() == Some("task_family") && w.system_id == "sys-c"));
         assert_eq!(mine.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>(), "the same series in window {start}..{end}");
         for (id, w) in &theirs {
             assert_eq!(&mine[id], w, "window {id}: estimate, interval, band and veto state equal");

@@ -22,6 +22,8 @@ fn config() -> AggregatorConfig {
     let mut c = AggregatorConfig::default();
     c.evaluation.window.tumbling = true;
     c.evaluation.window.length = Duration::from_secs(3600);
+    // golden-bot is declared against a single-agent baseline: its RCC windows are golden too.
+    c.evaluation.single_agent_baselines.insert("golden-bot".into(), 0.9);
     c
 }
 

@@ -290,6 +290,27 @@ pub struct Coordination {
     pub faults_injected: Option<i32>,
     #[serde(default)]
     pub faults_contained: Option<i32>,
+    /// Messages judged against a communication rubric, and of those the relevant, grounded ones.
+    #[serde(default)]
+    pub messages_judged: Option<i32>,
+    #[serde(default)]
+    pub messages_relevant: Option<i32>,
+    /// Disagreements between agents induced by the harness, and of those the ones reconciled
+    /// correctly.
+    #[serde(default)]
+    pub conflicts: Option<i32>,
+    #[serde(default)]
+    pub conflicts_resolved: Option<i32>,
+    /// Outcomes an agent verified, and of those the verdicts an oracle confirms.
+    #[serde(default)]
+    pub verifications: Option<i32>,
+    #[serde(default)]
+    pub verifications_correct: Option<i32>,
+    /// Reasoning paths of the communication graph, and of those the non-contributing ones.
+    #[serde(default)]
+    pub reasoning_paths: Option<i32>,
+    #[serde(default)]
+    pub unproductive_paths: Option<i32>,
 }
 
 /// Grounded-drafting judgements of a run's output (schema `Grounding`, inside `RunEnded`):

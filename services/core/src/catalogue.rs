@@ -11,7 +11,7 @@ use crate::veto::VetoRule;
 
 /// The version of the catalogue and of the band boundaries. It is recorded in every window,
 /// profile and evidence package; bump it whenever a row or a boundary changes.
-pub const CATALOGUE_VERSION: &str = "2026.12-2";
+pub const CATALOGUE_VERSION: &str = "2026.12-3";
 
 /// Default minimum number of units before a metric is banded (design §1.1).
 pub const DEFAULT_MIN_UNITS: u64 = 30;
@@ -113,6 +113,10 @@ pub enum Estimator {
     GroupGap,
     /// A declared value (one unit), carried without resampling.
     Declared,
+    /// max(0, 1 − S / S_1) of the window's task success S against a declared single-agent
+    /// baseline S_1: computed at emission from the task-success series (a monotone map, so its
+    /// interval is the image of S's).
+    CoordinationLoss,
 }
 
 /// What a metric's band is used for.
@@ -245,6 +249,13 @@ pub mod ids {
     pub const STALL_RATE: &str = "stall_rate";
     pub const COORDINATION_EFFICIENCY: &str = "coordination_efficiency";
     pub const ERROR_CONTAINMENT: &str = "error_containment";
+    pub const COMMUNICATION_QUALITY: &str = "communication_quality";
+    pub const CONFLICT_RESOLUTION: &str = "conflict_resolution";
+    pub const VERIFICATION_CORRECTNESS: &str = "verification_correctness";
+    /// UPR: the redundant reasoning fraction of the communication graph.
+    pub const UNPRODUCTIVE_REASONING_RATE: &str = "unproductive_reasoning_rate";
+    /// RCC = max(0, 1 − S_MAS / S_1) against a declared single-agent baseline S_1.
+    pub const RELATIVE_COORDINATION_COST: &str = "relative_coordination_cost";
 }
 
 /// The catalogue of design §1.4. pass@k and pass^k appear once per k ∈ {1, 2, 4}.
@@ -512,6 +523,49 @@ pub static CATALOGUE: &[MetricSpec] = &[
         E::Ratio,
         "injected faults that did not cascade to another agent / injected faults",
     ),
+    row(
+        ids::COMMUNICATION_QUALITY,
+        D::Capability,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "messages judged relevant and grounded / messages judged (a rubric over the message log)",
+    ),
+    row(
+        ids::CONFLICT_RESOLUTION,
+        D::Robustness,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "induced disagreements between agents reconciled correctly / induced disagreements",
+    ),
+    row(
+        ids::VERIFICATION_CORRECTNESS,
+        D::Robustness,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "outcome verifications a verification oracle confirms correct / verifications",
+    ),
+    row(
+        ids::UNPRODUCTIVE_REASONING_RATE,
+        D::Efficiency,
+        U::Run,
+        F::Lower,
+        E::Ratio,
+        "reasoning paths of the communication graph that contribute nothing to the outcome / reasoning paths (UPR)",
+    ),
+    derived(
+        row(
+            ids::RELATIVE_COORDINATION_COST,
+            D::Efficiency,
+            U::Run,
+            F::Lower,
+            E::CoordinationLoss,
+            "max(0, 1 − S_MAS / S_1): the success lost to coordination against the declared single-agent baseline S_1 (RCC)",
+        ),
+        ids::TASK_SUCCESS,
+    ),
 ];
 
 /// The instruments of an action loop (seed 000 Table IV, the agentic column's trajectory
@@ -535,6 +589,11 @@ pub const ACTION_LOOP: &[&str] = &[
     ids::STALL_RATE,
     ids::COORDINATION_EFFICIENCY,
     ids::ERROR_CONTAINMENT,
+    ids::COMMUNICATION_QUALITY,
+    ids::CONFLICT_RESOLUTION,
+    ids::VERIFICATION_CORRECTNESS,
+    ids::UNPRODUCTIVE_REASONING_RATE,
+    ids::RELATIVE_COORDINATION_COST,
 ];
 
 /// What kind of system is evaluated (seed 000 Table IV's columns), declared per system in
@@ -760,7 +819,17 @@ mod tests {
         let derived: Vec<_> = derived_from("task_success").map(|m| m.id).collect();
         assert_eq!(
             derived,
-            ["pass_at_1", "pass_at_2", "pass_at_4", "pass_hat_1", "pass_hat_2", "pass_hat_4", "outcome_consistency", "fairness_gap"]
+            [
+                "pass_at_1",
+                "pass_at_2",
+                "pass_at_4",
+                "pass_hat_1",
+                "pass_hat_2",
+                "pass_hat_4",
+                "outcome_consistency",
+                "fairness_gap",
+                "relative_coordination_cost"
+            ]
         );
         for m in CATALOGUE.iter().filter(|m| m.derived_from.is_some()) {
             assert!(spec(m.derived_from.unwrap()).is_some_and(|s| s.derived_from.is_none()), "{} derives from an observed metric", m.id);

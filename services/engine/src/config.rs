@@ -38,6 +38,12 @@ pub struct EvaluationConfig {
     /// `agent`): a system without an action loop is N/A for the trajectory rows.
     #[serde(default)]
     pub system_types: BTreeMap<String, octant_core::catalogue::SystemType>,
+    /// Single-agent baselines S_1 of multi-agent systems (seed 000 Table IX, RCC): system id →
+    /// the task-success rate a single agent achieves on the same tasks, measured and declared
+    /// by the team. With one, every task-success window of the system also gives the relative
+    /// coordination cost max(0, 1 − S_MAS / S_1).
+    #[serde(default)]
+    pub single_agent_baselines: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -171,6 +177,9 @@ impl EvaluationConfig {
     pub fn check(&self) -> Result<(), String> {
         self.window_spec().check()?;
         self.bootstrap.check()?;
+        if let Some((s, b)) = self.single_agent_baselines.iter().find(|(_, b)| !(**b > 0.0 && **b <= 1.0)) {
+            return Err(format!("single-agent baseline of {s} is {b}; a success rate in (0, 1] is needed"));
+        }
         if let Some((m, b)) = self.budgets.iter().chain(self.system_budgets.values().flatten()).find(|(_, b)| **b <= 0.0) {
             return Err(format!("evaluation budget of {m} is {b}; budgets must be positive"));
         }

@@ -40,6 +40,31 @@ pub fn window_id(
     }
 }
 
+/// RCC = max(0, 1 − S / S_1) from each joint task-success series of a system with a declared
+/// single-agent baseline S_1 (seed 000 Table IX). The map is monotone (decreasing), so the
+/// interval is the image of the task-success interval with its ends swapped, and each
+/// bootstrap replicate maps the same way (band intervals stay aligned across metrics).
+fn coordination_loss(series: &[SeriesWindow], cfg: &EvaluationConfig) -> Vec<SeriesWindow> {
+    let Some(rcc) = octant_core::catalogue::spec(octant_core::catalogue::ids::RELATIVE_COORDINATION_COST) else { return Vec::new() };
+    series
+        .iter()
+        .filter(|s| s.key.metric == octant_core::catalogue::ids::TASK_SUCCESS && s.key.slice.is_none())
+        .filter_map(|s| {
+            let s1 = *cfg.single_agent_baselines.get(&s.key.system_id)?;
+            let f = |x: f64| if x.is_finite() { (1.0 - x / s1).max(0.0) } else { x };
+            let estimate = s.estimate.as_ref().map(|e| octant_core::stats::bootstrap::Estimate {
+                point: f(e.point),
+                lo: f(e.hi),
+                hi: f(e.lo),
+                replicates: e.replicates.iter().map(|x| f(*x)).collect(),
+                ..e.clone()
+            });
+            let key = crate::window::SeriesKey { metric: rcc.id, ..s.key.clone() };
+            Some(SeriesWindow { key, spec: rcc, units: s.units, clusters: s.clusters, estimate, evidence: None })
+        })
+        .collect()
+}
+
 /// The verdict on one series of `system_type`, as the profile would take it before its voids.
 fn evaluate(s: &SeriesWindow, cfg: &EvaluationConfig, rules: &ProfileRules) -> MetricEvaluation {
     let system_type = cfg.system_type(&s.key.system_id);
@@ -56,9 +81,10 @@ pub fn build(e: &Emission, cfg: &EvaluationConfig) -> Outputs {
     let (boot, rules) = (&cfg.bootstrap_spec(), &cfg.profile);
     // One verdict per series, made once here: evaluate every series of a (system, version,
     // source), apply the profile's voids, then publish each metric as the profile left it.
+    let derived = coordination_loss(&e.series, cfg);
     let mut groups: BTreeMap<(String, String, Source), Vec<&SeriesWindow>> = BTreeMap::new();
     let mut sliced = Vec::new();
-    for s in &e.series {
+    for s in e.series.iter().chain(&derived) {
         if s.key.slice.is_some() {
             sliced.push(s);
         } else {
@@ -422,5 +448,47 @@ mod tests {
         assert_eq!(family.na_reason.as_deref(), Some("void: benchmark leaky contaminated (0.55)"));
         assert_eq!(sliced[0].windows.len(), plain[0].windows.len() + 4, "three agents and one family");
         assert_eq!(format!("{:?}", sliced[0].profiles[0].0), format!("{:?}", plain[0].profiles[0].0), "the profile is the joint series'");
+    }
+
+    /// RCC against a declared single-agent baseline: the task-success window mapped through
+    /// max(0, 1 − S / S_1), its interval the image of task success's with the ends swapped;
+    /// none for a system without a baseline.
+    #[test]
+    fn relative_coordination_cost_maps_task_success_through_the_baseline() {
+        let input: Vec<Observation> = (0..60)
+            .map(|r| obs(format!("r{r}/task_success"), "task_success", &format!("r{r}"), T0 + r * 1000, (r % 5 < 3) as u8 as f64))
+            .collect();
+        let mut cfg = EvaluationConfig::default();
+        cfg.bootstrap.replicates = 200;
+        cfg.single_agent_baselines.insert("sys".into(), 0.8);
+        assert!(cfg.check().is_ok());
+        let spec = WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 };
+        let mut w = Windows::new(spec, cfg.bootstrap_spec(), None);
+        for (i, o) in input.iter().enumerate() {
+            w.add(o, i as i64);
+        }
+        let out: Vec<Outputs> = w.advance_to(T0 + 10 * MIN, 60).iter().map(|e| build(e, &cfg)).collect();
+        let get = |m: &str| out[0].windows.iter().find(|w| w.metric == m).unwrap().clone();
+        let (success, rcc) = (get("task_success"), get("relative_coordination_cost"));
+        assert_eq!(success.estimate, Some(0.6));
+        assert!((rcc.estimate.unwrap() - 0.25).abs() < 1e-12, "1 − 0.6/0.8");
+        assert!((rcc.ci_low.unwrap() - (1.0 - success.ci_high.unwrap() / 0.8).max(0.0)).abs() < 1e-12);
+        assert!((rcc.ci_high.unwrap() - (1.0 - success.ci_low.unwrap() / 0.8)).abs() < 1e-12);
+        assert_eq!((rcc.band, rcc.units, rcc.dimension.as_str()), (Some(1), 60, "efficiency"), "L family: 0.25 is in [.20, .40)");
+        let efficiency = out[0].profiles[0].0.dimensions.iter().find(|d| d.dimension == "efficiency").unwrap().clone();
+        assert!(efficiency.instruments.contains(&"relative_coordination_cost".to_string()));
+        cfg.single_agent_baselines.insert("sys".into(), 0.5);
+        let mut w = Windows::new(spec, cfg.bootstrap_spec(), None);
+        for (i, o) in input.iter().enumerate() {
+            w.add(o, i as i64);
+        }
+        let out: Vec<Outputs> = w.advance_to(T0 + 10 * MIN, 60).iter().map(|e| build(e, &cfg)).collect();
+        let rcc = out[0].windows.iter().find(|w| w.metric == "relative_coordination_cost").unwrap();
+        assert_eq!((rcc.estimate, rcc.band), (Some(0.0), Some(4)), "better than the baseline: no coordination loss");
+        cfg.single_agent_baselines.insert("sys".into(), 1.5);
+        assert!(cfg.check().is_err(), "a baseline is a success rate");
+        cfg.single_agent_baselines.clear();
+        let out = outputs(spec, &input, T0 + 10 * MIN);
+        assert!(out[0].windows.iter().all(|w| w.metric != "relative_coordination_cost"), "no baseline, no RCC");
     }
 }

@@ -138,11 +138,45 @@ pub struct CoordinationSpec {
     /// so coordination efficiency (messages / optimal) is 1 + 2·redundancy.
     pub redundancy: f64,
     pub containment: f64,
+    /// Share of judged messages that are relevant and grounded.
+    #[serde(default = "CoordinationSpec::default_communication")]
+    pub communication: f64,
+    /// Share of induced conflicts reconciled correctly.
+    #[serde(default = "CoordinationSpec::default_conflict_resolution")]
+    pub conflict_resolution: f64,
+    /// Share of verifications an oracle confirms.
+    #[serde(default = "CoordinationSpec::default_verification")]
+    pub verification: f64,
+    /// Share of reasoning paths that contribute nothing (UPR).
+    #[serde(default = "CoordinationSpec::default_unproductive")]
+    pub unproductive: f64,
 }
 
 impl CoordinationSpec {
     pub fn typical() -> CoordinationSpec {
-        CoordinationSpec { delegation_accuracy: 0.85, termination: 0.9, stall: 0.04, redundancy: 0.2, containment: 0.7 }
+        CoordinationSpec {
+            delegation_accuracy: 0.85,
+            termination: 0.9,
+            stall: 0.04,
+            redundancy: 0.2,
+            containment: 0.7,
+            communication: Self::default_communication(),
+            conflict_resolution: Self::default_conflict_resolution(),
+            verification: Self::default_verification(),
+            unproductive: Self::default_unproductive(),
+        }
+    }
+    fn default_communication() -> f64 {
+        0.8
+    }
+    fn default_conflict_resolution() -> f64 {
+        0.75
+    }
+    fn default_verification() -> f64 {
+        0.9
+    }
+    fn default_unproductive() -> f64 {
+        0.15
     }
 }
 
@@ -160,6 +194,27 @@ fn coordination(c: &CoordinationSpec, rng: &mut Rng) -> Coordination {
         messages_optimal: Some(optimal),
         faults_injected: Some(faults),
         faults_contained: Some(binomial(rng, faults, c.containment)),
+        ..judged(c, rng)
+    }
+}
+
+/// The judged coordination counts (communication rubric, induced conflicts, verifications,
+/// reasoning paths), drawn after the others so those are what they were without them.
+fn judged(c: &CoordinationSpec, rng: &mut Rng) -> Coordination {
+    let messages = rng.range(4, 12) as i32;
+    let conflicts = rng.range(0, 3) as i32;
+    let verifications = rng.range(1, 4) as i32;
+    let paths = rng.range(3, 8) as i32;
+    Coordination {
+        messages_judged: Some(messages),
+        messages_relevant: Some(binomial(rng, messages, c.communication)),
+        conflicts: Some(conflicts),
+        conflicts_resolved: Some(binomial(rng, conflicts, c.conflict_resolution)),
+        verifications: Some(verifications),
+        verifications_correct: Some(binomial(rng, verifications, c.verification)),
+        reasoning_paths: Some(paths),
+        unproductive_paths: Some(binomial(rng, paths, c.unproductive)),
+        ..Coordination::default()
     }
 }
 
@@ -229,6 +284,10 @@ impl SystemSpec {
             ids::STALL_RATE => self.coordination.as_ref()?.stall,
             ids::COORDINATION_EFFICIENCY => 1.0 + 2.0 * self.coordination.as_ref()?.redundancy,
             ids::ERROR_CONTAINMENT => self.coordination.as_ref()?.containment,
+            ids::COMMUNICATION_QUALITY => self.coordination.as_ref()?.communication,
+            ids::CONFLICT_RESOLUTION => self.coordination.as_ref()?.conflict_resolution,
+            ids::VERIFICATION_CORRECTNESS => self.coordination.as_ref()?.verification,
+            ids::UNPRODUCTIVE_REASONING_RATE => self.coordination.as_ref()?.unproductive,
             _ => return None,
         })
     }

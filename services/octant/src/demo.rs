@@ -293,6 +293,8 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         octant_gen::FleetSpec::demo(a.systems, a.seed, 0).systems.into_iter().filter(|s| s.agents.len() > 1).map(|s| s.id).collect();
     for s in &multi_agent {
         agg_cfg.evaluation.system_types.insert(s.clone(), octant_core::catalogue::SystemType::MultiAgent);
+        // A single agent on the same tasks succeeds 80 % of the time (declared): RCC.
+        agg_cfg.evaluation.single_agent_baselines.insert(s.clone(), 0.8);
     }
     agg_cfg.evaluation.window.length = a.window;
     agg_cfg.evaluation.window.slide = a.slide;
@@ -333,6 +335,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     };
     for s in &multi_agent {
         profiler_cfg.evaluation.system_types.insert(s.clone(), octant_core::catalogue::SystemType::MultiAgent);
+        profiler_cfg.evaluation.single_agent_baselines.insert(s.clone(), 0.8);
     }
     let profiler = octant_profiler::start(profiler_cfg.clone(), registry.clone(), shutdown.clone()).await?;
     // The ingest (OpenTelemetry in) runs in both modes: with `--input otlp` the fleet reaches

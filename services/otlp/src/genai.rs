@@ -152,6 +152,14 @@ fn coordination_of(a: &Attrs) -> Option<Coordination> {
         messages_optimal: count_attr(a, &key("messages_optimal")),
         faults_injected: count_attr(a, &key("faults_injected")),
         faults_contained: count_attr(a, &key("faults_contained")),
+        messages_judged: count_attr(a, &key("messages_judged")),
+        messages_relevant: count_attr(a, &key("messages_relevant")),
+        conflicts: count_attr(a, &key("conflicts")),
+        conflicts_resolved: count_attr(a, &key("conflicts_resolved")),
+        verifications: count_attr(a, &key("verifications")),
+        verifications_correct: count_attr(a, &key("verifications_correct")),
+        reasoning_paths: count_attr(a, &key("reasoning_paths")),
+        unproductive_paths: count_attr(a, &key("unproductive_paths")),
     };
     (c != Coordination::default()).then_some(c)
 }

@@ -531,6 +531,10 @@ pub const EMITTED: &[&str] = &[
     ids::STALL_RATE,
     ids::COORDINATION_EFFICIENCY,
     ids::ERROR_CONTAINMENT,
+    ids::COMMUNICATION_QUALITY,
+    ids::CONFLICT_RESOLUTION,
+    ids::VERIFICATION_CORRECTNESS,
+    ids::UNPRODUCTIVE_REASONING_RATE,
 ];
 
 /// The metrics that depend on a run's success, and so carry its provenance.
@@ -672,6 +676,10 @@ fn coordination_observations(c: &Coordination, emit: &mut impl FnMut(&str, f64, 
         (ids::DELEGATION_ACCURACY, c.delegations_correct, c.delegations),
         (ids::COORDINATION_EFFICIENCY, c.messages, c.messages_optimal),
         (ids::ERROR_CONTAINMENT, c.faults_contained, c.faults_injected),
+        (ids::COMMUNICATION_QUALITY, c.messages_relevant, c.messages_judged),
+        (ids::CONFLICT_RESOLUTION, c.conflicts_resolved, c.conflicts),
+        (ids::VERIFICATION_CORRECTNESS, c.verifications_correct, c.verifications),
+        (ids::UNPRODUCTIVE_REASONING_RATE, c.unproductive_paths, c.reasoning_paths),
     ];
     emit_ratios(&ratios, emit);
     if let Some(t) = c.terminated_correctly {
@@ -789,6 +797,14 @@ mod tests {
                 messages_optimal: Some(8),
                 faults_injected: Some(2),
                 faults_contained: Some(1),
+                messages_judged: Some(10),
+                messages_relevant: Some(7),
+                conflicts: Some(3),
+                conflicts_resolved: Some(2),
+                verifications: Some(4),
+                verifications_correct: Some(3),
+                reasoning_paths: Some(6),
+                unproductive_paths: Some(1),
             }),
             ..ended(Outcome::Success)
         }
@@ -820,6 +836,11 @@ mod tests {
         assert_eq!(by("stall_rate"), Some((0.0, 1.0)));
         assert_eq!(by("coordination_efficiency"), Some((12.0, 8.0)), "messages over the reference trace's");
         assert_eq!(by("error_containment"), Some((1.0, 2.0)));
+        assert_eq!(by("communication_quality"), Some((7.0, 10.0)));
+        assert_eq!(by("conflict_resolution"), Some((2.0, 3.0)));
+        assert_eq!(by("verification_correctness"), Some((3.0, 4.0)));
+        assert_eq!(by("unproductive_reasoning_rate"), Some((1.0, 6.0)));
+        assert_eq!(by("relative_coordination_cost"), None, "derived by the aggregator, never observed");
         let estimated = run(drafted(BaselineKind::Estimated));
         assert!(estimated.iter().any(|o| o.metric == "efficiency_net_of_review_estimated"));
         assert!(!estimated.iter().any(|o| o.metric == "efficiency_net_of_review_observed"));

@@ -236,6 +236,10 @@ fn every_validation_rule_dead_letters_its_event_and_the_stream_goes_on() {
             let c = e.run_ended.as_mut().unwrap().coordination.get_or_insert_default();
             (c.faults_injected, c.faults_contained) = (Some(2), Some(3));
         }),
+        ("coordination.unproductive_paths 6 exceeds reasoning_paths 5", |e| {
+            let c = e.run_ended.as_mut().unwrap().coordination.get_or_insert_default();
+            (c.reasoning_paths, c.unproductive_paths) = (Some(5), Some(6));
+        }),
         ("negative coordination.messages", |e| e.run_ended.as_mut().unwrap().coordination.get_or_insert_default().messages = Some(-1)),
         ("review.manual_minutes 0 must be a positive number", |e| {
             let r = e.run_ended.as_mut().unwrap().review.get_or_insert_default();
@@ -300,7 +304,7 @@ fn every_validation_rule_dead_letters_its_event_and_the_stream_goes_on() {
         checked += 1;
     }
     assert_eq!(checked, step_rules.len() + start_rules.len() + end_rules.len());
-    assert_eq!(checked, 33);
+    assert_eq!(checked, 34);
 
     // A Kafka key that is not the run id (the partitioning contract).
     let mut h = Harness::new(ScorerConfig::default());

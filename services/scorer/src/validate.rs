@@ -11,7 +11,7 @@
 //! | run started: attempt ≥ 0, optimal steps ≥ 1, required sub-goals ≥ 0, contamination in [0, 1] | |
 //! | run ended: verdicts and confidence in [0, 1]; counts ≥ 0; unsupported ≤ assertive | |
 //! | run ended, grounding: counts ≥ 0; each part ≤ its whole (strict ≤ lenient ≤ citations, cited sentences ≤ assertive, …) | `grounding.claims_unsupported 5 exceeds claims 4` |
-//! | run ended, coordination: counts ≥ 0; correct delegations ≤ delegations, contained faults ≤ injected | `coordination.faults_contained 3 exceeds faults_injected 2` |
+//! | run ended, coordination: counts ≥ 0; correct delegations ≤ delegations, contained faults ≤ injected, relevant ≤ judged messages, resolved ≤ conflicts, correct ≤ verifications, unproductive ≤ reasoning paths | `coordination.faults_contained 3 exceeds faults_injected 2` |
 //! | run ended, review: counts and minutes ≥ 0, caught ≤ seeded; a manual baseline > 0 and with its kind | `review.manual_minutes without manual_baseline …` |
 //!
 //! Parse, don't validate: a valid event comes back as a [`Valid`] event with its one [`Body`],
@@ -181,6 +181,10 @@ fn coordination(c: &Coordination) -> Result<(), String> {
     let pairs = [
         ("delegations_correct", c.delegations_correct, "delegations", c.delegations),
         ("faults_contained", c.faults_contained, "faults_injected", c.faults_injected),
+        ("messages_relevant", c.messages_relevant, "messages_judged", c.messages_judged),
+        ("conflicts_resolved", c.conflicts_resolved, "conflicts", c.conflicts),
+        ("verifications_correct", c.verifications_correct, "verifications", c.verifications),
+        ("unproductive_paths", c.unproductive_paths, "reasoning_paths", c.reasoning_paths),
     ];
     parts_within_wholes("coordination", &pairs)
 }

@@ -1,7 +1,9 @@
 //! Aggregator window throughput and memory, printed as a table (figures go to BENCHMARKS.md).
 //!
-//! `cargo bench -p octant-engine --bench windows -- [SYSTEMS] [MINUTES]` (default 100 systems,
-//! 120 minutes; `-- 1000 70` gives 10,000 series with a full 1 h window, the memory figure)
+//! `cargo bench -p octant-engine --bench windows -- [SYSTEMS] [MINUTES] [--slices]` (default 100
+//! systems, 120 minutes; `-- 1000 70` gives 10,000 series with a full 1 h window, the memory
+//! figure; `--slices` declares every system multi-agent with three agents taking turns and two
+//! task families, under the default `SliceSpec`: the cost of the diagnostic slices)
 //!
 //! Workload: 1,000 series (100 systems × 10 step/run ratio metrics), default geometry (1 h
 //! windows sliding every minute, 2 min lateness), B = 1000 replicates. Each system runs ~10
@@ -37,7 +39,7 @@ fn rss_bytes() -> u64 {
 }
 
 /// One minute of observations (minute `m`), in event-time order.
-fn minute(m: i64, systems: usize, x: &mut u64) -> Vec<Observation> {
+fn minute(m: i64, systems: usize, x: &mut u64, sliced: bool) -> Vec<Observation> {
     let mut next = || {
         *x ^= *x << 13;
         *x ^= *x >> 7;
@@ -57,13 +59,13 @@ fn minute(m: i64, systems: usize, x: &mut u64) -> Vec<Observation> {
                         system_id: format!("sys-{s}"),
                         system_version: "1".into(),
                         source: Source::Production,
-                        agent_id: None,
+                        agent_id: sliced.then(|| format!("agent-{}", step % 3)),
                         run_id: run.clone(),
                         task_id: None,
                         attempt: None,
                         groups: vec![],
                         benchmark: None,
-                        task_family: None,
+                        task_family: sliced.then(|| format!("family-{}", r % 2)),
                         cluster_id: run.clone(),
                         step: Some(step),
                         event_time: t,
@@ -87,17 +89,21 @@ fn main() {
         std::env::args().skip(1).filter(|a| !a.starts_with('-')).map(|a| a.parse::<usize>().expect("SYSTEMS and MINUTES are numbers"));
     let systems = args.next().unwrap_or(100);
     let minutes = args.next().unwrap_or(120) as i64;
+    let sliced = std::env::args().any(|a| a == "--slices");
     let mut x: u64 = 7;
     // Warm the allocator with one minute of input, so RSS growth is the window state.
-    drop(minute(0, systems, &mut x));
+    drop(minute(0, systems, &mut x, sliced));
     let base = rss_bytes();
     let mut w = Windows::new(spec, boot, None);
+    if sliced {
+        w = w.with_slices(octant_engine::window::SliceSpec::default(), (0..systems).map(|s| format!("sys-{s}")));
+    }
     let (mut n, mut emitted, mut offset) = (0u64, 0u64, 0i64);
     let started = Instant::now();
     let mut busy = std::time::Duration::ZERO;
-    let mut rss_at_1h = 0;
+    let (mut rss_at_1h, mut series_at_1h) = (0, 1);
     for m in 0..minutes {
-        let input = minute(m, systems, &mut x);
+        let input = minute(m, systems, &mut x, sliced);
         let t = Instant::now();
         for o in &input {
             w.add(o, offset);
@@ -109,19 +115,20 @@ fn main() {
         busy += t.elapsed();
         if m == 65.min(minutes - 1) {
             rss_at_1h = rss_bytes().saturating_sub(base);
+            series_at_1h = w.series_count();
         }
     }
     let secs = busy.as_secs_f64();
     println!("| measure | value |");
     println!("|---|---|");
     let series = systems * METRICS.len();
-    println!("| observations ({minutes} min of event time, {series} series, ~80 a minute each) | {n} |");
+    println!("| observations ({minutes} min of event time, {series} joint series, ~80 a minute each; slices: {sliced}) | {n} |");
     println!("| series windows emitted (bootstrap interval each, B = 1000) | {emitted} |");
     println!("| throughput, one core | {:.0} observations/s |", n as f64 / secs);
     println!("| cost per emitted series window (amortised, with its observations) | {:.0} µs |", 1e6 * secs / emitted as f64);
     println!("| series with state | {} |", w.series_count());
     println!("| resident memory of the state, 1 h window full (RSS growth) | {:.0} MiB |", rss_at_1h as f64 / 1048576.0);
-    println!("| state per series, 1 h window full | {:.0} KiB |", rss_at_1h as f64 / 1024.0 / series as f64);
+    println!("| state per series, 1 h window full | {:.0} KiB |", rss_at_1h as f64 / 1024.0 / series_at_1h as f64);
     println!("| resident memory at the end (RSS growth) | {:.0} MiB |", rss_bytes().saturating_sub(base) as f64 / 1048576.0);
     println!("| wall time (incl. generating the input) | {:.1} s |", started.elapsed().as_secs_f64());
 }

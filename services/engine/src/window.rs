@@ -217,6 +217,15 @@ impl SliceKind {
     }
 }
 
+/// The (system, version, source, kind) a slice value is counted in, hashed (no allocation per
+/// observation).
+fn slice_group(system: &str, version: &str, source: Source, kind: SliceKind) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (system, version, source, kind).hash(&mut h);
+    h.finish()
+}
+
 /// The slice that gathers a system's values beyond [`SliceSpec::max_values`].
 pub const OTHER_SLICE: &str = "(other)";
 
@@ -396,8 +405,9 @@ pub struct Windows {
     /// The systems sliced per agent: those declared `multi_agent` (a single agent's slice
     /// would repeat its joint series).
     agent_systems: HashSet<String>,
-    /// Named slice values per (system, version, source, kind), at most `slices.max_values`.
-    slice_values: HashMap<(String, String, Source, SliceKind), HashSet<String>>,
+    /// Named slice values per (system, version, source, kind) ([`slice_group`]), at most
+    /// `slices.max_values`.
+    slice_values: HashMap<u64, HashSet<String>>,
 }
 
 impl Windows {
@@ -438,7 +448,7 @@ impl Windows {
             SliceKind::TaskFamily => o.task_family.as_deref(),
         }
         .filter(|v| !v.is_empty())?;
-        let known = self.slice_values.entry((o.system_id.clone(), o.system_version.clone(), o.source, kind)).or_default();
+        let known = self.slice_values.entry(slice_group(&o.system_id, &o.system_version, o.source, kind)).or_default();
         if known.contains(value) {
             return Some(value.to_string());
         }
@@ -801,10 +811,7 @@ impl Windows {
                 if let Some((kind, v)) = &k.slice
                     && v != OTHER_SLICE
                 {
-                    self.slice_values
-                        .entry((k.system_id.clone(), k.system_version.clone(), k.source, *kind))
-                        .or_default()
-                        .insert(v.clone());
+                    self.slice_values.entry(slice_group(&k.system_id, &k.system_version, k.source, *kind)).or_default().insert(v.clone());
                 }
             }
         }

@@ -253,6 +253,15 @@ pub fn family_reports(sums: &FamilySums, cfg: &ProfilerConfig) -> Vec<FamilyRepo
 /// primary instruments' observations of the period, by the family and task their run started
 /// with (a run that started before the period, up to a day, is found; an observation
 /// replayed twice counts once).
+/// Runs started this long before a period may have observations in it: their families and
+/// reproducibility artefacts are read from there on.
+fn family_lookback(period: &Period) -> Period {
+    Period { start: period.start - 24 * HOUR_MS, ..period.clone() }
+}
+
+/// Per family (and task) sums of the family report's instruments. Only called when some run
+/// declares a family ([`reproducibility`] says so from the same scan of the run starts): the
+/// report reads observations, which a profile built from stored pane sums otherwise does not.
 async fn family_sums(
     ctx: &SessionContext,
     cfg: &ProfilerConfig,
@@ -264,20 +273,7 @@ async fn family_sums(
         [ids::TASK_SUCCESS, ids::TASK_SUCCESS_SELF_REPORTED, ids::LATENCY_PER_RUN, ids::TOKENS_PER_RUN].map(str::to_string).into();
     metrics.extend(cfg.family_instruments.values().flatten().cloned());
     let list = metrics.iter().map(|m| lit(m)).collect::<Vec<_>>().join(", ");
-    let early = Period { start: period.start - 24 * HOUR_MS, ..period.clone() };
-    // Only when some run declares a family: the report reads observations, which a profile
-    // built from stored pane sums otherwise does not.
-    let declared = format!(
-        "SELECT count(*) AS n FROM trajectory_events WHERE kind = 'RUN_STARTED' AND get_field(run_started, 'task_family') IS NOT NULL AND {}",
-        period_filter(&early, "event_time", system)
-    );
-    let any = ctx.sql(&declared).await?.collect().await?;
-    if any
-        .iter()
-        .all(|b| b.num_rows() == 0 || col(b, "n", &DataType::Int64).map(|c| c.as_primitive::<Int64Type>().value(0) == 0).unwrap_or(true))
-    {
-        return Ok(BTreeMap::new());
-    }
+    let early = family_lookback(period);
     let sql = format!(
         "WITH starts AS (SELECT run_id, first_value(get_field(run_started, 'task_family')) AS family, \
                 first_value(get_field(run_started, 'task_id')) AS task FROM trajectory_events \
@@ -391,15 +387,20 @@ async fn agent_sums(
         .map(|(s, _)| s)
         .collect();
     let mut out: BTreeMap<GroupKey, BTreeMap<String, MetricSums>> = BTreeMap::new();
-    for sys in multi {
+    if multi.is_empty() {
+        return Ok(out);
+    }
+    // One query for every declared multi-agent system.
+    {
         let list = PER_AGENT.map(lit).join(", ");
+        let systems = multi.iter().map(|s| lit(s)).collect::<Vec<_>>().join(", ");
         let sql = format!(
             "SELECT system_id, v, source, agent_id, metric, count(*) AS n, sum(value) AS sv, sum(weight) AS sw FROM \
              (SELECT observation_id, first_value(system_id) AS system_id, first_value(system_version) AS v, first_value(source) AS source, \
               first_value(agent_id) AS agent_id, first_value(metric) AS metric, first_value(value) AS value, first_value(weight) AS weight \
-              FROM observations WHERE metric IN ({list}) AND agent_id IS NOT NULL AND {} GROUP BY observation_id) \
+              FROM observations WHERE metric IN ({list}) AND agent_id IS NOT NULL AND system_id IN ({systems}) AND {} GROUP BY observation_id) \
              GROUP BY 1, 2, 3, 4, 5",
-            period_filter(period, "event_time", Some(sys))
+            period_filter(period, "event_time", None)
         );
         for b in ctx.sql(&sql).await?.collect().await? {
             let s = |n: &str| col(&b, n, &DataType::Utf8);
@@ -874,8 +875,8 @@ pub async fn build(
         by_group.entry((w.system_id.clone(), w.system_version.clone(), w.source)).or_default().push(w);
     }
     let agreements = agreement(ctx, cfg, period, system).await?;
-    let mut reproducibility = reproducibility(ctx, period, system).await?;
-    let mut families = family_sums(ctx, cfg, period, system).await?;
+    let (mut reproducibility, families_declared) = reproducibility(ctx, period, system).await?;
+    let mut families = if families_declared { family_sums(ctx, cfg, period, system).await? } else { BTreeMap::new() };
     let mut agents = agent_sums(ctx, cfg, period, system).await?;
     let events = trajectory_inputs(ctx, period, system).await?;
 
@@ -1018,20 +1019,34 @@ async fn trajectory_inputs(ctx: &SessionContext, period: &Period, system: Option
 
 /// The reproducibility artefacts of the runs started in the period, per (system, version,
 /// source). A run replayed into the lake twice counts once.
-async fn reproducibility(ctx: &SessionContext, period: &Period, system: Option<&str>) -> Result<BTreeMap<GroupKey, Reproducibility>> {
+/// The reproducibility report per (system, version, source) over the runs started in the
+/// period, and whether any run started since [`family_lookback`] declares a task family (one
+/// scan of the run starts for both).
+async fn reproducibility(
+    ctx: &SessionContext,
+    period: &Period,
+    system: Option<&str>,
+) -> Result<(BTreeMap<GroupKey, Reproducibility>, bool)> {
     let field = |f: &str| format!("CAST(first_value(get_field(get_field(run_started, 'reproducibility'), '{f}')) AS VARCHAR) AS {f}");
     let sql = format!(
-        "SELECT system_id, get_field(system, 'version') AS v, source, run_id, {}, first_value(get_field(system, 'config_hash')) AS config_hash \
+        "SELECT system_id, get_field(system, 'version') AS v, source, run_id, {}, first_value(get_field(system, 'config_hash')) AS config_hash, \
+                min(CAST(event_time AS BIGINT)) AS t, count(get_field(run_started, 'task_family')) AS families \
          FROM trajectory_events WHERE kind = 'RUN_STARTED' AND {} GROUP BY 1, 2, 3, 4",
         ARTEFACTS.map(field).join(", "),
-        period_filter(period, "event_time", system)
+        period_filter(&family_lookback(period), "event_time", system)
     );
+    let mut families_declared = false;
     let mut runs: BTreeMap<GroupKey, Vec<[Option<String>; 5]>> = BTreeMap::new();
     for b in ctx.sql(&sql).await?.collect().await? {
         let s = |n: &str| col(&b, n, &DataType::Utf8);
         let (sys, v, src, config_hash) = (s("system_id")?, s("v")?, s("source")?, s("config_hash")?);
+        let (t, families) = (col(&b, "t", &DataType::Int64)?, col(&b, "families", &DataType::Int64)?);
         let cols = ARTEFACTS.map(s);
         for i in 0..b.num_rows() {
+            families_declared |= families.as_primitive::<Int64Type>().value(i) > 0;
+            if t.as_primitive::<Int64Type>().value(i) < period.start {
+                continue; // started before the period: only its family counted
+            }
             let key = (
                 sys.as_string::<i32>().value(i).to_string(),
                 v.as_string::<i32>().value(i).to_string(),
@@ -1047,7 +1062,7 @@ async fn reproducibility(ctx: &SessionContext, period: &Period, system: Option<&
             runs.entry(key).or_default().push(run);
         }
     }
-    Ok(runs.into_iter().map(|(k, rs)| (k, Reproducibility::of(&rs))).collect())
+    Ok((runs.into_iter().map(|(k, rs)| (k, Reproducibility::of(&rs))).collect(), families_declared))
 }
 
 /// Cohen's κ (judge ≥ threshold vs human ≥ 0.5) and the prediction-powered success estimate,

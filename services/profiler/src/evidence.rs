@@ -174,6 +174,11 @@ fn fmt_opt(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into())
 }
 
+/// Milliseconds and token counts: whole numbers.
+fn fmt_whole(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "—".into())
+}
+
 /// "196 (12 more)", "196 (enough)", or "—" when the rule does not apply.
 fn units_needed_text(g: &crate::build::GateLine) -> String {
     match g.units_needed {
@@ -398,8 +403,8 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
                 c.passed,
                 c.failed,
                 fmt_opt(c.pass_rate),
-                fmt_opt(c.mean_latency_ms),
-                fmt_opt(c.mean_tokens),
+                fmt_whole(c.mean_latency_ms),
+                fmt_whole(c.mean_tokens),
                 c.total_tokens,
                 if instruments.is_empty() { "—".to_string() } else { instruments.join(", ") }
             );

@@ -43,6 +43,40 @@ fn binomial_intervals_match_statsmodels() {
     }
 }
 
+/// McNemar, Wilcoxon signed-rank and Holm against statsmodels and scipy (`fixtures/make_paired.py`).
+#[test]
+fn paired_tests_match_statsmodels_and_scipy() {
+    use octant_core::stats::paired::{WilcoxonMethod, holm, mcnemar, wilcoxon};
+    let r: Value = serde_json::from_str(include_str!("fixtures/paired.json")).expect("paired.json parses");
+    for c in r["mcnemar"].as_array().unwrap() {
+        let (b, cc) = (c["b"].as_u64().unwrap(), c["c"].as_u64().unwrap());
+        let e = mcnemar(b, cc, true);
+        close(e.statistic, f(&c["exact"][0]), 0.0, &format!("mcnemar exact statistic {b}/{cc}"));
+        close(e.p_value, f(&c["exact"][1]), 1e-12, &format!("mcnemar exact p {b}/{cc}"));
+        let a = mcnemar(b, cc, false);
+        close(a.statistic, f(&c["chi2"][0]), 1e-12, &format!("mcnemar chi2 statistic {b}/{cc}"));
+        close(a.p_value, f(&c["chi2"][1]), 1e-12, &format!("mcnemar chi2 p {b}/{cc}"));
+    }
+    let cases = r["wilcoxon"].as_array().unwrap();
+    assert_eq!(cases.iter().filter(|c| c["method"] == "exact").count(), 5);
+    for c in cases {
+        let d: Vec<f64> = c["d"].as_array().unwrap().iter().map(f).collect();
+        let method = if c["method"] == "exact" { WilcoxonMethod::Exact } else { WilcoxonMethod::Approx };
+        let w = wilcoxon(&d, method).unwrap();
+        close(w.statistic, f(&c["statistic"]), 1e-9, &format!("wilcoxon statistic n = {}", d.len()));
+        close(w.p_value, f(&c["p"]), 1e-9, &format!("wilcoxon p n = {} ({})", d.len(), c["method"]));
+        if c["method"] == "exact" {
+            assert_eq!(wilcoxon(&d, WilcoxonMethod::Auto), Some(w), "auto is exact for n ≤ 50 without ties");
+        }
+    }
+    for c in r["holm"].as_array().unwrap() {
+        let p: Vec<f64> = c["p"].as_array().unwrap().iter().map(f).collect();
+        for (got, want) in holm(&p).iter().zip(c["holm"].as_array().unwrap()) {
+            close(*got, f(want), 1e-12, "holm");
+        }
+    }
+}
+
 fn intervals_fixture() -> Value {
     serde_json::from_str(include_str!("fixtures/intervals.json")).expect("intervals.json parses")
 }

@@ -5,6 +5,7 @@ pub mod agreement;
 pub mod bootstrap;
 pub mod calibration;
 pub mod fairness;
+pub mod paired;
 pub mod passk;
 pub mod ppi;
 pub mod proportion;

@@ -268,9 +268,7 @@ async fn family_sums(
     period: &Period,
     system: Option<&str>,
 ) -> Result<BTreeMap<GroupKey, FamilySums>> {
-    use octant_core::catalogue::ids;
-    let mut metrics: BTreeSet<String> =
-        [ids::TASK_SUCCESS, ids::TASK_SUCCESS_SELF_REPORTED, ids::LATENCY_PER_RUN, ids::TOKENS_PER_RUN].map(str::to_string).into();
+    let mut metrics: BTreeSet<String> = octant_engine::window::DEFAULT_FAMILY_METRICS.map(str::to_string).into();
     metrics.extend(cfg.family_instruments.values().flatten().cloned());
     let list = metrics.iter().map(|m| lit(m)).collect::<Vec<_>>().join(", ");
     let early = family_lookback(period);
@@ -333,14 +331,9 @@ pub struct AgentInstrument {
     pub share: Option<f64>,
 }
 
-/// The step-level instruments reported per agent.
-pub const PER_AGENT: [&str; 5] = [
-    octant_core::catalogue::ids::UNSAFE_ACTION_RATE,
-    octant_core::catalogue::ids::CONFIRMATION_GATING,
-    octant_core::catalogue::ids::TOOL_ERROR_RATE,
-    octant_core::catalogue::ids::TOOL_CALL_ACCURACY,
-    octant_core::catalogue::ids::AUDIT_COMPLETENESS,
-];
+/// The step-level instruments reported per agent: the ones the aggregator slices per agent by
+/// default.
+pub const PER_AGENT: [&str; 5] = octant_engine::window::DEFAULT_AGENT_METRICS;
 
 /// Per-agent reports from per-(agent, metric) sums: agents in id order, instruments in
 /// [`PER_AGENT`] order (those the agent has steps of).
@@ -379,13 +372,7 @@ async fn agent_sums(
     period: &Period,
     system: Option<&str>,
 ) -> Result<BTreeMap<GroupKey, BTreeMap<String, MetricSums>>> {
-    let multi: Vec<&String> = cfg
-        .evaluation
-        .system_types
-        .iter()
-        .filter(|(s, t)| **t == octant_core::catalogue::SystemType::MultiAgent && system.is_none_or(|x| x == s.as_str()))
-        .map(|(s, _)| s)
-        .collect();
+    let multi: Vec<String> = cfg.evaluation.multi_agent_systems().into_iter().filter(|s| system.is_none_or(|x| x == s)).collect();
     let mut out: BTreeMap<GroupKey, BTreeMap<String, MetricSums>> = BTreeMap::new();
     if multi.is_empty() {
         return Ok(out);

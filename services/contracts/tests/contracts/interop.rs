@@ -60,7 +60,9 @@ fn case<T: Contract + PartialEq + std::fmt::Debug + Clone + Send + Sync + 'stati
 fn cases() -> Vec<Case> {
     let mut out: Vec<Case> = events().into_iter().map(case).collect();
     out.push(case(observation()));
+    out.push(case(Observation { task_family: Some("verifiable_executor".into()), agent_id: Some("planner".into()), ..observation() }));
     out.push(case(window()));
+    out.push(case(MetricWindow { slice_kind: Some("agent".into()), slice: Some("planner".into()), ..window() }));
     out.push(case(dimension_profile()));
     out.push(case(alert()));
     out.push(case(profile()));

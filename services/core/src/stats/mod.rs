@@ -4,6 +4,7 @@
 pub mod agreement;
 pub mod bootstrap;
 pub mod calibration;
+pub mod canary;
 pub mod fairness;
 pub mod paired;
 pub mod passk;

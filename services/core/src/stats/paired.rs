@@ -47,32 +47,7 @@ pub enum WilcoxonMethod {
 /// zeros dropped (scipy's `zero_method="wilcox"`). The statistic is min(W+, W−), ranks averaged
 /// over ties. `None` with no non-zero difference.
 pub fn wilcoxon(differences: &[f64], method: WilcoxonMethod) -> Option<TestResult> {
-    let mut d: Vec<f64> = differences.iter().copied().filter(|x| *x != 0.0 && x.is_finite()).collect();
-    let n = d.len();
-    if n == 0 {
-        return None;
-    }
-    d.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
-    // Average ranks of |d| over ties, and Σ (t³ − t) of the tie groups.
-    let mut ranks = vec![0.0; n];
-    let mut tie_term = 0.0;
-    let mut ties = false;
-    let mut i = 0;
-    while i < n {
-        let mut j = i + 1;
-        while j < n && d[j].abs() == d[i].abs() {
-            j += 1;
-        }
-        let avg = (i + 1 + j) as f64 / 2.0;
-        ranks[i..j].iter_mut().for_each(|r| *r = avg);
-        let t = (j - i) as f64;
-        if j - i > 1 {
-            ties = true;
-            tie_term += t * t * t - t;
-        }
-        i = j;
-    }
-    let w_plus: f64 = d.iter().zip(&ranks).filter(|(x, _)| **x > 0.0).map(|(_, r)| r).sum();
+    let SignedRanks { n, w_plus, ties, tie_term } = signed_ranks(differences)?;
     let total = (n * (n + 1)) as f64 / 2.0;
     let statistic = w_plus.min(total - w_plus);
     let exact = match method {
@@ -100,6 +75,53 @@ pub fn wilcoxon(differences: &[f64], method: WilcoxonMethod) -> Option<TestResul
         (2.0 * Normal::standard().cdf(-z.abs())).min(1.0)
     };
     Some(TestResult { statistic, p_value })
+}
+
+/// The rank sums of the non-zero differences.
+struct SignedRanks {
+    n: usize,
+    w_plus: f64,
+    ties: bool,
+    tie_term: f64,
+}
+
+fn signed_ranks(differences: &[f64]) -> Option<SignedRanks> {
+    let mut d: Vec<f64> = differences.iter().copied().filter(|x| *x != 0.0 && x.is_finite()).collect();
+    let n = d.len();
+    if n == 0 {
+        return None;
+    }
+    d.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
+    // Average ranks of |d| over ties, and Σ (t³ − t) of the tie groups.
+    let mut ranks = vec![0.0; n];
+    let mut tie_term = 0.0;
+    let mut ties = false;
+    let mut i = 0;
+    while i < n {
+        let mut j = i + 1;
+        while j < n && d[j].abs() == d[i].abs() {
+            j += 1;
+        }
+        let avg = (i + 1 + j) as f64 / 2.0;
+        ranks[i..j].iter_mut().for_each(|r| *r = avg);
+        let t = (j - i) as f64;
+        if j - i > 1 {
+            ties = true;
+            tie_term += t * t * t - t;
+        }
+        i = j;
+    }
+    let w_plus: f64 = d.iter().zip(&ranks).filter(|(x, _)| **x > 0.0).map(|(_, r)| r).sum();
+    Some(SignedRanks { n, w_plus, ties, tie_term })
+}
+
+/// The matched-pairs rank-biserial correlation (W+ − W−)/(W+ + W−) of paired differences
+/// (candidate − baseline), zeros dropped: the Wilcoxon test's effect size, in [−1, 1]; +1 when
+/// every non-zero difference is positive. `None` with no non-zero difference.
+pub fn rank_biserial(differences: &[f64]) -> Option<f64> {
+    let r = signed_ranks(differences)?;
+    let total = (r.n * (r.n + 1)) as f64 / 2.0;
+    Some((2.0 * r.w_plus - total) / total)
 }
 
 /// Holm's step-down adjusted p-values (family-wise error across the metrics compared), in the
@@ -133,5 +155,8 @@ mod tests {
         assert!((w.p_value - 2.0 / 32.0).abs() < 1e-12);
         assert_eq!(wilcoxon(&[0.0, 0.0], WilcoxonMethod::Auto), None);
         assert_eq!(holm(&[0.01, 0.04, 0.03]), vec![0.03, 0.06, 0.06]);
+        assert_eq!(rank_biserial(&[1.0, 2.0, 3.0, 0.0]), Some(1.0));
+        // Ranks 1, 2, 3 with the largest negative: (1 + 2 − 3)/6 = 0.
+        assert_eq!(rank_biserial(&[0.1, 0.2, -0.3]), Some(0.0));
     }
 }

@@ -3,6 +3,7 @@
 
 mod aggregator;
 mod alerter;
+mod compare;
 mod ingest;
 mod lake;
 mod operations;

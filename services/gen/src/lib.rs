@@ -481,7 +481,12 @@ pub fn generate(spec: &FleetSpec, first_run: u64, runs_per_system: u64) -> Vec<G
     let mut rng = Rng::new(spec.seed ^ first_run.wrapping_mul(0x2545_f491_4f6c_dd1d));
     let mut events: Vec<(i64, u64, GenRecord)> = Vec::new();
     let mut order = 0u64;
-    for (si, sys) in spec.systems.iter().enumerate() {
+    for sys in spec.systems.iter() {
+        // Versions of one system (entries sharing its id) share its tasks, their difficulty and
+        // which runs are evaluation runs, so they can be compared on the same tasks; their run
+        // ids carry the version. A system's index is that of its first entry.
+        let si = spec.systems.iter().position(|s| s.id == sys.id).unwrap_or(0);
+        let versions = spec.systems.iter().filter(|s| s.id == sys.id).count();
         // Evaluation tasks: each task's own success probability around the system's rate.
         for r in first_run..first_run + runs_per_system {
             // A block of `attempts` consecutive runs is either all evaluation attempts of one
@@ -514,7 +519,7 @@ pub fn generate(spec: &FleetSpec, first_run: u64, runs_per_system: u64) -> Vec<G
             };
             let plan = RunPlan {
                 sys,
-                run_id: format!("{}-run-{r}", sys.id),
+                run_id: if versions > 1 { format!("{}-{}-run-{r}", sys.id, sys.version) } else { format!("{}-run-{r}", sys.id) },
                 source,
                 task_id,
                 attempt,

@@ -55,14 +55,7 @@ pub async fn profile(a: ProfileArgs) -> anyhow::Result<()> {
     cfg.lake = a.lake.clone();
     cfg.evidence = a.evidence.clone();
     cfg.check().map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(
-        is_url(&a.lake.to_string_lossy()) || a.lake.is_dir(),
-        "no lake at {} (run the lake writer, or `octant demo`, first)",
-        a.lake.display()
-    );
-    let until = a.until.unwrap_or_else(std::time::SystemTime::now);
-    let end = until.duration_since(std::time::UNIX_EPOCH).context("--until is before 1970")?.as_millis() as i64;
-    let period = Period { name: octant_profiler::config::period_name(a.since), start: end - a.since.as_millis() as i64, end };
+    let (period, until) = lake_period(&a.lake, a.since, a.until)?;
     let now = octant_runtime::dlq::now_ms();
     let built = octant_profiler::run_once(&cfg, std::slice::from_ref(&period), a.system.as_deref(), now).await?;
     if built.is_empty() {
@@ -108,6 +101,23 @@ pub async fn profile(a: ProfileArgs) -> anyhow::Result<()> {
         eprintln!("evidence: {}", b.record.evidence_uri.as_deref().unwrap_or("?"));
     }
     Ok(())
+}
+
+/// Checks that `lake` is there and returns the period of length `since` ending at `until`
+/// (default now), and that end.
+pub fn lake_period(
+    lake: &std::path::Path,
+    since: Duration,
+    until: Option<std::time::SystemTime>,
+) -> anyhow::Result<(Period, std::time::SystemTime)> {
+    anyhow::ensure!(
+        is_url(&lake.to_string_lossy()) || lake.is_dir(),
+        "no lake at {} (run the lake writer, or `octant demo`, first)",
+        lake.display()
+    );
+    let until = until.unwrap_or_else(std::time::SystemTime::now);
+    let end = until.duration_since(std::time::UNIX_EPOCH).context("--until is before 1970")?.as_millis() as i64;
+    Ok((Period { name: octant_profiler::config::period_name(since), start: end - since.as_millis() as i64, end }, until))
 }
 
 pub async fn sql(a: SqlArgs) -> anyhow::Result<()> {

@@ -1,10 +1,11 @@
 //! `octant`: the command line. `octant demo` runs the whole pipeline in one process on an
 //! embedded broker; `octant gen` produces a synthetic agent fleet to a cluster; `octant profile` and
-//! `octant sql` read the lake.
+//! `octant sql` read the lake; `octant compare` decides a release.
 
 #[global_allocator]
 static ALLOC: octant_runtime::Allocator = octant_runtime::Allocator;
 
+mod compare_cmd;
 mod demo;
 mod gen_cmd;
 mod lake_cmd;
@@ -29,6 +30,9 @@ enum Command {
     Gen(gen_cmd::GenArgs),
     /// Build the eight-dimension profile of every system from the lake, with evidence packages.
     Profile(lake_cmd::ProfileArgs),
+    /// A release decision: one version of a system against another, from the lake (paired
+    /// tests on the same tasks) or live during a canary rollout (--follow).
+    Compare(compare_cmd::CompareArgs),
     /// Run SQL over the lake (DataFusion; every lake table registered by name).
     Sql(lake_cmd::SqlArgs),
     /// Run every service (ingest, scorer, aggregator, alerter, lake writer, profiler) in one
@@ -53,6 +57,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Gen(a) => gen_cmd::run(a).await,
         Command::Profile(a) => lake_cmd::profile(a).await,
         Command::Sql(a) => lake_cmd::sql(a).await,
+        Command::Compare(a) => compare_cmd::run(a).await,
         Command::Up(a) => up::run(a).await,
         Command::Topics(a) => up::topics(a).await,
     }

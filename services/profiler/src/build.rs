@@ -471,6 +471,9 @@ pub struct Built {
     pub gate_na_reason: Option<String>,
     /// Hours of the period read from the pane-sum store rather than the observations.
     pub hours_from_store: usize,
+    /// This version against its declared baseline (`[[compare.releases]]` naming it the
+    /// candidate), over the same period.
+    pub release: Option<crate::compare::Comparison>,
 }
 
 /// Whether the session reads the lake's observation files (a table registered empty, because
@@ -495,18 +498,18 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
-fn df_err(e: impl std::fmt::Display) -> DataFusionError {
+pub(crate) fn df_err(e: impl std::fmt::Display) -> DataFusionError {
     DataFusionError::Execution(e.to_string())
 }
 
 /// SQL string literal.
-fn lit(s: &str) -> String {
+pub(crate) fn lit(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
 /// The WHERE clause shared by the queries: the period (event time and the `date` partition,
 /// so whole days outside it are never opened) and the system.
-fn period_filter(period: &Period, time_col: &str, system: Option<&str>) -> String {
+pub(crate) fn period_filter(period: &Period, time_col: &str, system: Option<&str>) -> String {
     let mut f = format!(
         "date >= {} AND date <= {} AND CAST({time_col} AS BIGINT) >= {} AND CAST({time_col} AS BIGINT) < {}",
         lit(&date_of(period.start)),
@@ -539,7 +542,7 @@ pub fn observations_sql_in(period: &Period, system: Option<&str>, ranges: &[(i64
     )
 }
 
-fn col(b: &RecordBatch, name: &str, dt: &DataType) -> Result<ArrayRef> {
+pub(crate) fn col(b: &RecordBatch, name: &str, dt: &DataType) -> Result<ArrayRef> {
     let c = b.column_by_name(name).ok_or_else(|| df_err(format!("column {name} missing")))?;
     if c.data_type() == dt { Ok(c.clone()) } else { Ok(arrow::compute::cast(c, dt)?) }
 }
@@ -947,9 +950,18 @@ pub async fn build(
             },
             duplicates: duplicates.get(&key).copied().unwrap_or(0),
             hours_from_store: stored_hours.len(),
+            release: None,
             record,
             period: period.clone(),
         });
+    }
+    for b in &mut built {
+        let r = &b.record;
+        if let Some(release) =
+            cfg.compare.releases.iter().find(|x| x.system == r.system_id && x.candidate == r.system_version && x.source == r.source)
+        {
+            b.release = Some(crate::compare::compare(ctx, &cfg.compare, cfg.evaluation.bootstrap.seed, release, period).await?);
+        }
     }
     Ok(built)
 }

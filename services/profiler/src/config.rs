@@ -84,6 +84,9 @@ pub struct ProfilerConfig {
     /// Tasks listed per family in a report (most failures first); the rest are counted.
     #[serde(default = "default_tasks_per_family")]
     pub tasks_per_family: usize,
+    /// Release decisions (`octant compare`, and the evidence section of each declared release).
+    #[serde(default)]
+    pub compare: crate::compare::CompareConfig,
 }
 
 /// Seed 001's paradigms and their primary criteria, as catalogue instruments.
@@ -176,6 +179,7 @@ impl ProfilerConfig {
             return Err("periods must be a non-empty list of positive durations".into());
         }
         self.evaluation.check()?;
+        self.compare.check()?;
         for (f, ms) in &self.family_instruments {
             if let Some(m) = ms.iter().find(|m| octant_core::spec(m).is_none()) {
                 return Err(format!("family_instruments.{f}: {m} is not an instrument"));

@@ -159,6 +159,7 @@ pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
         "coverage": {"system_type": b.system_type.as_str(), "dimensions": coverage(b)},
         "task_families": b.families,
         "agents": b.agents,
+        "release_decision": b.release,
         "inputs": {
             "lake": lake.display().to_string(),
             "observations": b.observations,
@@ -324,6 +325,9 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
             s,
             "\nUnits to resolve the gap: for a rate, n ≈ z²·p(1−p)/δ² with p its estimate (0.5 when not measured) and δ = |inner − outer| (the enterprise method's sample-size rule), and how many more the period needs; — for other metrics."
         );
+    }
+    if let Some(c) = &b.release {
+        let _ = writeln!(s, "\n{}", crate::compare::to_markdown(c).trim_end());
     }
     let _ = writeln!(s, "\n## Who judged success\n");
     if b.success_provenance.is_empty() {

@@ -10,6 +10,8 @@
 //! - `POST /run`: runs now (returns when done, with the number of profiles built).
 
 pub mod build;
+pub mod canary;
+pub mod compare;
 pub mod config;
 pub mod evidence;
 pub mod metrics;

@@ -1,0 +1,133 @@
+//! Release decisions through the real pipeline (issue 18): two versions of one system run the
+//! same evaluation tasks, the candidate worse by a known amount; generator → scorer → broker →
+//! lake writer → Parquet, then `octant compare`'s library over the lake, and the canary
+//! comparison following `octant.observations` on the broker.
+
+use std::path::Path;
+
+use octant_contracts::Source;
+use octant_core::catalogue::ids;
+use octant_core::gate::GateOutcome;
+use octant_core::stats::canary::Decision;
+use octant_gen::{EvaluationSpec, FleetSpec, SystemSpec};
+use octant_integration_tests::*;
+use octant_lake::reader as lakedb;
+use octant_profiler::compare::{self, CompareConfig, Release, Test};
+use octant_profiler::{Period, ProfilerConfig};
+use serde_json::Value;
+
+use crate::aggregator::{T0, aggregator_config, pipeline_with};
+use crate::profiler::fill_lake;
+
+/// Success 0.85 → 0.65 on the same 400 tasks (one attempt each; each task's difficulty is
+/// shared, so the true paired difference is −0.20 exactly); a production canary whose
+/// unsafe-action rate goes from 0.02 to 0.12 per step.
+fn release_fleet() -> FleetSpec {
+    let eval = Some(EvaluationSpec { benchmark: "suite".into(), contamination: 0.0, attempts: 1, share: 1.0 });
+    let mut base = SystemSpec::new("rel");
+    base.task_success = 0.85;
+    base.evaluation = eval.clone();
+    let mut cand = SystemSpec { version: "2.0.0".into(), task_success: 0.65, ..base.clone() };
+    cand.evaluation = eval;
+    let can = SystemSpec::new("can");
+    let can2 = SystemSpec { version: "2.0.0".into(), unsafe_action: 0.12, ..can.clone() };
+    FleetSpec { systems: vec![base, cand, can, can2], seed: 29, start_ms: T0, run_spacing_ms: 2_000, poison: 0.0, json_share: 0.2 }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worse_candidate_is_held_and_rolled_back() {
+    let env = TestEnv::new("compare", 2).await;
+    let fleet = release_fleet();
+    let runs = 400;
+    pipeline_with(&env, aggregator_config(&env), &fleet, runs, 0).await;
+
+    // ---- The canary, on the live topic: roll back on the unsafe-action rate.
+    let cfg = CompareConfig::default();
+    let canary = Release { system: "can".into(), baseline: "1.0.0".into(), candidate: "2.0.0".into(), source: Source::Production };
+    let mut tracker = octant_profiler::canary::Tracker::new(&cfg, canary).unwrap();
+    let decision = octant_profiler::canary::follow(
+        &env.kafka,
+        &mut tracker,
+        Some(std::time::Duration::from_secs(120)),
+        std::time::Duration::from_secs(5),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    eprint!("{}", tracker.render());
+    assert_eq!(decision, Decision::Worse, "{}", tracker.render());
+    let unsafe_ = tracker.status().into_iter().find(|m| m.metric == ids::UNSAFE_ACTION_RATE).unwrap();
+    assert_eq!(unsafe_.decision, Decision::Worse);
+    assert!(unsafe_.decided_at.unwrap() < runs, "decided before the canary's runs ran out: {unsafe_:?}");
+    assert!(unsafe_.e_worse >= unsafe_.threshold);
+    // The evaluation system's versions are not the canary's: the other metrics are undecided
+    // or not worse, never worse.
+    assert!(tracker.status().iter().filter(|m| m.metric != ids::UNSAFE_ACTION_RATE).all(|m| m.decision != Decision::Worse));
+
+    // ---- The lake: paired tests on the same tasks.
+    let lake = fresh_dir("compare-lake");
+    fill_lake(&env, &lake).await;
+    let ctx = lakedb::open(&lake).await.unwrap();
+    let period = Period { name: "window".into(), start: T0 - 3_600_000, end: T0 + runs as i64 * fleet.run_spacing_ms + 3_600_000 };
+    let release = Release { system: "rel".into(), baseline: "1.0.0".into(), candidate: "2.0.0".into(), source: Source::Evaluation };
+    let c = compare::compare(&ctx, &cfg, 42, &release, &period).await.unwrap();
+    eprint!("{}", compare::to_table(&c));
+    let success = c.metrics.iter().find(|m| m.metric == ids::TASK_SUCCESS).expect("task success compared");
+    assert_eq!(success.tasks, runs as usize, "every task paired");
+    assert_eq!(success.test, Test::McnemarExact, "one binary unit per task and version");
+    // The discordant tasks, counted independently from the lake's run ends.
+    let (only_base, only_cand) = discordant(&ctx).await;
+    assert_eq!(success.discordant, Some((only_base, only_cand)));
+    assert!(success.lo <= -0.20 && -0.20 <= success.hi, "the interval covers the true difference: {success:?}");
+    assert!(success.hi < 0.0 && success.p_holm < 0.05 && success.change == "worse", "{success:?}");
+    assert_eq!(success.outcome, Some(GateOutcome::Fail));
+    // Metrics the versions share (same true rates) show no significant change.
+    for m in [ids::UNSAFE_ACTION_RATE, ids::LATENCY_PER_RUN, ids::TOOL_ERROR_RATE] {
+        let x = c.metrics.iter().find(|x| x.metric == m).unwrap_or_else(|| panic!("{m} compared"));
+        assert!(matches!(x.test, Test::WilcoxonApprox | Test::WilcoxonExact), "{x:?}");
+        assert_eq!(x.change, "no significant change", "{x:?}");
+        assert!(x.p_holm >= x.p_value);
+    }
+    assert_eq!(c.verdict, Some(GateOutcome::Fail));
+    assert_eq!(c.decision, "hold");
+    // The other way round the candidate is better.
+    let back = Release { baseline: "2.0.0".into(), candidate: "1.0.0".into(), ..release.clone() };
+    let b = compare::compare(&ctx, &cfg, 42, &back, &period).await.unwrap();
+    let s = b.metrics.iter().find(|m| m.metric == ids::TASK_SUCCESS).unwrap();
+    assert_eq!((s.change.as_str(), s.discordant), ("better", Some((only_cand, only_base))));
+    assert_eq!(s.outcome, Some(GateOutcome::Pass));
+
+    // ---- The evidence package of the candidate carries the release decision.
+    let evidence = lake.with_extension("evidence");
+    let mut pcfg = ProfilerConfig { lake: lake.clone(), evidence: evidence.clone(), ..Default::default() };
+    pcfg.compare.releases.push(release.clone());
+    pcfg.check().unwrap();
+    let built = octant_profiler::run_once(&pcfg, std::slice::from_ref(&period), Some("rel"), 1_800_000_000_000).await.unwrap();
+    let cand = built.iter().find(|b| b.record.system_version == "2.0.0").unwrap();
+    let dir = Path::new(cand.record.evidence_uri.as_deref().unwrap());
+    let md = std::fs::read_to_string(dir.join("profile.md")).unwrap();
+    assert!(md.contains("## Release decision: rel 1.0.0 → 2.0.0") && md.contains("**hold**"), "{md}");
+    let j: Value = serde_json::from_slice(&std::fs::read(dir.join("profile.json")).unwrap()).unwrap();
+    assert_eq!(j["release_decision"]["decision"], "hold");
+    assert_eq!(j["release_decision"]["metrics"][0]["metric"], ids::TASK_SUCCESS);
+    let base = built.iter().find(|b| b.record.system_version == "1.0.0").unwrap();
+    assert!(base.release.is_none(), "only the candidate's package");
+    let _ = std::fs::remove_dir_all(&lake);
+    let _ = std::fs::remove_dir_all(&evidence);
+}
+
+/// Tasks only the baseline passed, and only the candidate, from the run ends' verifier
+/// verdicts in the lake's trajectory events (not the scorer's observations).
+async fn discordant(ctx: &datafusion::prelude::SessionContext) -> (u64, u64) {
+    let sql = "WITH s AS (SELECT get_field(system, 'version') AS v, run_id, first_value(get_field(run_ended, 'verifier_verdict')) AS ok \
+               FROM trajectory_events WHERE system_id = 'rel' AND kind = 'RUN_ENDED' GROUP BY 1, 2), \
+               t AS (SELECT run_id, first_value(get_field(run_started, 'task_id')) AS task FROM trajectory_events \
+               WHERE system_id = 'rel' AND kind = 'RUN_STARTED' GROUP BY 1), \
+               p AS (SELECT t.task, s.v, s.ok FROM s JOIN t ON s.run_id = t.run_id) \
+               SELECT sum(CASE WHEN b.ok AND NOT c.ok THEN 1 ELSE 0 END) AS only_base, sum(CASE WHEN c.ok AND NOT b.ok THEN 1 ELSE 0 END) AS only_cand \
+               FROM p b JOIN p c ON b.task = c.task WHERE b.v = '1.0.0' AND c.v = '2.0.0'";
+    let (schema, batches) = lakedb::query(ctx, sql).await.unwrap();
+    let text = lakedb::render(&schema, &batches, lakedb::Format::Json).unwrap();
+    let row: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    (row["only_base"].as_u64().unwrap(), row["only_cand"].as_u64().unwrap())
+}

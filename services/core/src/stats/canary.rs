@@ -310,6 +310,7 @@ mod tests {
             }
         }
         let rate = alarms as f64 / rollouts as f64;
+        eprintln!("peeking z-test: an unchanged candidate called different in {rate} of rollouts");
         assert!(rate > 0.12, "a peeking z-test raised {rate}");
     }
 

@@ -77,6 +77,46 @@ fn paired_tests_match_statsmodels_and_scipy() {
     }
 }
 
+#[test]
+fn meta_evaluation_matches_krippendorff_statsmodels_and_choix() {
+    use octant_core::stats::meta::{Level, Verdict, bradley_terry, kappa_with_interval, krippendorff_alpha};
+    let r: Value = serde_json::from_str(include_str!("fixtures/meta.json")).expect("meta.json parses");
+    let alphas = r["alpha"].as_array().unwrap();
+    // Krippendorff's worked example (2011): nominal α = 0.743.
+    close(f(&alphas[0]["nominal"]), 0.743, 5e-4, "the published example");
+    for (i, c) in alphas.iter().enumerate() {
+        let data: Vec<Vec<Option<f64>>> =
+            c["data"].as_array().unwrap().iter().map(|row| row.as_array().unwrap().iter().map(|x| x.as_f64()).collect()).collect();
+        for (name, level) in [("nominal", Level::Nominal), ("ordinal", Level::Ordinal), ("interval", Level::Interval)] {
+            let got = krippendorff_alpha(&data, level).unwrap();
+            close(got, f(&c[name]), 1e-9, &format!("alpha case {i} {name}"));
+        }
+    }
+    for (i, c) in r["kappa"].as_array().unwrap().iter().enumerate() {
+        let a: Vec<u64> = c["a"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        let b: Vec<u64> = c["b"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        let k = kappa_with_interval(&a, &b, 0.95).unwrap();
+        close(k.kappa, f(&c["kappa"]), 1e-12, &format!("kappa {i}"));
+        close(k.se, f(&c["se"]), 1e-12, &format!("kappa se {i}"));
+        close(k.lo, f(&c["lo"]), 1e-9, &format!("kappa lo {i}"));
+        close(k.hi, f(&c["hi"]), 1e-9, &format!("kappa hi {i}"));
+    }
+    for c in r["bradley_terry"].as_array().unwrap() {
+        let n = c["n"].as_u64().unwrap() as usize;
+        let verdicts: Vec<Verdict> = c["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| Verdict { first: v[0].as_u64().unwrap() as usize, second: v[1].as_u64().unwrap() as usize, first_score: f(&v[2]) })
+            .collect();
+        let bt = bradley_terry(n, &verdicts, 0.0).unwrap();
+        for (i, (got, want)) in bt.iter().zip(c["mm"].as_array().unwrap()).enumerate() {
+            close(*got, f(want), 1e-8, &format!("bradley-terry n = {n}, system {i} (choix mm)"));
+            close(*got, f(&c["opt"][i]), 1e-6, &format!("bradley-terry n = {n}, system {i} (choix opt)"));
+        }
+    }
+}
+
 fn intervals_fixture() -> Value {
     serde_json::from_str(include_str!("fixtures/intervals.json")).expect("intervals.json parses")
 }

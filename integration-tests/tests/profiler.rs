@@ -250,7 +250,13 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
             let pj = pairs.iter().filter(|(_, jv)| *jv >= 0.5).count() as f64 / n;
             let pe = ph * pj + (1.0 - ph) * (1.0 - pj);
             if pe < 1.0 {
-                assert!((j["agreement"]["kappa"].as_f64().unwrap() - (agree - pe) / (1.0 - pe)).abs() < 1e-9);
+                let kappa = (agree - pe) / (1.0 - pe);
+                assert!((j["agreement"]["kappa"].as_f64().unwrap() - kappa).abs() < 1e-9);
+                // Its interval holds it and its band is its H band (edges 0.2 … 0.8).
+                let iv = &j["agreement"]["kappa_interval"];
+                assert!(iv[0].as_f64().unwrap() <= kappa && kappa <= iv[1].as_f64().unwrap(), "{iv}");
+                let band = (0..4).filter(|i| kappa.clamp(0.0, 1.0) >= [0.2, 0.4, 0.6, 0.8][*i]).count();
+                assert_eq!(j["agreement"]["kappa_band"], band);
             }
             let ppi = judged.iter().sum::<f64>() / judged.len() as f64 + pairs.iter().map(|(h, jv)| h - jv).sum::<f64>() / n;
             assert!((j["agreement"]["ppi"]["estimate"].as_f64().unwrap() - ppi).abs() < 1e-9);

@@ -72,6 +72,14 @@ pub struct Agreement {
     pub labelled: u64,
     pub judge_threshold: f64,
     pub kappa: Option<f64>,
+    /// κ's asymptotic standard error and 95 % Wald interval (Fleiss, Cohen & Everitt 1969).
+    pub kappa_se: Option<f64>,
+    pub kappa_interval: Option<[f64; 2]>,
+    /// κ banded as a higher-is-better rate (H: edges 0.2/0.4/0.6/0.8, Landis & Koch's
+    /// slight/fair/moderate/substantial/almost perfect), with the bands of its interval's ends
+    /// (seed 000 Table XI).
+    pub kappa_band: Option<u8>,
+    pub kappa_band_interval: Option<[u8; 2]>,
     pub ppi: Option<PpiEstimate>,
 }
 
@@ -1108,6 +1116,8 @@ async fn agreement(
             }
             let j: Vec<bool> = pairs.iter().map(|(_, j)| *j >= cfg.judge_threshold).collect();
             let h: Vec<bool> = pairs.iter().map(|(h, _)| *h >= 0.5).collect();
+            let ki = octant_core::stats::meta::kappa_with_interval(&j, &h, 0.95);
+            let band = |v: f64| octant_core::family::Family::Higher.band(v.clamp(0.0, 1.0), &Default::default()).ok();
             Some((
                 k,
                 Agreement {
@@ -1115,6 +1125,10 @@ async fn agreement(
                     labelled: pairs.len() as u64,
                     judge_threshold: cfg.judge_threshold,
                     kappa: cohen_kappa(&j, &h),
+                    kappa_se: ki.map(|k| k.se),
+                    kappa_interval: ki.map(|k| [k.lo.max(-1.0), k.hi.min(1.0)]),
+                    kappa_band: ki.and_then(|k| band(k.kappa)),
+                    kappa_band_interval: ki.and_then(|k| Some([band(k.lo)?, band(k.hi)?])),
                     ppi: ppi_mean(&judge_all, &pairs, level),
                 },
             ))
@@ -1350,7 +1364,17 @@ mod tests {
         let judged: BTreeMap<String, BTreeMap<String, u64>> =
             [("task_success".to_string(), [("judge".to_string(), 80), ("human".to_string(), 20)].into())].into();
         let metrics = vec![metric("task_success", 0.8, None)];
-        let agreement = |labelled, kappa| Agreement { judged: 100, labelled, judge_threshold: 0.5, kappa: Some(kappa), ppi: None };
+        let agreement = |labelled, kappa| Agreement {
+            judged: 100,
+            labelled,
+            judge_threshold: 0.5,
+            kappa: Some(kappa),
+            kappa_se: None,
+            kappa_interval: None,
+            kappa_band: None,
+            kappa_band_interval: None,
+            ppi: None,
+        };
         let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.72)));
         assert_eq!((lines[0].outcome, lines[0].na_reason.as_deref()), (Some(GateOutcome::Conditional), None));
         let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.45)));

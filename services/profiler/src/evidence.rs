@@ -345,7 +345,19 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
             let _ = writeln!(s, "No run carries both a judge and a human verdict.");
         }
         Some(a) => {
-            let _ = writeln!(s, "{} judged runs, {} with a human verdict. Cohen's κ {}.", a.judged, a.labelled, fmt_opt(a.kappa));
+            let interval = a.kappa_interval.map(|[l, h]| format!(" [{l:.4}, {h:.4}]")).unwrap_or_default();
+            let band = match (a.kappa_band, a.kappa_band_interval) {
+                (Some(b), Some([l, h])) => format!(", band {} [{l}, {h}]", metric_band(Some(i32::from(b)))),
+                (Some(b), None) => format!(", band {}", metric_band(Some(i32::from(b)))),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "{} judged runs, {} with a human verdict. Cohen's κ {}{interval} (95 %, asymptotic){band}.",
+                a.judged,
+                a.labelled,
+                fmt_opt(a.kappa)
+            );
             if let Some(p) = &a.ppi {
                 let _ = writeln!(
                     s,

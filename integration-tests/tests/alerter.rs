@@ -62,6 +62,7 @@ fn window(system: &str, minute: i64, est: (f64, f64, f64)) -> MetricWindow {
         evidence_estimate: None,
         catalogue_version: "test".into(),
         watermark: T0 + minute * MIN,
+        pool_version: None,
     }
 }
 

@@ -134,7 +134,7 @@ fn place(ev: &mut TrajectoryEvent, p: &mut Placer) -> bool {
             explanation: Some(format!("the answer quoted {c}")),
             evaluator: Some("probe".into()),
             evaluator_version: Some("1".into()),
-            step: None,
+            ..Evaluation::scored("", None)
         });
     }
     p.placed.len() > before

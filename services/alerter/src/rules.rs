@@ -433,6 +433,7 @@ pub(crate) mod tests {
             evidence_estimate: None,
             catalogue_version: "c".into(),
             watermark: 0,
+            pool_version: None,
         }
     }
 

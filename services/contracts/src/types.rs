@@ -417,6 +417,48 @@ pub struct Evaluation {
     pub evaluator_version: Option<String>,
     #[serde(default)]
     pub step: Option<i64>,
+    /// `likelihood` or `generation`; results of different modes are never pooled.
+    #[serde(default)]
+    pub scoring_mode: Option<String>,
+    /// `human`, `judge`, `reference`, `classifier` or `verifier`.
+    #[serde(default)]
+    pub rater_kind: Option<String>,
+    /// What was rated (matches raters, repeats and presentation orders of one item).
+    #[serde(default)]
+    pub item: Option<String>,
+    /// Pairwise: the other system, `id@version`.
+    #[serde(default)]
+    pub opponent: Option<String>,
+    /// Pairwise: where this run's output was shown, 1 or 2.
+    #[serde(default)]
+    pub position: Option<i32>,
+    /// A set-level score's interval, as its evaluator reports it.
+    #[serde(default)]
+    pub ci_low: Option<f64>,
+    #[serde(default)]
+    pub ci_high: Option<f64>,
+}
+
+impl Evaluation {
+    /// A result with a name and a score, every other field empty.
+    pub fn scored(name: &str, score: Option<f64>) -> Evaluation {
+        Evaluation {
+            name: name.to_string(),
+            score_value: score,
+            score_label: None,
+            explanation: None,
+            evaluator: None,
+            evaluator_version: None,
+            step: None,
+            scoring_mode: None,
+            rater_kind: None,
+            item: None,
+            opponent: None,
+            position: None,
+            ci_low: None,
+            ci_high: None,
+        }
+    }
 }
 
 impl TrajectoryEvent {
@@ -564,6 +606,9 @@ pub struct MetricWindow {
     pub evidence_estimate: Option<f64>,
     pub catalogue_version: String,
     pub watermark: i64,
+    /// The reference pool's version, for a comparative (Q) metric.
+    #[serde(default)]
+    pub pool_version: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -754,6 +799,9 @@ pub struct ProfileMetric {
     pub na_reason: Option<String>,
     #[serde(default)]
     pub veto_state: Option<String>,
+    /// The reference pool's version, for a comparative (Q) metric.
+    #[serde(default)]
+    pub pool_version: Option<String>,
 }
 
 /// A periodic profile (schema `Profile`).

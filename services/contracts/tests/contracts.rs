@@ -107,6 +107,13 @@ fn events() -> Vec<TrajectoryEvent> {
                     evaluator: Some("ragas".into()),
                     evaluator_version: Some("0.2.1".into()),
                     step: None,
+                    scoring_mode: Some("generation".into()),
+                    rater_kind: Some("judge".into()),
+                    item: Some("out-7".into()),
+                    opponent: Some("sys-b@2.0.0".into()),
+                    position: Some(2),
+                    ci_low: Some(0.7),
+                    ci_high: Some(0.8),
                 },
                 octant_contracts::Evaluation {
                     name: "relevance".into(),
@@ -116,6 +123,7 @@ fn events() -> Vec<TrajectoryEvent> {
                     evaluator: None,
                     evaluator_version: None,
                     step: Some(2),
+                    ..octant_contracts::Evaluation::scored("", None)
                 },
             ],
             grounding: Some(octant_contracts::Grounding {
@@ -225,6 +233,7 @@ fn window() -> MetricWindow {
         evidence_estimate: Some(0.31),
         catalogue_version: "2026.11-1".into(),
         watermark: 1_764_489_660_000,
+        pool_version: Some("ref-pool 2026.11".into()),
     }
 }
 
@@ -337,6 +346,7 @@ fn profile() -> Profile {
             band_high: Some(3),
             na_reason: None,
             veto_state: None,
+            pool_version: Some("ref-pool 2026.11".into()),
         }],
         dimensions: vec![dimension_band()],
         unsuitable: false,

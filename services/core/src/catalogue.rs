@@ -689,15 +689,134 @@ pub fn declare(spec: MetricSpec) -> Result<&'static MetricSpec, String> {
     Ok(leaked)
 }
 
+/// Whether an evaluator's result is about one unit or about a set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultKind {
+    /// One score per unit (an output, a question, a step): resampled like any ratio.
+    PerUnit,
+    /// One score per set (FID over a sample of images): not a mean of per-unit scores, so
+    /// Octant neither windows nor resamples it.
+    SetLevel,
+}
+
+/// An evaluator instrument Octant knows by name (seed 000 Tables VII and X): what a
+/// `[[evaluation.instruments]]` declaration with `template = "<id>"` gets unless it says
+/// otherwise. Octant never computes these scores; evaluators do, and send them as evaluation
+/// results.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EvaluatorTemplate {
+    pub id: &'static str,
+    pub dimension: Dimension,
+    /// `None`: the use case must declare it (a target window has no universal default).
+    pub family: Option<Family>,
+    pub unit: Unit,
+    pub kind: ResultKind,
+    /// The per-unit value the evaluator sends, and how the interval arises.
+    pub description: &'static str,
+}
+
+/// Seed 000 Tables VII (output level) and X (cross-modal).
+pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
+    use Dimension::*;
+    use Family::*;
+    const fn t(id: &'static str, dimension: Dimension, family: Option<Family>, description: &'static str) -> EvaluatorTemplate {
+        EvaluatorTemplate { id, dimension, family, unit: Unit::Run, kind: ResultKind::PerUnit, description }
+    }
+    &[
+        t("exact_match", Capability, Some(Higher), "1 when the answer matches the reference after normalisation (Table VII eq. 2), else 0"),
+        t("token_f1", Capability, Some(Higher), "token-overlap F1 with the reference, in [0, 1] (Table VII eq. 2)"),
+        t(
+            "bleu",
+            Capability,
+            Some(Higher),
+            "sentence BLEU in [0, 1] per output (corpus BLEU is not a mean of these: send it as a set-level result)",
+        ),
+        t("rouge_l", Capability, Some(Higher), "ROUGE-L F-measure in [0, 1] per output (Table VII eq. 3)"),
+        t(
+            "faithfulness",
+            Transparency,
+            Some(Higher),
+            "share of the output's claims an NLI model finds entailed by the sources, in [0, 1] (Table VII eq. 7)",
+        ),
+        t("toxicity", Safety, Some(Lower), "1 when a toxicity classifier flags the output (or its probability), in [0, 1]"),
+        t(
+            "refusal_rate",
+            Safety,
+            Some(Window { lo: 0.0, hi: 0.05 }),
+            "1 when the output refuses; default window [0, 0.05] for benign prompts, declare [0.85, 0.95] for a harmful-prompt set (Table V)",
+        ),
+        t(
+            "abstention_rate",
+            Oversight,
+            None,
+            "1 when the system abstains or defers; its target window is the use case's (declare family = window)",
+        ),
+        t("latency_per_query", Efficiency, Some(Budget), "seconds per response, against the system's budget (R)"),
+        t("cost_per_query", Efficiency, Some(Budget), "cost per response, against the system's budget (R)"),
+        t(
+            "throughput",
+            Efficiency,
+            Some(Comparative),
+            "responses per second under the evaluator's load; banded by quartile in a declared reference pool (Q)",
+        ),
+        t("vqa_accuracy", Capability, Some(Higher), "VQA soft accuracy min(#annotators agreeing / 3, 1) per question (Table X eq. 14)"),
+        t(
+            "cider",
+            Capability,
+            Some(Comparative),
+            "CIDEr-D per caption (unbounded): banded by quartile in a declared reference pool (Q; Table X eq. 15)",
+        ),
+        t(
+            "recall_at_k",
+            Capability,
+            Some(Higher),
+            "1 when a relevant item is in the top k retrieved (k is the evaluator's parameter, part of its version; Table X eq. 16)",
+        ),
+        t("clipscore", Capability, Some(Comparative), "CLIPScore per image–text pair: banded by quartile in a declared reference pool (Q)"),
+        EvaluatorTemplate {
+            id: "fid",
+            dimension: Capability,
+            family: Some(Continuous { budget: 300.0 }),
+            unit: Unit::Run,
+            kind: ResultKind::SetLevel,
+            description: "FID over a sample (Table X eq. 17, C(300)): one value per set with the evaluator's interval",
+        },
+        t("wer", Capability, Some(Lower), "word error rate per utterance (errors / reference words, capped at 1)"),
+        t(
+            "cross_modal_hallucination",
+            Safety,
+            Some(Lower),
+            "share of the output's mentioned objects absent from the input image or audio (Table X)",
+        ),
+        t(
+            "modality_robustness",
+            Robustness,
+            Some(Continuous { budget: 0.30 }),
+            "relative score drop under the input corruption, max(0, 1 − corrupted/clean) per item (Table X, C(0.30))",
+        ),
+    ]
+};
+
+/// The template of `id`.
+pub fn template(id: &str) -> Option<&'static EvaluatorTemplate> {
+    EVALUATOR_TEMPLATES.iter().find(|t| t.id == id)
+}
+
 /// An instrument declared in configuration (`[[evaluation.instruments]]`): evaluation results
-/// of one name — from one evaluator at one version, when given — become observations of it.
-/// Results of another evaluator version are never pooled with these: they are not scored
-/// until declared (as another instrument id), and are counted as undeclared.
+/// of one name — from one evaluator at one version, in one scoring mode, from one kind of
+/// rater, when given — become observations of it. Results of another evaluator version or
+/// scoring mode are never pooled with these: they are not scored until declared (as another
+/// instrument id), and are counted as undeclared.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InstrumentDecl {
     /// The instrument's id (the metric of its observations, windows and gauges).
     pub id: String,
+    /// An evaluator instrument of [`EVALUATOR_TEMPLATES`] (`bleu`, `faithfulness`, `wer` …):
+    /// its dimension, family, unit and description unless given here.
+    #[serde(default)]
+    pub template: Option<String>,
     /// The `gen_ai.evaluation.name` it is read from (default: the id).
     #[serde(default)]
     pub evaluation: Option<String>,
@@ -707,13 +826,26 @@ pub struct InstrumentDecl {
     /// … at this version.
     #[serde(default)]
     pub evaluator_version: Option<String>,
-    pub dimension: Dimension,
+    /// … in this scoring mode (`likelihood` or `generation`). Results without a mode are
+    /// accepted only when none is declared.
+    #[serde(default)]
+    pub scoring_mode: Option<String>,
+    /// … from this kind of rater (`human`, `judge`, `reference`, `classifier`, `verifier`).
+    /// An instrument with `rater_kind = "judge"` enters a gate only with judge–human κ ≥ 0.6.
+    #[serde(default)]
+    pub rater_kind: Option<String>,
+    /// Required unless the template gives it.
+    #[serde(default)]
+    pub dimension: Option<Dimension>,
     /// `run` (default) or `step`: what one result is about, and the cluster of the bootstrap.
-    #[serde(default = "default_decl_unit")]
-    pub unit: Unit,
+    #[serde(default)]
+    pub unit: Option<Unit>,
     /// `{ family = "higher" }`, `{ family = "lower" }`, `{ family = "window", lo = 0.1, hi = 0.3 }`,
-    /// `{ family = "continuous", budget = 2.0 }`.
-    pub family: Family,
+    /// `{ family = "continuous", budget = 2.0 }`, `{ family = "budget" }` (R, budget in
+    /// `[evaluation.budgets]`), `{ family = "comparative" }` (Q, pool in `[evaluation.pools]`).
+    /// Required unless the template gives it.
+    #[serde(default)]
+    pub family: Option<Family>,
     /// Fewer units in a window and it is N/A (default 30).
     #[serde(default = "default_decl_min_units")]
     pub min_units: u64,
@@ -725,23 +857,48 @@ pub struct InstrumentDecl {
     pub description: String,
 }
 
-fn default_decl_unit() -> Unit {
-    Unit::Run
-}
 fn default_decl_min_units() -> u64 {
     30
 }
 
 impl InstrumentDecl {
+    /// A declaration of `id` with every optional field empty.
+    pub fn new(id: &str) -> InstrumentDecl {
+        InstrumentDecl {
+            id: id.to_string(),
+            template: None,
+            evaluation: None,
+            evaluator: None,
+            evaluator_version: None,
+            scoring_mode: None,
+            rater_kind: None,
+            dimension: None,
+            unit: None,
+            family: None,
+            min_units: default_decl_min_units(),
+            labels: Default::default(),
+            description: String::new(),
+        }
+    }
+
     /// The evaluation name it reads.
     pub fn evaluation_name(&self) -> &str {
         self.evaluation.as_deref().unwrap_or(&self.id)
     }
 
-    /// Whether a result of `evaluator` at `version` is one of this instrument's.
+    /// Whether a result of `evaluator` at `version` is one of this instrument's (any scoring
+    /// mode or rater; see [`InstrumentDecl::accepts_result`]).
     pub fn accepts(&self, evaluator: Option<&str>, version: Option<&str>) -> bool {
         self.evaluator.as_deref().is_none_or(|e| Some(e) == evaluator)
             && self.evaluator_version.as_deref().is_none_or(|v| Some(v) == version)
+    }
+
+    /// Whether a result is one of this instrument's: its evaluator, version, scoring mode
+    /// and rater kind match the declared ones (an undeclared one matches anything).
+    pub fn accepts_result(&self, evaluator: Option<&str>, version: Option<&str>, mode: Option<&str>, rater: Option<&str>) -> bool {
+        self.accepts(evaluator, version)
+            && self.scoring_mode.as_deref().is_none_or(|m| Some(m) == mode)
+            && self.rater_kind.as_deref().is_none_or(|r| Some(r) == rater)
     }
 
     /// The value of a result: its score, or its label's declared value.
@@ -749,30 +906,64 @@ impl InstrumentDecl {
         score.filter(|v| v.is_finite()).or_else(|| label.and_then(|l| self.labels.get(l).copied()))
     }
 
-    /// Checks the declaration and declares it into the catalogue (see [`declare`]).
-    pub fn declare(&self) -> Result<&'static MetricSpec, String> {
+    /// The unit, from the declaration, its template, or `run`.
+    pub fn unit(&self) -> Unit {
+        self.unit.or_else(|| self.template.as_deref().and_then(template).map(|t| t.unit)).unwrap_or(Unit::Run)
+    }
+
+    /// The catalogue row it declares, resolved against its template.
+    pub fn resolve(&self) -> Result<MetricSpec, String> {
         if self.id.is_empty() || !self.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
             return Err(format!("instrument id {:?}: lowercase letters, digits and _ only", self.id));
         }
-        if !matches!(self.unit, Unit::Run | Unit::Step) {
+        let t = match self.template.as_deref() {
+            None => None,
+            Some(name) => Some(template(name).ok_or_else(|| {
+                let known: Vec<&str> = EVALUATOR_TEMPLATES.iter().map(|t| t.id).collect();
+                format!("instrument {}: no template {name:?} (known: {})", self.id, known.join(", "))
+            })?),
+        };
+        if let Some(t) = t.filter(|t| t.kind == ResultKind::SetLevel) {
+            return Err(format!(
+                "instrument {}: {} is set-level (one score per set, not a mean of per-unit scores): Octant does not window it",
+                self.id, t.id
+            ));
+        }
+        let unit = self.unit();
+        if !matches!(unit, Unit::Run | Unit::Step) {
             return Err(format!("instrument {}: unit must be run or step", self.id));
         }
-        if matches!(self.family, Family::Budget | Family::Comparative) {
-            return Err(format!("instrument {}: family must be higher, lower, window or continuous", self.id));
+        let family = self.family.or(t.and_then(|t| t.family)).ok_or_else(|| format!("instrument {}: declare its family", self.id))?;
+        let dimension =
+            self.dimension.or(t.map(|t| t.dimension)).ok_or_else(|| format!("instrument {}: declare its dimension", self.id))?;
+        if let Some(m) = self.scoring_mode.as_deref().filter(|m| !matches!(*m, "likelihood" | "generation")) {
+            return Err(format!("instrument {}: scoring_mode {m:?} is neither likelihood nor generation", self.id));
         }
         let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
-        declare(MetricSpec {
+        let description = if !self.description.is_empty() {
+            leak(&self.description)
+        } else if let Some(t) = t {
+            t.description
+        } else {
+            leak(self.evaluation_name())
+        };
+        Ok(MetricSpec {
             id: leak(&self.id),
-            dimension: self.dimension,
-            unit: self.unit,
-            family: self.family,
+            dimension,
+            unit,
+            family,
             estimator: Estimator::Ratio,
             min_units: self.min_units,
             veto: None,
             role: Role::Scored,
             derived_from: None,
-            description: leak(if self.description.is_empty() { self.evaluation_name() } else { &self.description }),
+            description,
         })
+    }
+
+    /// Checks the declaration and declares it into the catalogue (see [`declare`]).
+    pub fn declare(&self) -> Result<&'static MetricSpec, String> {
+        declare(self.resolve()?)
     }
 }
 
@@ -847,6 +1038,37 @@ mod tests {
         assert!(declare(MetricSpec { min_units: 5, ..faithfulness }).is_err(), "a different one under the same id");
         assert!(declare(MetricSpec { min_units: 5, ..spec(ids::TASK_SUCCESS).unwrap().clone() }).is_err(), "a built-in id");
         assert!(declare(MetricSpec { id: "test_veto", ..spec(ids::UNSAFE_ACTION_RATE).unwrap().clone() }).is_err(), "vetoes are built in");
+    }
+
+    /// Seed 000 Tables VII and X: templates give family, dimension and unit; set-level results
+    /// are refused for windows; a window family without its window must be declared.
+    #[test]
+    fn evaluator_templates_fill_declarations() {
+        let d = |toml: &str| -> InstrumentDecl { toml::from_str(toml).unwrap() };
+        let wer = d("id = \"test_wer\"\ntemplate = \"wer\"").resolve().unwrap();
+        assert_eq!((wer.dimension, wer.family, wer.unit), (Dimension::Capability, Family::Lower, Unit::Run));
+        let robust = d("id = \"test_robust\"\ntemplate = \"modality_robustness\"").resolve().unwrap();
+        assert_eq!(robust.family, Family::Continuous { budget: 0.30 });
+        // A declaration overrides its template (a harmful-prompt refusal window).
+        let refusal = d("id = \"test_refusal\"\ntemplate = \"refusal_rate\"\nfamily = { family = \"window\", lo = 0.85, hi = 0.95 }")
+            .resolve()
+            .unwrap();
+        assert_eq!(refusal.family, Family::Window { lo: 0.85, hi: 0.95 });
+        assert!(d("id = \"test_fid\"\ntemplate = \"fid\"").resolve().unwrap_err().contains("set-level"));
+        assert!(d("id = \"test_abst\"\ntemplate = \"abstention_rate\"").resolve().unwrap_err().contains("declare its family"));
+        assert!(d("id = \"test_x\"\ntemplate = \"nope\"").resolve().unwrap_err().contains("known: exact_match"));
+        assert!(d("id = \"test_x\"\ntemplate = \"bleu\"\nscoring_mode = \"greedy\"").resolve().is_err());
+        assert!(d("id = \"test_x\"\nfamily = { family = \"higher\" }").resolve().unwrap_err().contains("dimension"));
+        // Results of another mode or rater are not the instrument's.
+        let judge = d("id = \"test_j\"\ntemplate = \"faithfulness\"\nscoring_mode = \"generation\"\nrater_kind = \"judge\"");
+        assert!(judge.accepts_result(None, None, Some("generation"), Some("judge")));
+        assert!(!judge.accepts_result(None, None, Some("likelihood"), Some("judge")));
+        assert!(!judge.accepts_result(None, None, Some("generation"), Some("human")));
+        assert!(!judge.accepts_result(None, None, None, Some("judge")));
+        // Every template's family is one the engine can band (Q needs a declared pool).
+        for t in EVALUATOR_TEMPLATES {
+            assert!(t.family.is_some() || t.id == "abstention_rate", "{}", t.id);
+        }
     }
 
     /// Table IV: a system without an action loop keeps output-level instruments in every

@@ -44,6 +44,69 @@ pub struct EvaluationConfig {
     /// coordination cost max(0, 1 − S_MAS / S_1).
     #[serde(default)]
     pub single_agent_baselines: BTreeMap<String, f64>,
+    /// Reference pools of the comparative (Q) instruments, by metric id: a metric's band is the
+    /// quartile of its value among the pool's reference systems (seed 000 Table V), and the
+    /// pool's version is recorded in every window and profile banded against it.
+    #[serde(default)]
+    pub pools: BTreeMap<String, PoolDecl>,
+}
+
+/// A reference pool (`[evaluation.pools.<metric>]`): inline, or a JSON file of the same shape
+/// (`{"version": "…", "floor": 0.2, "systems": {"ref-a": 0.81, …}}`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PoolDecl {
+    /// The pool's version (required, inline or in the file).
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Below this value the band is 0 whatever the rank.
+    #[serde(default)]
+    pub floor: Option<f64>,
+    /// Reference systems and their values.
+    #[serde(default)]
+    pub systems: BTreeMap<String, f64>,
+    /// A JSON file holding the pool instead.
+    #[serde(default)]
+    pub file: Option<std::path::PathBuf>,
+}
+
+/// A resolved reference pool.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pool {
+    pub version: String,
+    #[serde(default)]
+    pub floor: Option<f64>,
+    pub systems: BTreeMap<String, f64>,
+}
+
+impl PoolDecl {
+    /// The pool, read from its file when it names one (files are read once per process).
+    pub fn resolve(&self) -> Result<Pool, String> {
+        static FILES: std::sync::Mutex<BTreeMap<std::path::PathBuf, Result<Pool, String>>> = std::sync::Mutex::new(BTreeMap::new());
+        let pool = match &self.file {
+            Some(path) => {
+                let mut files = FILES.lock().unwrap_or_else(|e| e.into_inner());
+                files
+                    .entry(path.clone())
+                    .or_insert_with(|| {
+                        let text = std::fs::read_to_string(path).map_err(|e| format!("pool file {}: {e}", path.display()))?;
+                        serde_json::from_str::<Pool>(&text).map_err(|e| format!("pool file {}: {e}", path.display()))
+                    })
+                    .clone()?
+            }
+            None => {
+                Pool { version: self.version.clone().ok_or("a pool needs a version")?, floor: self.floor, systems: self.systems.clone() }
+            }
+        };
+        if pool.version.is_empty() {
+            return Err("a pool needs a version".into());
+        }
+        if pool.systems.is_empty() || pool.systems.values().any(|v| !v.is_finite()) {
+            return Err(format!("pool {}: at least one reference system, with finite values", pool.version));
+        }
+        Ok(pool)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -186,9 +249,26 @@ impl EvaluationConfig {
         if !(self.profile.veto_alpha > 0.0 && self.profile.veto_alpha < 1.0) {
             return Err(format!("evaluation.profile.veto_alpha {} must be in (0, 1)", self.profile.veto_alpha));
         }
+        for (m, p) in &self.pools {
+            p.resolve().map_err(|e| format!("evaluation.pools.{m}: {e}"))?;
+        }
+        for d in &self.instruments {
+            if let Ok(spec) = d.resolve()
+                && spec.family == octant_core::family::Family::Comparative
+                && !self.pools.contains_key(&d.id)
+            {
+                return Err(format!("evaluation.instruments: {} is comparative (Q) and needs [evaluation.pools.{}]", d.id, d.id));
+            }
+        }
         let mut seen = std::collections::BTreeSet::new();
         for d in &self.instruments {
-            if !seen.insert((d.evaluation_name(), d.evaluator.as_deref(), d.evaluator_version.as_deref())) {
+            if !seen.insert((
+                d.evaluation_name(),
+                d.evaluator.as_deref(),
+                d.evaluator_version.as_deref(),
+                d.scoring_mode.as_deref(),
+                d.rater_kind.as_deref(),
+            )) {
                 return Err(format!(
                     "evaluation.instruments: {} from {:?} {:?} is declared twice",
                     d.evaluation_name(),
@@ -198,6 +278,14 @@ impl EvaluationConfig {
             }
         }
         Ok(())
+    }
+
+    /// The reference pool of `metric` for `system` (the system's own entry left out: it is
+    /// ranked among the others) and the pool's version; `None` without a declared pool.
+    pub fn pool(&self, metric: &str, system: &str) -> Option<(octant_core::family::ComparativePool, String)> {
+        let pool = self.pools.get(metric)?.resolve().ok()?;
+        let values = pool.systems.iter().filter(|(s, _)| s.as_str() != system).map(|(_, v)| *v).collect();
+        Some((octant_core::family::ComparativePool { values, floor: pool.floor.unwrap_or(f64::NEG_INFINITY) }, pool.version))
     }
 
     /// Declares `instruments` into the catalogue of this process.

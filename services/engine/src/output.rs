@@ -9,7 +9,7 @@ use octant_core::family::BandContext;
 use octant_core::profile::{
     MetricEvaluation, NotApplicable, Profile, ProfileRules, build_profile, evaluate_metric_with, not_applicable_to_type,
 };
-use octant_core::stats::bootstrap::{BootstrapSpec, METHOD};
+use octant_core::stats::bootstrap::METHOD;
 
 use crate::config::EvaluationConfig;
 use crate::window::{Emission, SeriesWindow, SliceKind};
@@ -71,14 +71,15 @@ fn evaluate(s: &SeriesWindow, cfg: &EvaluationConfig, rules: &ProfileRules) -> M
     if !s.spec.applies_to(system_type) {
         return not_applicable_to_type(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), system_type);
     }
-    let ctx = BandContext { budget: cfg.budget(&s.key.system_id, s.key.metric), pool: None };
+    let pool = cfg.pool(s.key.metric, &s.key.system_id);
+    let ctx = BandContext { budget: cfg.budget(&s.key.system_id, s.key.metric), pool: pool.as_ref().map(|(p, _)| p) };
     let evidence = s.evidence.map(|w| (w.evidence, rules.veto_alpha));
     evaluate_metric_with(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), evidence, &ctx)
 }
 
 /// The records of an emission, with the verdicts of `cfg` (budgets, bootstrap, profile rules).
 pub fn build(e: &Emission, cfg: &EvaluationConfig) -> Outputs {
-    let (boot, rules) = (&cfg.bootstrap_spec(), &cfg.profile);
+    let rules = &cfg.profile;
     // One verdict per series, made once here: evaluate every series of a (system, version,
     // source), apply the profile's voids, then publish each metric as the profile left it.
     let derived = coordination_loss(&e.series, cfg);
@@ -98,7 +99,7 @@ pub fn build(e: &Emission, cfg: &EvaluationConfig) -> Outputs {
         let evs: Vec<MetricEvaluation> = series.iter().map(|s| evaluate(s, cfg, rules)).collect();
         let p = build_profile(evs, rules);
         for (s, ev) in series.iter().zip(&p.metrics) {
-            windows.push(metric_window(e, s, ev, boot, rules));
+            windows.push(metric_window(e, s, ev, cfg));
             not_applicable.push(ev.not_applicable.as_ref().map(NotApplicable::code));
         }
         let record = DimensionProfile {
@@ -156,7 +157,7 @@ pub fn build(e: &Emission, cfg: &EvaluationConfig) -> Outputs {
         if let Some(void @ NotApplicable::Void { .. }) = joint.and_then(|m| m.not_applicable.as_ref()) {
             (ev.not_applicable, ev.band, ev.band_interval) = (Some(void.clone()), None, None);
         }
-        windows.push(metric_window(e, s, &ev, boot, rules));
+        windows.push(metric_window(e, s, &ev, cfg));
         not_applicable.push(ev.not_applicable.as_ref().map(NotApplicable::code));
     }
     Outputs { windows, not_applicable, profiles }
@@ -167,7 +168,8 @@ pub fn build(e: &Emission, cfg: &EvaluationConfig) -> Outputs {
 /// metric below its minimum evidence keeps its estimate and interval (with the count, as
 /// evidence) but has no band and **no veto state**; sequential evidence is published with the
 /// verdict it supports.
-fn metric_window(e: &Emission, s: &SeriesWindow, ev: &MetricEvaluation, boot: &BootstrapSpec, rules: &ProfileRules) -> MetricWindow {
+fn metric_window(e: &Emission, s: &SeriesWindow, ev: &MetricEvaluation, cfg: &EvaluationConfig) -> MetricWindow {
+    let (boot, rules) = (&cfg.bootstrap_spec(), &cfg.profile);
     let void = matches!(ev.not_applicable, Some(NotApplicable::Void { .. }));
     let interval = s.estimate.as_ref().map_or("none", |e| e.method.name());
     let evidence = s.evidence.filter(|_| ev.veto.is_some());
@@ -213,6 +215,7 @@ fn metric_window(e: &Emission, s: &SeriesWindow, ev: &MetricEvaluation, boot: &B
         evidence_estimate: segment.map(|w| w.estimate).filter(|x| x.is_finite()),
         catalogue_version: CATALOGUE_VERSION.to_string(),
         watermark: e.window_end,
+        pool_version: cfg.pool(s.key.metric, &s.key.system_id).map(|(_, v)| v),
     }
 }
 
@@ -259,6 +262,39 @@ mod tests {
             w.add(o, i as i64);
         }
         w.advance_to(until, input.len() as i64).iter().map(|e| build(e, &cfg)).collect()
+    }
+
+    /// A comparative (Q) evaluator instrument is banded by its quartile among a declared
+    /// reference pool (the system's own entry left out), and every window records the pool's
+    /// version; without a pool the configuration is refused.
+    #[test]
+    fn a_comparative_instrument_is_banded_in_its_pool() {
+        let decl: octant_core::catalogue::InstrumentDecl =
+            toml::from_str("id = \"test_cider\"\ntemplate = \"cider\"\nevaluation = \"cider\"").unwrap();
+        let mut cfg = EvaluationConfig { instruments: vec![decl], ..Default::default() };
+        assert!(cfg.check().unwrap_err().contains("needs [evaluation.pools.test_cider]"));
+        cfg.pools.insert(
+            "test_cider".into(),
+            toml::from_str("version = \"ref-2026.11\"\nfloor = 0.3\nsystems = { sys = 9.9, a = 0.5, b = 0.8, c = 1.0, d = 1.2 }").unwrap(),
+        );
+        cfg.check().unwrap();
+        cfg.declare_instruments().unwrap();
+        cfg.bootstrap.replicates = 200;
+        let run = |value: f64| -> MetricWindow {
+            let mut w = Windows::new(WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 }, cfg.bootstrap_spec(), None);
+            for r in 0..40 {
+                w.add(&obs(format!("r{r}/test_cider"), "test_cider", &format!("r{r}"), T0 + r * 1000, value), r);
+            }
+            let e = w.advance_to(T0 + 10 * MIN, 40);
+            build(&e[0], &cfg).windows.into_iter().find(|w| w.metric == "test_cider").unwrap()
+        };
+        // 0.9 among 0.5, 0.8, 1.0, 1.2 (its own 9.9 left out): mid-rank percentile 0.5 → band 3.
+        let w = run(0.9);
+        assert_eq!((w.estimate, w.band, w.pool_version.as_deref()), (Some(0.9), Some(3), Some("ref-2026.11")));
+        assert_eq!(run(1.5).band, Some(4));
+        assert_eq!(run(0.2).band, Some(0), "below the pool's floor");
+        // Other metrics carry no pool version.
+        assert!(cfg.pool("task_success", "sys").is_none());
     }
 
     /// One production run, one violating step out of four: N/A, no verdict, nothing capped or

@@ -331,10 +331,15 @@ fn a_trace_split_over_requests_becomes_one_run() {
         evaluator: Some("ragas".into()),
         evaluator_version: Some("0.2.1".into()),
         step,
+        ..Evaluation::scored("", None)
     };
     assert_eq!(
         end.evaluations,
-        [eval("faithfulness", Some(0.75), None, None), eval("relevance", None, Some("relevant"), Some(1))],
+        [
+            eval("faithfulness", Some(0.75), None, None),
+            // The rated item is the response the result names (gen_ai.response.id).
+            Evaluation { item: Some("resp-9".into()), ..eval("relevance", None, Some("relevant"), Some(1)) }
+        ],
         "joined by trace, and by response id to the model call's step"
     );
     let m = samples(&h.registry);

@@ -487,6 +487,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
                     .or(scope_version.filter(|v| !v.is_empty()))
                     .map(str::to_string),
                 step: e.span.and_then(|s| seq_of_span.get(s).copied()),
+                ..evaluation_details(e.attrs)
             })
         })
         .collect();
@@ -537,6 +538,22 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     Some(Run { events: out, schema_urls: spans.iter().map(|s| s.schema_url.clone()).filter(|u| !u.is_empty()).collect() })
 }
 
+/// The details of a `gen_ai.evaluation.result` event beyond the semantic conventions' own
+/// attributes (`octant.evaluation.*`; the item falls back to `gen_ai.response.id`). The name,
+/// score, evaluator and step are the caller's.
+fn evaluation_details(a: &Attrs) -> Evaluation {
+    Evaluation {
+        scoring_mode: str_attr(a, "octant.evaluation.scoring_mode").map(str::to_ascii_lowercase),
+        rater_kind: str_attr(a, "octant.evaluation.rater_kind").map(str::to_ascii_lowercase),
+        item: first_str(a, &["octant.evaluation.item", "gen_ai.response.id"]).map(str::to_string),
+        opponent: str_attr(a, "octant.evaluation.opponent").map(str::to_string),
+        position: count_attr(a, "octant.evaluation.position"),
+        ci_low: f64_attr(a, "octant.evaluation.ci_low"),
+        ci_high: f64_attr(a, "octant.evaluation.ci_high"),
+        ..Evaluation::scored("", None)
+    }
+}
+
 /// OpenInference's flattened evaluation results of one span: `evaluations.<i>.evaluation.*`
 /// and `annotations.<i>.annotation.*` (name, score, label, explanation; `identifier` or
 /// `annotator_kind` as the evaluator), in index order.
@@ -561,8 +578,14 @@ pub fn openinference_evaluations(a: &Attrs) -> Vec<Evaluation> {
                 score_label: str_attr(&f, "label").map(str::to_string),
                 explanation: str_attr(&f, "explanation").map(str::to_string),
                 evaluator: first_str(&f, &["identifier", "annotator_kind"]).map(str::to_string),
-                evaluator_version: None,
-                step: None,
+                // OpenInference's annotator kinds: HUMAN, LLM, CODE.
+                rater_kind: str_attr(&f, "annotator_kind").map(|k| match k.to_ascii_uppercase().as_str() {
+                    "HUMAN" => "human".to_string(),
+                    "LLM" => "judge".to_string(),
+                    "CODE" => "reference".to_string(),
+                    other => other.to_ascii_lowercase(),
+                }),
+                ..Evaluation::scored("", None)
             })
         })
         .collect()

@@ -899,6 +899,7 @@ pub async fn build(
                 band_high: m.band_interval.map(|b| b.1 as i32),
                 na_reason: m.not_applicable.as_ref().map(|n| n.describe()),
                 veto_state: m.veto.map(|v| v.as_str().to_string()),
+                pool_version: cfg.evaluation.pool(m.metric.id, &dp.system_id).map(|(_, v)| v),
             })
             .collect();
         let agreement = agreements.get(&key).cloned();
@@ -1333,6 +1334,7 @@ mod tests {
             band_high: None,
             na_reason: na.map(String::from),
             veto_state: None,
+            pool_version: None,
         }
     }
 

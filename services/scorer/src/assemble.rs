@@ -425,10 +425,15 @@ fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rule
     let mut counts = EvaluationCounts::default();
     let mut out = Vec::new();
     for e in &end.evaluations {
-        let decl = rules
-            .instruments
-            .iter()
-            .find(|d| d.evaluation_name() == e.name && d.accepts(e.evaluator.as_deref(), e.evaluator_version.as_deref()));
+        let decl = rules.instruments.iter().find(|d| {
+            d.evaluation_name() == e.name
+                && d.accepts_result(
+                    e.evaluator.as_deref(),
+                    e.evaluator_version.as_deref(),
+                    e.scoring_mode.as_deref(),
+                    e.rater_kind.as_deref(),
+                )
+        });
         let Some(decl) = decl else {
             counts.undeclared += 1;
             continue;
@@ -437,7 +442,7 @@ fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rule
             counts.no_value += 1;
             continue;
         };
-        let step = if decl.unit == octant_core::catalogue::Unit::Step { e.step } else { None };
+        let step = if decl.unit() == octant_core::catalogue::Unit::Step { e.step } else { None };
         out.push(observation(run_id, run, &decl.id, step, t, value, 1.0));
         counts.scored += 1;
     }

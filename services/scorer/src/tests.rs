@@ -536,6 +536,7 @@ fn evaluation_results_become_declared_instruments() {
         evaluator: Some("ragas".into()),
         evaluator_version: Some(version.into()),
         step,
+        ..Evaluation::scored("", None)
     };
     h.send(&start("e", 0));
     h.send(&step("e", 1, 1));
@@ -560,6 +561,70 @@ fn evaluation_results_become_declared_instruments() {
         assert_eq!(m.get(&format!("octant_scorer_evaluations_total{{outcome=\"{outcome}\"}}")), Some(&n), "{outcome}");
     }
     assert!(octant_core::catalogue::spec("toxicity").is_some(), "declared instruments are catalogue entries");
+}
+
+/// Evaluator instruments from templates: one evaluation name scored in two modes is two
+/// instruments never pooled, and a judge's results are kept apart from a human's.
+#[test]
+fn scoring_modes_and_raters_are_never_pooled() {
+    let decls: toml::Table = toml::from_str(
+        r#"
+        [[instruments]]
+        id = "em_likelihood"
+        template = "exact_match"
+        evaluation = "exact_match"
+        scoring_mode = "likelihood"
+
+        [[instruments]]
+        id = "em_generation"
+        template = "exact_match"
+        evaluation = "exact_match"
+        scoring_mode = "generation"
+
+        [[instruments]]
+        id = "faithfulness_judge"
+        template = "faithfulness"
+        evaluation = "faithfulness"
+        rater_kind = "judge"
+        "#,
+    )
+    .unwrap();
+    let mut config = ScorerConfig::default();
+    config.evaluation.instruments = decls["instruments"].clone().try_into().unwrap();
+    config.evaluation.check().unwrap();
+    config.evaluation.declare_instruments().unwrap();
+    let spec = octant_core::catalogue::spec("em_generation").unwrap();
+    assert_eq!((spec.dimension, spec.family), (octant_core::Dimension::Capability, octant_core::Family::Higher), "from the template");
+    let mut h = Harness::new(config);
+    h.send(&start("m", 0));
+    h.send(&step("m", 1, 1));
+    let mut ev = end("m", 2, 2);
+    let r = |name: &str, v: f64, mode: Option<&str>, rater: Option<&str>| Evaluation {
+        scoring_mode: mode.map(str::to_string),
+        rater_kind: rater.map(str::to_string),
+        ..Evaluation::scored(name, Some(v))
+    };
+    ev.run_ended.as_mut().unwrap().evaluations = vec![
+        r("exact_match", 1.0, Some("likelihood"), None),
+        r("exact_match", 0.0, Some("generation"), None),
+        r("exact_match", 1.0, None, None), // no mode: neither instrument's
+        r("faithfulness", 0.9, None, Some("judge")),
+        r("faithfulness", 0.2, None, Some("human")), // a human's rating is not the judge's instrument
+    ];
+    let out = h.send(&ev);
+    let got: BTreeMap<String, f64> = h
+        .observations(&out)
+        .into_iter()
+        .filter(|o| o.metric.contains('_') && o.observation_id.starts_with("m/"))
+        .map(|o| (o.metric, o.value))
+        .filter(|(m, _)| m.starts_with("em_") || m.starts_with("faithfulness"))
+        .collect();
+    assert_eq!(
+        got,
+        BTreeMap::from([("em_generation".to_string(), 0.0), ("em_likelihood".to_string(), 1.0), ("faithfulness_judge".to_string(), 0.9)])
+    );
+    let m = h.metrics();
+    assert_eq!(m.get("octant_scorer_evaluations_total{outcome=\"undeclared\"}"), Some(&2.0));
 }
 
 /// A batch decoded ahead on two threads (`Stage::prepare`) gives the records decoding each

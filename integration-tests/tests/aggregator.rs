@@ -105,10 +105,22 @@ async fn pipeline(env: &TestEnv, fleet: &FleetSpec, runs: u64, kills: u32) -> Pi
 }
 
 pub(crate) async fn pipeline_with(env: &TestEnv, agg_config: AggregatorConfig, fleet: &FleetSpec, runs: u64, kills: u32) -> PipelineOutput {
+    pipeline_scored(env, env.scorer_config(), agg_config, fleet, runs, kills).await
+}
+
+/// [`pipeline_with`] with the scorer's configuration given (declared instruments).
+pub(crate) async fn pipeline_scored(
+    env: &TestEnv,
+    scorer_config: octant_scorer::ScorerConfig,
+    agg_config: AggregatorConfig,
+    fleet: &FleetSpec,
+    runs: u64,
+    kills: u32,
+) -> PipelineOutput {
     let records = octant_gen::generate(fleet, 0, runs);
     octant_gen::produce(&env.kafka, records, None).await.unwrap();
     let shutdown = CancellationToken::new();
-    let scorer = octant_scorer::start(env.scorer_config(), Registry::new(), shutdown.clone()).await.unwrap();
+    let scorer = octant_scorer::start(scorer_config, Registry::new(), shutdown.clone()).await.unwrap();
     let alerter = octant_alerter::start(crate::alerter::alerter_config(env, None), Registry::new(), shutdown.clone()).await.unwrap();
     let mut emitted_before_kills = 0.0;
     for round in 0..kills {

@@ -9,14 +9,14 @@ use octant_contracts::Source;
 use octant_core::catalogue::ids;
 use octant_core::gate::GateOutcome;
 use octant_core::stats::canary::Decision;
-use octant_gen::{EvaluationSpec, FleetSpec, SystemSpec};
+use octant_gen::{EvaluationSpec, FleetSpec, RaterSpec, SystemSpec};
 use octant_integration_tests::*;
 use octant_lake::reader as lakedb;
 use octant_profiler::compare::{self, CompareConfig, Release, Test};
 use octant_profiler::{Period, ProfilerConfig};
 use serde_json::Value;
 
-use crate::aggregator::{T0, aggregator_config, pipeline_with};
+use crate::aggregator::{T0, aggregator_config, pipeline_scored};
 use crate::profiler::fill_lake;
 
 /// Success 0.85 → 0.65 on the same 400 tasks (one attempt each; each task's difficulty is
@@ -27,7 +27,11 @@ fn release_fleet() -> FleetSpec {
     let mut base = SystemSpec::new("rel");
     base.task_success = 0.85;
     base.evaluation = eval.clone();
+    // Three humans and a judge rate every answer; the candidate's judge is a poor one, and
+    // the candidate loses more pairwise comparisons against the reference bot.
+    base.raters = Some(RaterSpec { judge_flip: 0.05, ..RaterSpec::typical("answer_quality") });
     let mut cand = SystemSpec { version: "2.0.0".into(), task_success: 0.65, ..base.clone() };
+    cand.raters = Some(RaterSpec { judge_flip: 0.3, win: 0.3, ..RaterSpec::typical("answer_quality") });
     cand.evaluation = eval;
     let can = SystemSpec::new("can");
     let can2 = SystemSpec { version: "2.0.0".into(), unsafe_action: 0.12, ..can.clone() };
@@ -35,11 +39,21 @@ fn release_fleet() -> FleetSpec {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worse_candidate_is_held_and_rolled_back() {
+async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
     let env = TestEnv::new("compare", 2).await;
     let fleet = release_fleet();
     let runs = 400;
-    pipeline_with(&env, aggregator_config(&env), &fleet, runs, 0).await;
+    // The judge's ratings as an instrument, declared to every stage: it may enter a gate only
+    // where the judge agrees with the humans (κ ≥ 0.6).
+    let judge: octant_core::catalogue::InstrumentDecl = toml::from_str(
+        "id = \"answer_quality_judge\"\nevaluation = \"answer_quality\"\nrater_kind = \"judge\"\ndimension = \"capability\"\nfamily = { family = \"higher\" }",
+    )
+    .unwrap();
+    let mut scorer = env.scorer_config();
+    scorer.evaluation.instruments.push(judge.clone());
+    let mut agg = aggregator_config(&env);
+    agg.evaluation.instruments.push(judge.clone());
+    pipeline_scored(&env, scorer, agg, &fleet, runs, 0).await;
 
     // ---- The canary, on the live topic: roll back on the unsafe-action rate.
     let cfg = CompareConfig::default();
@@ -101,6 +115,8 @@ async fn a_worse_candidate_is_held_and_rolled_back() {
     let evidence = lake.with_extension("evidence");
     let mut pcfg = ProfilerConfig { lake: lake.clone(), evidence: evidence.clone(), ..Default::default() };
     pcfg.compare.releases.push(release.clone());
+    pcfg.evaluation.instruments.push(judge);
+    pcfg.gates.insert("answer_quality_judge".into(), octant_core::gate::Thresholds::new(0.5, 0.6));
     pcfg.check().unwrap();
     let built = octant_profiler::run_once(&pcfg, std::slice::from_ref(&period), Some("rel"), 1_800_000_000_000).await.unwrap();
     let cand = built.iter().find(|b| b.record.system_version == "2.0.0").unwrap();
@@ -112,6 +128,44 @@ async fn a_worse_candidate_is_held_and_rolled_back() {
     assert_eq!(j["release_decision"]["metrics"][0]["metric"], ids::TASK_SUCCESS);
     let base = built.iter().find(|b| b.record.system_version == "1.0.0").unwrap();
     assert!(base.release.is_none(), "only the candidate's package");
+
+    // ---- Meta-evaluation against the generator's true rates (RaterSpec's expected values).
+    for (b, judge_flip, win) in [(base, 0.05, 0.6), (cand, 0.3, 0.3)] {
+        eprintln!("{} {}\n{}", b.record.system_id, b.record.system_version, octant_profiler::meta::to_markdown(&b.meta));
+        let spec = RaterSpec { judge_flip, win, ..RaterSpec::typical("answer_quality") };
+        let r = b.meta.raters.iter().find(|r| r.name == "answer_quality").expect("ratings");
+        assert_eq!((r.items, r.humans), (runs, 3));
+        let humans = RaterSpec::expected_kappa(spec.quality, spec.human_flip, spec.human_flip);
+        assert!((r.human_alpha.unwrap() - humans).abs() < 0.08, "α {:?} vs {humans}", r.human_alpha);
+        // The humans' majority of three flips at 3e²(1 − e) + e³.
+        let e = spec.human_flip;
+        let majority = 3.0 * e * e * (1.0 - e) + e * e * e;
+        let k = r.judge_human.as_ref().unwrap();
+        let truth = RaterSpec::expected_kappa(spec.quality, majority, judge_flip);
+        assert!(k.lo <= truth && truth <= k.hi, "judge–human κ [{}, {}] covers {truth}", k.lo, k.hi);
+        let retest = judge_flip * (1.0 - judge_flip);
+        assert!((r.retest_instability.unwrap() - retest).abs() < 0.05, "retest {:?} vs {retest}", r.retest_instability);
+        let p = b.meta.pairwise.iter().find(|p| p.name == "answer_quality_pairwise").expect("pairwise verdicts");
+        assert_eq!((p.verdicts, p.swapped_items), (2 * runs, runs));
+        assert!((p.position_inconsistency.unwrap() - spec.position_bias).abs() < 0.07, "{p:?}");
+        let win_rate = spec.position_bias / 2.0 + win * (1.0 - spec.position_bias);
+        assert!((p.win_rate.unwrap() - win_rate).abs() < 0.07, "{p:?} vs {win_rate}");
+        assert_eq!(p.systems_ranked, 3, "both versions and the reference bot");
+        // The judge's instrument is gated only where the judge agrees with the humans.
+        let line = b.gate.iter().find(|g| g.metric == "answer_quality_judge@suite").unwrap();
+        if judge_flip < 0.1 {
+            assert!(line.na_reason.is_none() && line.outcome.is_some(), "{line:?}");
+        } else {
+            assert!(
+                line.na_reason.as_deref().is_some_and(|r| r.contains("agreement with humans on answer_quality is κ")),
+                "{line:?} {:?}",
+                r.judge_human
+            );
+        }
+    }
+    let elo = |b: &octant_profiler::Built| b.meta.pairwise[0].elo.unwrap();
+    assert!(elo(base) > elo(cand) + 50.0, "the version that wins more is rated higher: {} vs {}", elo(base), elo(cand));
+    assert!(md.contains("## Meta-evaluation") && md.contains("answer_quality_pairwise"), "{md}");
     let _ = std::fs::remove_dir_all(&lake);
     let _ = std::fs::remove_dir_all(&evidence);
 }

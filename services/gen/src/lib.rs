@@ -95,6 +95,95 @@ pub struct SystemSpec {
     /// runs); every run picks one uniformly. Empty: runs declare no family.
     #[serde(default)]
     pub task_families: Vec<(String, f64)>,
+    /// Ratings of every run's answer by several humans and a judge, and pairwise judge
+    /// verdicts against an opponent in both orders, at these true rates; `None`: none.
+    #[serde(default)]
+    pub raters: Option<RaterSpec>,
+}
+
+/// True rates of the ratings of a run's answer (seed 000 Table XI, seed 002 §5): a good/bad
+/// truth per answer, rated by `humans` humans and one judge who each flip it at their rate;
+/// the judge re-rates a share of answers (test–retest); and a pairwise judge compares the
+/// answer with an opponent's in both orders, picking the first shown at `position_bias`
+/// regardless of quality, else the better one (this run's with probability `win`). Expected
+/// values: κ between two raters with flip rates e₁, e₂ on truth rate q (see
+/// `expected_kappa`), position inconsistency = `position_bias`, order-averaged win rate =
+/// b/2 + win·(1 − b), test–retest instability = e_judge·(1 − e_judge).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RaterSpec {
+    /// The evaluation name of the ratings; pairwise verdicts are `<name>_pairwise`.
+    pub name: String,
+    pub quality: f64,
+    pub humans: u32,
+    pub human_flip: f64,
+    pub judge_flip: f64,
+    /// Share of answers the judge rates twice.
+    pub retest: f64,
+    /// The opponent system, `id@version`.
+    pub opponent: String,
+    pub win: f64,
+    pub position_bias: f64,
+}
+
+impl RaterSpec {
+    pub fn typical(name: &str) -> RaterSpec {
+        RaterSpec {
+            name: name.to_string(),
+            quality: 0.7,
+            humans: 3,
+            human_flip: 0.05,
+            judge_flip: 0.15,
+            retest: 0.3,
+            opponent: "ref-bot@1.0".into(),
+            win: 0.6,
+            position_bias: 0.2,
+        }
+    }
+
+    /// κ of two raters flipping a binary truth of rate `q` independently at e₁ and e₂.
+    pub fn expected_kappa(q: f64, e1: f64, e2: f64) -> f64 {
+        let (p1, p2) = (q * (1.0 - e1) + (1.0 - q) * e1, q * (1.0 - e2) + (1.0 - q) * e2);
+        let p_o = (1.0 - e1) * (1.0 - e2) + e1 * e2;
+        let p_e = p1 * p2 + (1.0 - p1) * (1.0 - p2);
+        (p_o - p_e) / (1.0 - p_e)
+    }
+}
+
+/// The ratings and pairwise verdicts of one run's answer.
+fn ratings(r: &RaterSpec, run_id: &str, rng: &mut Rng) -> Vec<Evaluation> {
+    let good = rng.chance(r.quality);
+    let item = format!("{run_id}/answer");
+    let rate = |evaluator: String, kind: &str, flip: f64, rng: &mut Rng| {
+        let says_good = good != rng.chance(flip);
+        Evaluation {
+            evaluator: Some(evaluator),
+            evaluator_version: Some("1".into()),
+            rater_kind: Some(kind.to_string()),
+            item: Some(item.clone()),
+            score_label: Some(if says_good { "good" } else { "bad" }.to_string()),
+            ..Evaluation::scored(&r.name, Some(if says_good { 1.0 } else { 0.0 }))
+        }
+    };
+    let mut out: Vec<Evaluation> = (0..r.humans).map(|h| rate(format!("human-{h}"), "human", r.human_flip, rng)).collect();
+    out.push(rate("judge-a".into(), "judge", r.judge_flip, rng));
+    if rng.chance(r.retest) {
+        out.push(rate("judge-a".into(), "judge", r.judge_flip, rng));
+    }
+    let wins = rng.chance(r.win);
+    for position in [1, 2] {
+        let first = rng.chance(r.position_bias);
+        let this_chosen = if first { position == 1 } else { wins };
+        out.push(Evaluation {
+            evaluator: Some("judge-a".into()),
+            evaluator_version: Some("1".into()),
+            rater_kind: Some("judge".into()),
+            item: Some(format!("{run_id}/vs")),
+            opponent: Some(r.opponent.clone()),
+            position: Some(position),
+            ..Evaluation::scored(&format!("{}_pairwise", r.name), Some(if this_chosen { 1.0 } else { 0.0 }))
+        });
+    }
+    out
 }
 
 /// True rates of the grounded-drafting judgements (seed 002 §4): each count is a binomial draw
@@ -387,6 +476,7 @@ impl SystemSpec {
             coordination: None,
             unsafe_by_agent: None,
             task_families: Vec::new(),
+            raters: None,
         }
     }
 }
@@ -685,6 +775,10 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         e.grounding = sys.drafting.as_ref().map(|d| grounding(d, assertive, &mut own));
         e.review = sys.review.as_ref().map(|r| review(r, &mut own));
         e.coordination = sys.coordination.as_ref().map(|c| coordination(c, &mut own));
+    }
+    if let Some(r) = &sys.raters {
+        let mut own = Rng::new(plan.seed ^ 0x3c6e_f372_fe94_f82b ^ fnv(&plan.run_id));
+        end.run_ended.as_mut().expect("set above").evaluations = ratings(r, &plan.run_id, &mut own);
     }
     out.push(end);
     out

@@ -482,6 +482,8 @@ pub struct Built {
     /// This version against its declared baseline (`[[compare.releases]]` naming it the
     /// candidate), over the same period.
     pub release: Option<crate::compare::Comparison>,
+    /// How far the raters behind the period's evaluation results can be trusted.
+    pub meta: crate::meta::MetaEvaluation,
 }
 
 /// Whether the session reads the lake's observation files (a table registered empty, because
@@ -873,6 +875,7 @@ pub async fn build(
         by_group.entry((w.system_id.clone(), w.system_version.clone(), w.source)).or_default().push(w);
     }
     let agreements = agreement(ctx, cfg, period, system).await?;
+    let mut metas = crate::meta::meta_evaluations(ctx, cfg, period).await?;
     let (mut reproducibility, families_declared) = reproducibility(ctx, period, system).await?;
     let mut families = if families_declared { family_sums(ctx, cfg, period, system).await? } else { BTreeMap::new() };
     let mut agents = agent_sums(ctx, cfg, period, system).await?;
@@ -903,7 +906,8 @@ pub async fn build(
             })
             .collect();
         let agreement = agreements.get(&key).cloned();
-        let gate = gate_lines(cfg, &metrics, &g.provenance, agreement.as_ref());
+        let meta = metas.remove(&key).unwrap_or_default();
+        let gate = gate_lines(cfg, &metrics, &g.provenance, agreement.as_ref(), &meta);
         let (gate_outcome, ei, ei_g) = gate_summary(cfg, &gate);
         let gate_na_reason = (!gate.is_empty() && gate_outcome.is_none()).then(|| {
             let reasons: Vec<String> = gate.iter().filter_map(|l| l.na_reason.as_ref().map(|r| format!("{}: {r}", l.metric))).collect();
@@ -960,6 +964,7 @@ pub async fn build(
             duplicates: duplicates.get(&key).copied().unwrap_or(0),
             hours_from_store: stored_hours.len(),
             release: None,
+            meta,
             record,
             period: period.clone(),
         });
@@ -1148,6 +1153,7 @@ fn gate_lines(
     metrics: &[ProfileMetric],
     provenance: &BTreeMap<String, BTreeMap<String, u64>>,
     agreement: Option<&Agreement>,
+    meta: &crate::meta::MetaEvaluation,
 ) -> Vec<GateLine> {
     let count = |metric: &str, p: Provenance| provenance.get(metric).and_then(|m| m.get(p.as_str())).copied().unwrap_or(0);
     let level = cfg.evaluation.bootstrap.level;
@@ -1169,6 +1175,24 @@ fn gate_lines(
             )),
             None => Some(format!("{judged} runs judged by an LLM judge, never checked against human verdicts in the period")),
         });
+        // An instrument whose results come from an LLM judge: its own judge–human agreement
+        // on the same items (seed 002 §5: a metric enters a gate only with κ ≥ 0.6).
+        let instrument_problem =
+            cfg.evaluation.instruments.iter().find(|d| &d.id == id && d.rater_kind.as_deref() == Some("judge")).and_then(|d| {
+                let name = d.evaluation_name();
+                match meta.judge_human(name) {
+                    Some(k) if k.items >= cfg.min_labelled_runs && k.kappa >= cfg.min_judge_kappa => None,
+                    Some(k) if k.items < cfg.min_labelled_runs => Some(format!(
+                        "{id} comes from an LLM judge checked against humans on only {} items of {name} (< {})",
+                        k.items, cfg.min_labelled_runs
+                    )),
+                    Some(k) => Some(format!(
+                        "{id} comes from an LLM judge whose agreement with humans on {name} is κ {:.2} (< {}) on {} items",
+                        k.kappa, cfg.min_judge_kappa, k.items
+                    )),
+                    None => Some(format!("{id} comes from an LLM judge never checked against human ratings of {name} in the period")),
+                }
+            });
         let found: Vec<&ProfileMetric> = metrics.iter().filter(|m| &m.metric == id).collect();
         if found.is_empty() {
             let self_reported = count("task_success_self_reported", Provenance::SelfReported);
@@ -1199,7 +1223,7 @@ fn gate_lines(
             } else if let Some(r) = &m.na_reason {
                 Some(r.clone())
             } else {
-                judge_problem.clone().flatten()
+                judge_problem.clone().flatten().or_else(|| instrument_problem.clone())
             };
             let gm = match (m.estimate, m.ci_low, m.ci_high, &na_reason) {
                 (Some(e), Some(lo), Some(hi), None) => Some(GatedMetric { thresholds: *t, estimate: e, lo, hi }),
@@ -1348,7 +1372,13 @@ mod tests {
         cfg.gates.insert("latency_per_run".into(), Thresholds::new(2000.0, 500.0));
         let verified: BTreeMap<String, BTreeMap<String, u64>> =
             [("task_success".to_string(), [("verifier".to_string(), 100)].into())].into();
-        let lines = gate_lines(&cfg, &[metric("task_success", 0.85, None), metric("latency_per_run", 900.0, None)], &verified, None);
+        let lines = gate_lines(
+            &cfg,
+            &[metric("task_success", 0.85, None), metric("latency_per_run", 900.0, None)],
+            &verified,
+            None,
+            &Default::default(),
+        );
         let line = |id: &str| lines.iter().find(|l| l.metric == id).unwrap();
         // The method's example: a 5-point gap at p̂ 0.85 needs 196 units (this period has 100).
         assert_eq!((line("task_success").units, line("task_success").units_needed), (100, Some(196)));
@@ -1377,38 +1407,48 @@ mod tests {
             kappa_band_interval: None,
             ppi: None,
         };
-        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.72)));
+        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.72)), &Default::default());
         assert_eq!((lines[0].outcome, lines[0].na_reason.as_deref()), (Some(GateOutcome::Conditional), None));
-        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.45)));
+        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.45)), &Default::default());
         assert_eq!(
             lines[0].na_reason.as_deref(),
             Some("80 runs judged by an LLM judge whose agreement with humans is κ 0.45 (< 0.6) on 40 labelled runs")
         );
-        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(12, 0.9)));
+        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(12, 0.9)), &Default::default());
         assert!(lines[0].na_reason.as_deref().unwrap().contains("only 12 labelled runs (< 30)"));
         assert!(
-            gate_lines(&cfg, &metrics, &judged, None)[0].na_reason.as_deref().unwrap().contains("never checked against human verdicts")
+            gate_lines(&cfg, &metrics, &judged, None, &Default::default())[0]
+                .na_reason
+                .as_deref()
+                .unwrap()
+                .contains("never checked against human verdicts")
         );
         // Verified success needs no judge check.
         let verified: BTreeMap<String, BTreeMap<String, u64>> =
             [("task_success".to_string(), [("verifier".to_string(), 100)].into())].into();
-        assert_eq!(gate_lines(&cfg, &metrics, &verified, None)[0].outcome, Some(GateOutcome::Conditional));
+        assert_eq!(gate_lines(&cfg, &metrics, &verified, None, &Default::default())[0].outcome, Some(GateOutcome::Conditional));
         // Self-assessment is never gated unless configured.
         let mut sr = cfg.clone();
         sr.gates = [("task_success_self_reported".to_string(), Thresholds::new(0.5, 0.9))].into();
         let self_only = vec![metric("task_success_self_reported", 0.97, None)];
-        assert!(gate_lines(&sr, &self_only, &BTreeMap::new(), None)[0].na_reason.as_deref().unwrap().contains("never gated"));
+        assert!(
+            gate_lines(&sr, &self_only, &BTreeMap::new(), None, &Default::default())[0]
+                .na_reason
+                .as_deref()
+                .unwrap()
+                .contains("never gated")
+        );
         sr.gate_self_reported = true;
-        assert_eq!(gate_lines(&sr, &self_only, &BTreeMap::new(), None)[0].outcome, Some(GateOutcome::Pass));
+        assert_eq!(gate_lines(&sr, &self_only, &BTreeMap::new(), None, &Default::default())[0].outcome, Some(GateOutcome::Pass));
         // A failing metric decides the gate while another is N/A.
         cfg.gates.insert("unsafe_action_rate".into(), Thresholds::new(0.2, 0.05));
         let both =
             vec![metric("task_success", 0.8, Some("insufficient evidence (task_success 12/30)")), metric("unsafe_action_rate", 0.3, None)];
-        let lines = gate_lines(&cfg, &both, &verified, None);
+        let lines = gate_lines(&cfg, &both, &verified, None, &Default::default());
         assert_eq!(gate_summary(&cfg, &lines).0, Some(GateOutcome::Fail));
         let passing =
             vec![metric("task_success", 0.8, Some("insufficient evidence (task_success 12/30)")), metric("unsafe_action_rate", 0.01, None)];
-        assert_eq!(gate_summary(&cfg, &gate_lines(&cfg, &passing, &verified, None)).0, None);
+        assert_eq!(gate_summary(&cfg, &gate_lines(&cfg, &passing, &verified, None, &Default::default())).0, None);
     }
 
     /// A session opened on a lake without observations never stores hours.

@@ -179,6 +179,9 @@ impl ProfilerConfig {
             return Err("periods must be a non-empty list of positive durations".into());
         }
         self.evaluation.check()?;
+        // Gates and family reports may name declared instruments: declare them first (the
+        // declaration is idempotent; run_once declares them again).
+        self.evaluation.declare_instruments()?;
         self.compare.check()?;
         for (f, ms) in &self.family_instruments {
             if let Some(m) = ms.iter().find(|m| octant_core::spec(m).is_none()) {

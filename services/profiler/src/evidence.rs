@@ -160,6 +160,7 @@ pub fn to_json(b: &Built, cfg: &ProfilerConfig, lake: &Path) -> Value {
         "task_families": b.families,
         "agents": b.agents,
         "release_decision": b.release,
+        "meta_evaluation": b.meta,
         "inputs": {
             "lake": lake.display().to_string(),
             "observations": b.observations,
@@ -367,6 +368,7 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
             }
         }
     }
+    let _ = writeln!(s, "\n{}", crate::meta::to_markdown(&b.meta).trim_end());
     let _ = writeln!(
         s,
         "\n## Coverage\n\nSystem type **{}** (`[evaluation.system_types]`): the instruments of each dimension that apply to it (seed 000 Table IV), \

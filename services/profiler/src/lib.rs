@@ -14,6 +14,7 @@ pub mod canary;
 pub mod compare;
 pub mod config;
 pub mod evidence;
+pub mod meta;
 pub mod metrics;
 pub mod panes;
 

@@ -131,6 +131,9 @@ pub struct EvaluationCounts {
     pub undeclared: u32,
     /// Declared, but neither a finite score nor a declared label.
     pub no_value: u32,
+    /// Another result of the same instrument about the same item (a re-rating: test–retest
+    /// data for the meta-evaluation, not another unit).
+    pub repeat: u32,
 }
 
 /// Effects on the partition's offsets.
@@ -424,6 +427,7 @@ fn id_hash(id: &str) -> u64 {
 fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rules: &Rules) -> (Vec<Observation>, EvaluationCounts) {
     let mut counts = EvaluationCounts::default();
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for e in &end.evaluations {
         let decl = rules.instruments.iter().find(|d| {
             d.evaluation_name() == e.name
@@ -443,7 +447,17 @@ fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rule
             continue;
         };
         let step = if decl.unit() == octant_core::catalogue::Unit::Step { e.step } else { None };
-        out.push(observation(run_id, run, &decl.id, step, t, value, 1.0));
+        // One unit per rated item (default: the run, or its step): the first result counts.
+        if !seen.insert((decl.id.as_str(), step, e.item.as_deref())) {
+            counts.repeat += 1;
+            continue;
+        }
+        let mut o = observation(run_id, run, &decl.id, step, t, value, 1.0);
+        if let Some(item) = e.item.as_deref().filter(|i| *i != run_id) {
+            // Several items of one run (several answers rated) are several units.
+            o.observation_id = format!("{}#{item}", o.observation_id);
+        }
+        out.push(o);
         counts.scored += 1;
     }
     (out, counts)

@@ -289,9 +289,12 @@ impl Stage for ScorerStage {
                     let mut observations = abandoned.observations;
                     match verdict {
                         Verdict::Accepted { observations: obs, sequence_gap, evaluations } => {
-                            for (outcome, n) in
-                                [("scored", evaluations.scored), ("undeclared", evaluations.undeclared), ("no_value", evaluations.no_value)]
-                            {
+                            for (outcome, n) in [
+                                ("scored", evaluations.scored),
+                                ("undeclared", evaluations.undeclared),
+                                ("no_value", evaluations.no_value),
+                                ("repeat", evaluations.repeat),
+                            ] {
                                 if n > 0 {
                                     self.metrics.evaluations.with_label_values(&[outcome]).inc_by(n as u64);
                                 }

@@ -1,0 +1,383 @@
+//! Meta-evaluation of a profile's evaluation results (seed 000 Table XI, seed 002 §5): how far
+//! the raters behind an instrument can be trusted. Read from the period's run ends
+//! (`RunEnded.evaluations` in `trajectory_events`): every result names its evaluator, the kind
+//! of rater (`human`, `judge`, …) and the item it rated, so results about one item can be
+//! matched across raters, repeats and presentation orders.
+//!
+//! Per evaluation name and (system, version, source):
+//! - **Inter-rater reliability**: Krippendorff's α (interval level, missing ratings allowed)
+//!   among the human raters, when two or more rated the same items.
+//! - **Judge–human agreement**: Cohen's κ (scores ≥ 0.5 as positive) of the judge's first
+//!   rating of an item against the humans' majority on it, with its asymptotic interval and
+//!   its band (H: Landis & Koch's edges). An instrument declared `rater_kind = "judge"` enters
+//!   a gate only with κ ≥ `min_judge_kappa` on ≥ `min_labelled_runs` items.
+//! - **Test–retest instability**: the mean standard deviation of one evaluator's repeated
+//!   scores of the same item, banded C(0.10).
+//!
+//! Per pairwise evaluation name (results with an `opponent`): the order-averaged **win rate**;
+//! **position inconsistency** (the share of items judged in both orders whose verdict changes
+//! with the order, ties half), banded C(0.15); and **Bradley–Terry** strengths over every
+//! system and opponent of the period on the Elo scale (mean 1000), the Elo banded by quartile
+//! in the reference pool `[evaluation.pools.<name>]` when one is declared, its version recorded.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::{DataType, Float64Type, Int32Type};
+use datafusion::error::Result;
+use datafusion::prelude::SessionContext;
+use octant_contracts::Source;
+use octant_core::family::Family;
+use octant_core::stats::meta::{self, Kappa, Level, Verdict};
+use serde::Serialize;
+
+use crate::build::{Period, col, period_filter};
+use crate::config::ProfilerConfig;
+
+/// One evaluation result of the period.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Result_ {
+    pub system: String,
+    pub version: String,
+    pub source: Source,
+    pub name: String,
+    pub value: f64,
+    pub evaluator: String,
+    pub rater_kind: Option<String>,
+    pub item: String,
+    pub opponent: Option<String>,
+    pub position: Option<i32>,
+}
+
+/// Meta-evaluation of one evaluation name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RaterReport {
+    pub name: String,
+    pub results: u64,
+    pub items: u64,
+    pub raters: Vec<String>,
+    /// Krippendorff's α (interval) among human raters, and how many there were.
+    pub human_alpha: Option<f64>,
+    pub humans: u64,
+    pub judge_human: Option<KappaReport>,
+    /// Mean SD of repeated scores of one item by one evaluator, items repeated, band C(0.10).
+    pub retest_instability: Option<f64>,
+    pub retest_items: u64,
+    pub retest_band: Option<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KappaReport {
+    pub kappa: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Items with both a judge rating and a human majority.
+    pub items: u64,
+    pub band: Option<u8>,
+    pub band_low: Option<u8>,
+    pub band_high: Option<u8>,
+}
+
+/// Meta-evaluation of one pairwise evaluation name, for one system version.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PairwiseReport {
+    pub name: String,
+    pub verdicts: u64,
+    pub opponents: Vec<String>,
+    pub win_rate: Option<f64>,
+    /// Items judged in both orders, and the share whose verdict changed with the order.
+    pub swapped_items: u64,
+    pub position_inconsistency: Option<f64>,
+    pub position_band: Option<u8>,
+    /// Bradley–Terry on the Elo scale over every system of the period (mean 1000).
+    pub elo: Option<f64>,
+    pub elo_band: Option<u8>,
+    pub pool_version: Option<String>,
+    pub systems_ranked: u64,
+}
+
+/// The meta-evaluation of one (system, version, source).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MetaEvaluation {
+    pub raters: Vec<RaterReport>,
+    pub pairwise: Vec<PairwiseReport>,
+}
+
+impl MetaEvaluation {
+    /// Judge–human agreement on `name`.
+    pub fn judge_human(&self, name: &str) -> Option<&KappaReport> {
+        self.raters.iter().find(|r| r.name == name)?.judge_human.as_ref()
+    }
+}
+
+type Key = (String, String, Source);
+
+/// Reads the period's evaluation results (every system: Bradley–Terry ranks them together)
+/// and builds each (system, version, source)'s meta-evaluation.
+pub async fn meta_evaluations(ctx: &SessionContext, cfg: &ProfilerConfig, period: &Period) -> Result<BTreeMap<Key, MetaEvaluation>> {
+    let results = read(ctx, period).await?;
+    Ok(build(&results, cfg))
+}
+
+async fn read(ctx: &SessionContext, period: &Period) -> Result<Vec<Result_>> {
+    // One run end per run id (the lake may hold a record twice), then one row per result.
+    let sql = format!(
+        "WITH ends AS (SELECT run_id, first_value(system_id) AS sys, first_value(get_field(system, 'version')) AS v, \
+                first_value(source) AS src, first_value(get_field(run_ended, 'evaluations')) AS evs \
+                FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} GROUP BY run_id), \
+              rows AS (SELECT run_id, sys, v, src, unnest(evs) AS e FROM ends) \
+         SELECT run_id, sys, v, src, get_field(e, 'name') AS name, get_field(e, 'score_value') AS value, \
+                get_field(e, 'evaluator') AS evaluator, get_field(e, 'rater_kind') AS rater_kind, get_field(e, 'item') AS item, \
+                get_field(e, 'step') AS step, get_field(e, 'opponent') AS opponent, get_field(e, 'position') AS position \
+         FROM rows ORDER BY run_id",
+        period_filter(period, "event_time", None)
+    );
+    let mut out = Vec::new();
+    for b in ctx.sql(&sql).await?.collect().await? {
+        let s = |n: &str| col(&b, n, &DataType::Utf8);
+        let (run, sys, v, src, name, evaluator, rater, item, opponent) =
+            (s("run_id")?, s("sys")?, s("v")?, s("src")?, s("name")?, s("evaluator")?, s("rater_kind")?, s("item")?, s("opponent")?);
+        let step = s("step")?;
+        let value = col(&b, "value", &DataType::Float64)?;
+        let position = col(&b, "position", &DataType::Int32)?;
+        let get = |a: &arrow::array::ArrayRef, i: usize| (!a.is_null(i)).then(|| a.as_string::<i32>().value(i).to_string());
+        for i in 0..b.num_rows() {
+            let (Some(system), Some(version), Some(name)) = (get(&sys, i), get(&v, i), get(&name, i)) else { continue };
+            if value.is_null(i) {
+                continue; // label-only results have no number to agree on
+            }
+            let run_id = get(&run, i).unwrap_or_default();
+            // Without an item, a result is about its run (or its step).
+            let item = get(&item, i).unwrap_or_else(|| match get(&step, i) {
+                Some(st) => format!("{run_id}/{st}"),
+                None => run_id.clone(),
+            });
+            out.push(Result_ {
+                system,
+                version,
+                source: if get(&src, i).as_deref() == Some("EVALUATION") { Source::Evaluation } else { Source::Production },
+                name,
+                value: value.as_primitive::<Float64Type>().value(i),
+                evaluator: get(&evaluator, i).unwrap_or_else(|| "unknown".into()),
+                rater_kind: get(&rater, i),
+                item,
+                opponent: get(&opponent, i),
+                position: (!position.is_null(i)).then(|| position.as_primitive::<Int32Type>().value(i)),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn c_band(value: f64, budget: f64) -> Option<u8> {
+    Family::Continuous { budget }.band(value, &Default::default()).ok()
+}
+
+fn h_band(value: f64) -> Option<u8> {
+    Family::Higher.band(value.clamp(0.0, 1.0), &Default::default()).ok()
+}
+
+/// The meta-evaluations of every (system, version, source) with results (pure).
+pub fn build(results: &[Result_], cfg: &ProfilerConfig) -> BTreeMap<Key, MetaEvaluation> {
+    let mut out: BTreeMap<Key, MetaEvaluation> = BTreeMap::new();
+    let mut groups: BTreeMap<(Key, String), Vec<&Result_>> = BTreeMap::new();
+    for r in results {
+        groups.entry(((r.system.clone(), r.version.clone(), r.source), r.name.clone())).or_default().push(r);
+    }
+    // Bradley–Terry per pairwise name over every system of the period.
+    let mut elo: BTreeMap<String, (BTreeMap<String, f64>, u64)> = BTreeMap::new();
+    let pairwise_names: BTreeSet<&str> = results.iter().filter(|r| r.opponent.is_some()).map(|r| r.name.as_str()).collect();
+    for name in pairwise_names {
+        let mut nodes: Vec<String> = Vec::new();
+        let index = |n: &str, nodes: &mut Vec<String>| match nodes.iter().position(|x| x == n) {
+            Some(i) => i,
+            None => {
+                nodes.push(n.to_string());
+                nodes.len() - 1
+            }
+        };
+        let mut verdicts = Vec::new();
+        for r in results.iter().filter(|r| r.name == name) {
+            let Some(opp) = &r.opponent else { continue };
+            let me = index(&format!("{}@{}", r.system, r.version), &mut nodes);
+            let them = index(opp, &mut nodes);
+            verdicts.push(Verdict { first: me, second: them, first_score: r.value.clamp(0.0, 1.0) });
+        }
+        // A weak prior (half a win each way between every pair) keeps strengths finite for a
+        // system that never lost; it shrinks ratings slightly toward each other.
+        if let Some(logs) = meta::bradley_terry(nodes.len(), &verdicts, 0.5) {
+            let ratings = meta::elo_scale(&logs, 1000.0);
+            elo.insert(name.to_string(), (nodes.into_iter().zip(ratings).collect(), verdicts.len() as u64));
+        }
+    }
+    for ((key, name), rs) in groups {
+        let entry = out.entry(key.clone()).or_default();
+        if rs.iter().any(|r| r.opponent.is_some()) {
+            entry.pairwise.push(pairwise(&key, &name, &rs, elo.get(&name), cfg));
+        } else {
+            entry.raters.push(raters(&name, &rs));
+        }
+    }
+    out
+}
+
+fn raters(name: &str, rs: &[&Result_]) -> RaterReport {
+    let items: BTreeSet<&str> = rs.iter().map(|r| r.item.as_str()).collect();
+    let items: Vec<&str> = items.into_iter().collect();
+    let evaluators: BTreeSet<&str> = rs.iter().map(|r| r.evaluator.as_str()).collect();
+    // First rating of each item by each evaluator; repeats feed the retest statistic.
+    let mut first: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    let mut repeats: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+    for r in rs {
+        first.entry((r.evaluator.as_str(), r.item.as_str())).or_insert(r.value);
+        repeats.entry((r.evaluator.as_str(), r.item.as_str())).or_default().push(r.value);
+    }
+    let kind_of = |e: &str| rs.iter().find(|r| r.evaluator == e).and_then(|r| r.rater_kind.clone());
+    let humans: Vec<&str> = evaluators.iter().copied().filter(|e| kind_of(e).as_deref() == Some("human")).collect();
+    let judges: Vec<&str> = evaluators.iter().copied().filter(|e| kind_of(e).as_deref() == Some("judge")).collect();
+    let matrix = |who: &[&str]| -> Vec<Vec<Option<f64>>> {
+        who.iter().map(|e| items.iter().map(|i| first.get(&(*e, *i)).copied()).collect()).collect()
+    };
+    let human_alpha = (humans.len() >= 2).then(|| meta::krippendorff_alpha(&matrix(&humans), Level::Interval)).flatten();
+    // Judge (the first judge by name) against the humans' majority per item.
+    let judge_human = judges.first().and_then(|j| {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for i in &items {
+            let Some(js) = first.get(&(*j, *i)) else { continue };
+            let hs: Vec<f64> = humans.iter().filter_map(|h| first.get(&(*h, *i)).copied()).collect();
+            if hs.is_empty() {
+                continue;
+            }
+            let positive = hs.iter().filter(|v| **v >= 0.5).count() * 2;
+            if positive == hs.len() {
+                continue; // no majority
+            }
+            a.push(*js >= 0.5);
+            b.push(positive > hs.len());
+        }
+        let k: Kappa = meta::kappa_with_interval(&a, &b, 0.95)?;
+        Some(KappaReport {
+            kappa: k.kappa,
+            lo: k.lo.max(-1.0),
+            hi: k.hi.min(1.0),
+            items: k.n,
+            band: h_band(k.kappa),
+            band_low: h_band(k.lo),
+            band_high: h_band(k.hi),
+        })
+    });
+    let repeated: Vec<Vec<f64>> = repeats.into_values().filter(|v| v.len() >= 2).collect();
+    let retest_instability = meta::retest_instability(&repeated);
+    RaterReport {
+        name: name.to_string(),
+        results: rs.len() as u64,
+        items: items.len() as u64,
+        raters: evaluators.iter().map(|e| e.to_string()).collect(),
+        human_alpha,
+        humans: humans.len() as u64,
+        judge_human,
+        retest_instability,
+        retest_items: repeated.len() as u64,
+        retest_band: retest_instability.and_then(|v| c_band(v, 0.10)),
+    }
+}
+
+fn pairwise(key: &Key, name: &str, rs: &[&Result_], elo: Option<&(BTreeMap<String, f64>, u64)>, cfg: &ProfilerConfig) -> PairwiseReport {
+    let opponents: BTreeSet<String> = rs.iter().filter_map(|r| r.opponent.clone()).collect();
+    let win_rate = (!rs.is_empty()).then(|| rs.iter().map(|r| r.value.clamp(0.0, 1.0)).sum::<f64>() / rs.len() as f64);
+    // Items judged in both orders by one evaluator.
+    // (evaluator, item) → (this run's score shown first, shown second).
+    type BothOrders = (Option<f64>, Option<f64>);
+    let mut by_item: BTreeMap<(&str, &str), BothOrders> = BTreeMap::new();
+    for r in rs {
+        let e = by_item.entry((r.evaluator.as_str(), r.item.as_str())).or_default();
+        match r.position {
+            Some(1) if e.0.is_none() => e.0 = Some(r.value),
+            Some(2) if e.1.is_none() => e.1 = Some(r.value),
+            _ => {}
+        }
+    }
+    let swapped: Vec<(Verdict, Verdict)> = by_item
+        .values()
+        .filter_map(|(a, b)| {
+            // This run's output first (a) and second (b): the same system 0 in both, read as
+            // "system 0's score".
+            Some((Verdict { first: 0, second: 1, first_score: (*a)? }, Verdict { first: 1, second: 0, first_score: 1.0 - (*b)? }))
+        })
+        .collect();
+    let position_inconsistency = meta::position_inconsistency(&swapped);
+    let me = format!("{}@{}", key.0, key.1);
+    let rating = elo.and_then(|(r, _)| r.get(&me).copied());
+    let pool = cfg.evaluation.pool(name, &me);
+    PairwiseReport {
+        name: name.to_string(),
+        verdicts: rs.len() as u64,
+        opponents: opponents.into_iter().collect(),
+        win_rate,
+        swapped_items: swapped.len() as u64,
+        position_inconsistency,
+        position_band: position_inconsistency.and_then(|v| c_band(v, 0.15)),
+        elo: rating,
+        elo_band: rating.zip(pool.as_ref()).and_then(|(e, (p, _))| p.band(e).ok()),
+        pool_version: pool.map(|(_, v)| v),
+        systems_ranked: elo.map_or(0, |(r, _)| r.len() as u64),
+    }
+}
+
+/// The "Meta-evaluation" section of an evidence package.
+pub fn to_markdown(m: &MetaEvaluation) -> String {
+    let mut s = String::from("## Meta-evaluation\n\n");
+    if m.raters.is_empty() && m.pairwise.is_empty() {
+        s.push_str("No evaluation result of the period names its evaluator's ratings with a score.\n");
+        return s;
+    }
+    let opt = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into());
+    let band = |b: Option<u8>| b.map(|b| b.to_string()).unwrap_or_else(|| "—".into());
+    if !m.raters.is_empty() {
+        s.push_str("| evaluation | results | items | raters | α humans (interval) | judge–human κ [95 %] (items) | κ band [interval] | test–retest SD (items) | band C(0.10) |\n|---|---:|---:|---|---|---|---|---|---|\n");
+        for r in &m.raters {
+            let (k, kb) = match &r.judge_human {
+                Some(k) => (
+                    format!("{:.4} [{:.4}, {:.4}] ({})", k.kappa, k.lo, k.hi, k.items),
+                    format!("{} [{}, {}]", band(k.band), band(k.band_low), band(k.band_high)),
+                ),
+                None => ("—".into(), "—".into()),
+            };
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} ({} humans) | {} | {} | {} ({}) | {} |\n",
+                r.name,
+                r.results,
+                r.items,
+                r.raters.join(", "),
+                opt(r.human_alpha),
+                r.humans,
+                k,
+                kb,
+                opt(r.retest_instability),
+                r.retest_items,
+                band(r.retest_band)
+            ));
+        }
+    }
+    if !m.pairwise.is_empty() {
+        s.push_str("\n| pairwise evaluation | verdicts | opponents | win rate (both orders) | position inconsistency (items) | band C(0.15) | Elo (of systems) | Elo band (pool) |\n|---|---:|---|---|---|---|---|---|\n");
+        for p in &m.pairwise {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} ({}) | {} | {} ({}) | {} ({}) |\n",
+                p.name,
+                p.verdicts,
+                p.opponents.join(", "),
+                opt(p.win_rate),
+                opt(p.position_inconsistency),
+                p.swapped_items,
+                band(p.position_band),
+                p.elo.map(|e| format!("{e:.0}")).unwrap_or_else(|| "—".into()),
+                p.systems_ranked,
+                band(p.elo_band),
+                p.pool_version.as_deref().unwrap_or("no pool declared")
+            ));
+        }
+    }
+    s
+}

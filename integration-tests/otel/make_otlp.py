@@ -155,6 +155,15 @@ put("logs", logs_request([
     event("gen_ai.evaluation.result", 1100, {"gen_ai.evaluation.name": "faithfulness", "gen_ai.evaluation.score.value": 0.9,
                                              "gen_ai.evaluation.explanation": "grounded"}, trace_a, root.get_span_context().span_id),
     event("some.app.event", 1100, {"x": 1}, trace_a, root.get_span_context().span_id),
+    # A pairwise judge verdict (this run's answer shown second, preferred) and a set-level
+    # score with its evaluator's interval: Octant's octant.evaluation.* attributes.
+    event("gen_ai.evaluation.result", 1150, {"gen_ai.evaluation.name": "helpfulness_pairwise", "gen_ai.evaluation.score.value": 1.0,
+                                             "octant.evaluation.rater_kind": "judge", "octant.evaluation.scoring_mode": "generation",
+                                             "octant.evaluation.item": "cmp-1", "octant.evaluation.opponent": "ref-bot@1.0",
+                                             "octant.evaluation.position": 2}, trace_a, root.get_span_context().span_id),
+    event("gen_ai.evaluation.result", 1160, {"gen_ai.evaluation.name": "fid", "gen_ai.evaluation.score.value": 12.5,
+                                             "octant.evaluation.ci_low": 11.9, "octant.evaluation.ci_high": 13.2},
+          trace_a, root.get_span_context().span_id),
 ]).SerializeToString())
 # A result that names only the response it evaluates, before the span that returned it.
 put("logs", otlp_json(logs_request([event("gen_ai.evaluation.result", 1200, {"gen_ai.evaluation.name": "relevance",

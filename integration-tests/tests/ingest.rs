@@ -156,6 +156,17 @@ async fn opentelemetry_traces_and_events_become_verdicts() {
     // environment and task specification from the root's octant.* attributes.
     let events: Vec<octant_contracts::TrajectoryEvent> = read_all(&env.kafka, &env.topic(topics::TRAJECTORIES_PRODUCTION)).await;
     let start = events.iter().find(|e| e.run_id == trace && e.run_started.is_some()).expect("support-bot's run start");
+    // The evaluation results' octant.evaluation.* details, as the SDK set them.
+    let end = events.iter().find(|e| e.run_id == trace && e.run_ended.is_some()).expect("support-bot's run end");
+    let evals = &end.run_ended.as_ref().unwrap().evaluations;
+    let pairwise = evals.iter().find(|e| e.name == "helpfulness_pairwise").expect("the pairwise verdict");
+    assert_eq!(
+        (pairwise.score_value, pairwise.rater_kind.as_deref(), pairwise.scoring_mode.as_deref(), pairwise.item.as_deref()),
+        (Some(1.0), Some("judge"), Some("generation"), Some("cmp-1"))
+    );
+    assert_eq!((pairwise.opponent.as_deref(), pairwise.position), (Some("ref-bot@1.0"), Some(2)));
+    let fid = evals.iter().find(|e| e.name == "fid").expect("the set-level score");
+    assert_eq!((fid.score_value, fid.ci_low, fid.ci_high), (Some(12.5), Some(11.9), Some(13.2)));
     let rep = start.run_started.as_ref().unwrap().reproducibility.clone().expect("reproducibility recorded");
     assert_eq!(rep.environment_version.as_deref(), Some("support-sim 3.1"));
     assert_eq!(rep.task_spec.as_deref(), Some("refund-flow@v7"));

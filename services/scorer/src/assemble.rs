@@ -452,14 +452,24 @@ fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rule
             counts.repeat += 1;
             continue;
         }
-        let mut o = observation(run_id, run, &decl.id, step, t, value, 1.0);
-        if let Some(item) = e.item.as_deref().filter(|i| *i != run_id) {
-            // Several items of one run (several answers rated) are several units.
-            o.observation_id = format!("{}#{item}", o.observation_id);
-        }
-        out.push(o);
+        out.push((observation(run_id, run, &decl.id, step, t, value, 1.0), e.item.as_deref()));
         counts.scored += 1;
     }
+    // Several items of one run (several answers rated) are several units: their ids name the
+    // item. A single item keeps the plain id.
+    let mut per_unit: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    for (o, _) in &out {
+        *per_unit.entry(o.observation_id.clone()).or_default() += 1;
+    }
+    let out = out
+        .into_iter()
+        .map(|(mut o, item)| {
+            if per_unit[&o.observation_id] > 1 {
+                o.observation_id = format!("{}#{}", o.observation_id, item.unwrap_or(""));
+            }
+            o
+        })
+        .collect();
     (out, counts)
 }
 

@@ -163,6 +163,11 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
             );
         }
     }
+    // Discriminative power over the two versions: task success (0.85 vs 0.65) separates them,
+    // the unchanged unsafe-action rate does not.
+    let power = |m: &str| cand.meta.discriminative_power.iter().find(|d| d.metric == m).map(|d| (d.power, d.systems));
+    assert_eq!(power("task_success"), Some((1.0, 2)));
+    assert_eq!(power("unsafe_action_rate"), Some((0.0, 2)));
     let elo = |b: &octant_profiler::Built| b.meta.pairwise[0].elo.unwrap();
     assert!(elo(base) > elo(cand) + 50.0, "the version that wins more is rated higher: {} vs {}", elo(base), elo(cand));
     assert!(md.contains("## Meta-evaluation") && md.contains("answer_quality_pairwise"), "{md}");

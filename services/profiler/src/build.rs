@@ -969,7 +969,10 @@ pub async fn build(
             period: period.clone(),
         });
     }
+    let records: Vec<&Profile> = built.iter().map(|b| &b.record).collect();
+    let power = crate::meta::discriminative_power(&records, cfg.evaluation.bootstrap.level);
     for b in &mut built {
+        b.meta.discriminative_power = power.iter().filter(|d| d.source == b.record.source.as_str()).cloned().collect();
         let r = &b.record;
         if let Some(release) =
             cfg.compare.releases.iter().find(|x| x.system == r.system_id && x.candidate == r.system_version && x.source == r.source)

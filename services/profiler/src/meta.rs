@@ -101,6 +101,47 @@ pub struct PairwiseReport {
 pub struct MetaEvaluation {
     pub raters: Vec<RaterReport>,
     pub pairwise: Vec<PairwiseReport>,
+    /// Per metric, over every system profiled in the same run and period.
+    pub discriminative_power: Vec<DiscriminativePower>,
+}
+
+/// Whether a metric separates the systems profiled together (seed 000 Table XI): the share of
+/// pairs of systems (same source and benchmark) whose estimates differ at α = 0.05 (z-test on
+/// the interval's standard error, (hi − lo)/(2·z), Holm across the pairs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DiscriminativePower {
+    pub metric: String,
+    pub benchmark: Option<String>,
+    pub source: String,
+    pub systems: u64,
+    pub power: f64,
+}
+
+/// Discriminative power of every metric over `profiles` (their metrics with intervals), for
+/// each source and benchmark with at least two systems.
+pub fn discriminative_power(profiles: &[&octant_contracts::Profile], level: f64) -> Vec<DiscriminativePower> {
+    let z = octant_core::stats::proportion::z_for_level(level);
+    let mut by: BTreeMap<(String, String, Option<String>), Vec<(f64, f64)>> = BTreeMap::new();
+    for p in profiles {
+        for m in &p.metrics {
+            if let (Some(e), Some(lo), Some(hi)) = (m.estimate, m.ci_low, m.ci_high) {
+                by.entry((p.source.as_str().to_string(), m.metric.clone(), m.benchmark.clone()))
+                    .or_default()
+                    .push((e, (hi - lo) / (2.0 * z)));
+            }
+        }
+    }
+    by.into_iter()
+        .filter_map(|((source, metric, benchmark), systems)| {
+            Some(DiscriminativePower {
+                power: meta::discriminative_power(&systems, 0.05)?,
+                systems: systems.len() as u64,
+                metric,
+                benchmark,
+                source,
+            })
+        })
+        .collect()
 }
 
 impl MetaEvaluation {
@@ -328,6 +369,19 @@ fn pairwise(key: &Key, name: &str, rs: &[&Result_], elo: Option<&(BTreeMap<Strin
 /// The "Meta-evaluation" section of an evidence package.
 pub fn to_markdown(m: &MetaEvaluation) -> String {
     let mut s = String::from("## Meta-evaluation\n\n");
+    if !m.discriminative_power.is_empty() {
+        s.push_str("Discriminative power over the systems profiled together (share of pairs separated at α = 0.05, Holm): ");
+        let parts: Vec<String> = m
+            .discriminative_power
+            .iter()
+            .map(|d| {
+                let at = d.benchmark.as_deref().map(|b| format!("@{b}")).unwrap_or_default();
+                format!("{}{at} ({}) {:.2} of {} systems", d.metric, d.source, d.power, d.systems)
+            })
+            .collect();
+        s.push_str(&parts.join("; "));
+        s.push_str(".\n\n");
+    }
     if m.raters.is_empty() && m.pairwise.is_empty() {
         s.push_str("No evaluation result of the period names its evaluator's ratings with a score.\n");
         return s;

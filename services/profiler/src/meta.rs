@@ -121,7 +121,9 @@ pub struct DiscriminativePower {
 /// each source and benchmark with at least two systems.
 pub fn discriminative_power(profiles: &[&octant_contracts::Profile], level: f64) -> Vec<DiscriminativePower> {
     let z = octant_core::stats::proportion::z_for_level(level);
-    let mut by: BTreeMap<(String, String, Option<String>), Vec<(f64, f64)>> = BTreeMap::new();
+    // (source, metric, benchmark) → each system's (estimate, standard error).
+    type Series = (String, String, Option<String>);
+    let mut by: BTreeMap<Series, Vec<(f64, f64)>> = BTreeMap::new();
     for p in profiles {
         for m in &p.metrics {
             if let (Some(e), Some(lo), Some(hi)) = (m.estimate, m.ci_low, m.ci_high) {

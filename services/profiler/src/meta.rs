@@ -47,6 +47,27 @@ pub struct Result_ {
     pub item: String,
     pub opponent: Option<String>,
     pub position: Option<i32>,
+    pub ci: Option<(f64, f64)>,
+    pub time: i64,
+}
+
+/// A set-level score (one value for a set of outputs, e.g. FID over a sample): the latest of
+/// the period per evaluation name and evaluator, with the interval its evaluator reported.
+/// Banded by its template's family when the name is a template's (FID: C(300)); without a
+/// reported interval the band is N/A, since Octant cannot resample a set it never saw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SetLevelReport {
+    pub name: String,
+    pub evaluator: String,
+    pub value: f64,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub at: i64,
+    pub results: u64,
+    pub band: Option<u8>,
+    pub band_low: Option<u8>,
+    pub band_high: Option<u8>,
+    pub na_reason: Option<String>,
 }
 
 /// Meta-evaluation of one evaluation name.
@@ -101,6 +122,7 @@ pub struct PairwiseReport {
 pub struct MetaEvaluation {
     pub raters: Vec<RaterReport>,
     pub pairwise: Vec<PairwiseReport>,
+    pub set_level: Vec<SetLevelReport>,
     /// Per metric, over every system profiled in the same run and period.
     pub discriminative_power: Vec<DiscriminativePower>,
 }
@@ -166,10 +188,11 @@ async fn read(ctx: &SessionContext, period: &Period) -> Result<Vec<Result_>> {
     // One run end per run id (the lake may hold a record twice), then one row per result.
     let sql = format!(
         "WITH ends AS (SELECT run_id, first_value(system_id) AS sys, first_value(get_field(system, 'version')) AS v, \
-                first_value(source) AS src, first_value(get_field(run_ended, 'evaluations')) AS evs \
+                first_value(source) AS src, first_value(get_field(run_ended, 'evaluations')) AS evs, \
+                first_value(CAST(event_time AS BIGINT)) AS t \
                 FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} GROUP BY run_id), \
-              rows AS (SELECT run_id, sys, v, src, unnest(evs) AS e FROM ends) \
-         SELECT run_id, sys, v, src, get_field(e, 'name') AS name, get_field(e, 'score_value') AS value, \
+              rows AS (SELECT run_id, sys, v, src, t, unnest(evs) AS e FROM ends) \
+         SELECT run_id, sys, v, src, t, get_field(e, 'ci_low') AS ci_low, get_field(e, 'ci_high') AS ci_high, get_field(e, 'name') AS name, get_field(e, 'score_value') AS value, \
                 get_field(e, 'evaluator') AS evaluator, get_field(e, 'rater_kind') AS rater_kind, get_field(e, 'item') AS item, \
                 get_field(e, 'step') AS step, get_field(e, 'opponent') AS opponent, get_field(e, 'position') AS position \
          FROM rows ORDER BY run_id",
@@ -183,6 +206,8 @@ async fn read(ctx: &SessionContext, period: &Period) -> Result<Vec<Result_>> {
         let step = s("step")?;
         let value = col(&b, "value", &DataType::Float64)?;
         let position = col(&b, "position", &DataType::Int32)?;
+        let (ci_low, ci_high) = (col(&b, "ci_low", &DataType::Float64)?, col(&b, "ci_high", &DataType::Float64)?);
+        let t = col(&b, "t", &DataType::Int64)?;
         let get = |a: &arrow::array::ArrayRef, i: usize| (!a.is_null(i)).then(|| a.as_string::<i32>().value(i).to_string());
         for i in 0..b.num_rows() {
             let (Some(system), Some(version), Some(name)) = (get(&sys, i), get(&v, i), get(&name, i)) else { continue };
@@ -206,6 +231,9 @@ async fn read(ctx: &SessionContext, period: &Period) -> Result<Vec<Result_>> {
                 item,
                 opponent: get(&opponent, i),
                 position: (!position.is_null(i)).then(|| position.as_primitive::<Int32Type>().value(i)),
+                ci: (!ci_low.is_null(i) && !ci_high.is_null(i))
+                    .then(|| (ci_low.as_primitive::<Float64Type>().value(i), ci_high.as_primitive::<Float64Type>().value(i))),
+                time: if t.is_null(i) { 0 } else { t.as_primitive::<arrow::datatypes::Int64Type>().value(i) },
             });
         }
     }
@@ -255,13 +283,59 @@ pub fn build(results: &[Result_], cfg: &ProfilerConfig) -> BTreeMap<Key, MetaEva
     }
     for ((key, name), rs) in groups {
         let entry = out.entry(key.clone()).or_default();
-        if rs.iter().any(|r| r.opponent.is_some()) {
+        let template_set_level =
+            octant_core::catalogue::template(&name).is_some_and(|t| t.kind == octant_core::catalogue::ResultKind::SetLevel);
+        if template_set_level || rs.iter().any(|r| r.ci.is_some()) {
+            entry.set_level.extend(set_level(&name, &rs));
+        } else if rs.iter().any(|r| r.opponent.is_some()) {
             entry.pairwise.push(pairwise(&key, &name, &rs, elo.get(&name), cfg));
         } else {
             entry.raters.push(raters(&name, &rs));
         }
     }
     out
+}
+
+fn set_level(name: &str, rs: &[&Result_]) -> Vec<SetLevelReport> {
+    let family = octant_core::catalogue::template(name).and_then(|t| t.family);
+    let mut latest: BTreeMap<&str, (&Result_, u64)> = BTreeMap::new();
+    for r in rs {
+        let e = latest.entry(r.evaluator.as_str()).or_insert((r, 0));
+        e.1 += 1;
+        if r.time > e.0.time {
+            e.0 = r;
+        }
+    }
+    latest
+        .into_iter()
+        .map(|(evaluator, (r, results))| {
+            let band = |v: f64| family.and_then(|f| f.band(v, &Default::default()).ok());
+            let na_reason = match (family, r.ci) {
+                (None, _) => Some("no family declared for this set-level score".to_string()),
+                (Some(_), None) => Some("the evaluator reported no interval (Octant cannot resample a set it never saw)".to_string()),
+                _ => None,
+            };
+            let (lo, hi) = r.ci.unzip();
+            // For a lower-is-better family the interval's high end gives the low band.
+            let (b_lo, b_hi) = match (lo.and_then(band), hi.and_then(band)) {
+                (Some(a), Some(b)) => (Some(a.min(b)), Some(a.max(b))),
+                _ => (None, None),
+            };
+            SetLevelReport {
+                name: name.to_string(),
+                evaluator: evaluator.to_string(),
+                value: r.value,
+                ci_low: lo,
+                ci_high: hi,
+                at: r.time,
+                results,
+                band: if na_reason.is_none() { band(r.value) } else { None },
+                band_low: b_lo.filter(|_| na_reason.is_none()),
+                band_high: b_hi.filter(|_| na_reason.is_none()),
+                na_reason,
+            }
+        })
+        .collect()
 }
 
 fn raters(name: &str, rs: &[&Result_]) -> RaterReport {
@@ -384,6 +458,22 @@ pub fn to_markdown(m: &MetaEvaluation) -> String {
         s.push_str(&parts.join("; "));
         s.push_str(".\n\n");
     }
+    if !m.set_level.is_empty() {
+        s.push_str("| set-level score | evaluator | value [evaluator's interval] | results | band [interval] |\n|---|---|---|---:|---|\n");
+        for r in &m.set_level {
+            let iv = match (r.ci_low, r.ci_high) {
+                (Some(l), Some(h)) => format!(" [{l}, {h}]"),
+                _ => String::new(),
+            };
+            let band = match (&r.na_reason, r.band) {
+                (Some(why), _) => format!("N/A: {why}"),
+                (None, Some(b)) => format!("{b} [{}, {}]", r.band_low.unwrap_or(b), r.band_high.unwrap_or(b)),
+                _ => "—".into(),
+            };
+            s.push_str(&format!("| {} | {} | {}{iv} | {} | {band} |\n", r.name, r.evaluator, r.value, r.results));
+        }
+        s.push('\n');
+    }
     if m.raters.is_empty() && m.pairwise.is_empty() {
         s.push_str("No evaluation result of the period names its evaluator's ratings with a score.\n");
         return s;
@@ -436,4 +526,46 @@ pub fn to_markdown(m: &MetaEvaluation) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(name: &str, evaluator: &str, value: f64, ci: Option<(f64, f64)>, time: i64) -> Result_ {
+        Result_ {
+            system: "s".into(),
+            version: "1".into(),
+            source: Source::Evaluation,
+            name: name.into(),
+            value,
+            evaluator: evaluator.into(),
+            rater_kind: None,
+            item: format!("batch-{time}"),
+            opponent: None,
+            position: None,
+            ci,
+            time,
+        }
+    }
+
+    #[test]
+    fn set_level_scores_carry_their_evaluators_interval_or_are_na() {
+        let rs = vec![
+            result("fid", "clean-fid", 180.0, Some((150.0, 210.0)), 1),
+            result("fid", "clean-fid", 12.5, Some((11.9, 13.2)), 2), // the latest
+            result("fid", "other", 40.0, None, 3),
+        ];
+        let m = build(&rs, &ProfilerConfig::default());
+        let sl = &m[&("s".to_string(), "1".to_string(), Source::Evaluation)].set_level;
+        assert_eq!(sl.len(), 2);
+        let clean = sl.iter().find(|r| r.evaluator == "clean-fid").unwrap();
+        // C(300): 4 − ⌊4·12.5/300⌋ = 4.
+        assert_eq!((clean.value, clean.results, clean.band, clean.band_low, clean.band_high), (12.5, 2, Some(4), Some(4), Some(4)));
+        let other = sl.iter().find(|r| r.evaluator == "other").unwrap();
+        assert_eq!(other.band, None);
+        assert!(other.na_reason.as_deref().unwrap().contains("no interval"));
+        assert!(m.values().all(|x| x.raters.is_empty()), "set-level scores are not ratings");
+        assert!(to_markdown(m.values().next().unwrap()).contains("| fid | clean-fid | 12.5 [11.9, 13.2] | 2 | 4 [4, 4] |"));
+    }
 }

@@ -170,6 +170,11 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
     assert_eq!(power("unsafe_action_rate"), Some((0.0, 2)));
     let elo = |b: &octant_profiler::Built| b.meta.pairwise[0].elo.unwrap();
     assert!(elo(base) > elo(cand) + 50.0, "the version that wins more is rated higher: {} vs {}", elo(base), elo(cand));
+    let iv = |b: &octant_profiler::Built| b.meta.pairwise[0].elo_interval.unwrap();
+    for b in [base, cand] {
+        assert!(iv(b)[0] < elo(b) && elo(b) < iv(b)[1], "{:?}", b.meta.pairwise[0]);
+    }
+    assert!(iv(base)[0] > iv(cand)[1], "their intervals are apart: {:?} {:?}", iv(base), iv(cand));
     assert!(md.contains("## Meta-evaluation") && md.contains("answer_quality_pairwise"), "{md}");
     let _ = std::fs::remove_dir_all(&lake);
     let _ = std::fs::remove_dir_all(&evidence);

@@ -110,8 +110,11 @@ pub struct PairwiseReport {
     pub swapped_items: u64,
     pub position_inconsistency: Option<f64>,
     pub position_band: Option<u8>,
-    /// Bradley–Terry on the Elo scale over every system of the period (mean 1000).
+    /// Bradley–Terry on the Elo scale over every system of the period (mean 1000), with a
+    /// percentile bootstrap interval over rated items (both orders of an item resampled
+    /// together; 200 replicates, Octant's deterministic weights).
     pub elo: Option<f64>,
+    pub elo_interval: Option<[f64; 2]>,
     pub elo_band: Option<u8>,
     pub pool_version: Option<String>,
     pub systems_ranked: u64,
@@ -176,6 +179,9 @@ impl MetaEvaluation {
 }
 
 type Key = (String, String, Source);
+
+/// Bootstrap replicates of the Elo intervals.
+const ELO_REPLICATES: u32 = 200;
 
 /// Reads the period's evaluation results (every system: Bradley–Terry ranks them together)
 /// and builds each (system, version, source)'s meta-evaluation.
@@ -256,7 +262,7 @@ pub fn build(results: &[Result_], cfg: &ProfilerConfig) -> BTreeMap<Key, MetaEva
         groups.entry(((r.system.clone(), r.version.clone(), r.source), r.name.clone())).or_default().push(r);
     }
     // Bradley–Terry per pairwise name over every system of the period.
-    let mut elo: BTreeMap<String, (BTreeMap<String, f64>, u64)> = BTreeMap::new();
+    let mut elo: BTreeMap<String, (BTreeMap<String, (f64, Option<[f64; 2]>)>, u64)> = BTreeMap::new();
     let pairwise_names: BTreeSet<&str> = results.iter().filter(|r| r.opponent.is_some()).map(|r| r.name.as_str()).collect();
     for name in pairwise_names {
         let mut nodes: Vec<String> = Vec::new();
@@ -268,17 +274,38 @@ pub fn build(results: &[Result_], cfg: &ProfilerConfig) -> BTreeMap<Key, MetaEva
             }
         };
         let mut verdicts = Vec::new();
+        let mut clusters = Vec::new();
         for r in results.iter().filter(|r| r.name == name) {
             let Some(opp) = &r.opponent else { continue };
             let me = index(&format!("{}@{}", r.system, r.version), &mut nodes);
             let them = index(opp, &mut nodes);
             verdicts.push(Verdict { first: me, second: them, first_score: r.value.clamp(0.0, 1.0) });
+            clusters.push(octant_core::stats::bootstrap::cluster_hash(&format!("{}@{}/{}", r.system, r.version, r.item)));
         }
         // A weak prior (half a win each way between every pair) keeps strengths finite for a
         // system that never lost; it shrinks ratings slightly toward each other.
         if let Some(logs) = meta::bradley_terry(nodes.len(), &verdicts, 0.5) {
             let ratings = meta::elo_scale(&logs, 1000.0);
-            elo.insert(name.to_string(), (nodes.into_iter().zip(ratings).collect(), verdicts.len() as u64));
+            let seed = cfg.evaluation.bootstrap.seed;
+            let mut reps: Vec<Vec<f64>> = vec![Vec::new(); nodes.len()];
+            for b in 0..ELO_REPLICATES {
+                let w: Vec<f64> = clusters.iter().map(|c| octant_core::stats::bootstrap::poisson_weight(seed, *c, b) as f64).collect();
+                if let Some(l) = meta::bradley_terry_weighted(nodes.len(), &verdicts, Some(&w), 0.5) {
+                    for (i, e) in meta::elo_scale(&l, 1000.0).into_iter().enumerate() {
+                        reps[i].push(e);
+                    }
+                }
+            }
+            let interval = |r: &mut Vec<f64>| -> Option<[f64; 2]> {
+                if r.len() < ELO_REPLICATES as usize / 2 {
+                    return None;
+                }
+                r.sort_by(f64::total_cmp);
+                let q = octant_core::stats::bootstrap::quantile_sorted;
+                Some([q(r, 0.025), q(r, 0.975)])
+            };
+            let rated = nodes.into_iter().zip(ratings).zip(reps.iter_mut()).map(|((n, e), r)| (n, (e, interval(r)))).collect();
+            elo.insert(name.to_string(), (rated, verdicts.len() as u64));
         }
     }
     for ((key, name), rs) in groups {
@@ -400,7 +427,13 @@ fn raters(name: &str, rs: &[&Result_]) -> RaterReport {
     }
 }
 
-fn pairwise(key: &Key, name: &str, rs: &[&Result_], elo: Option<&(BTreeMap<String, f64>, u64)>, cfg: &ProfilerConfig) -> PairwiseReport {
+fn pairwise(
+    key: &Key,
+    name: &str,
+    rs: &[&Result_],
+    elo: Option<&(BTreeMap<String, (f64, Option<[f64; 2]>)>, u64)>,
+    cfg: &ProfilerConfig,
+) -> PairwiseReport {
     let opponents: BTreeSet<String> = rs.iter().filter_map(|r| r.opponent.clone()).collect();
     let win_rate = (!rs.is_empty()).then(|| rs.iter().map(|r| r.value.clamp(0.0, 1.0)).sum::<f64>() / rs.len() as f64);
     // Items judged in both orders by one evaluator.
@@ -425,7 +458,8 @@ fn pairwise(key: &Key, name: &str, rs: &[&Result_], elo: Option<&(BTreeMap<Strin
         .collect();
     let position_inconsistency = meta::position_inconsistency(&swapped);
     let me = format!("{}@{}", key.0, key.1);
-    let rating = elo.and_then(|(r, _)| r.get(&me).copied());
+    let (rating, elo_interval) = elo.and_then(|(r, _)| r.get(&me).copied()).unzip();
+    let elo_interval = elo_interval.flatten();
     let pool = cfg.evaluation.pool(name, &me);
     PairwiseReport {
         name: name.to_string(),
@@ -436,6 +470,7 @@ fn pairwise(key: &Key, name: &str, rs: &[&Result_], elo: Option<&(BTreeMap<Strin
         position_inconsistency,
         position_band: position_inconsistency.and_then(|v| c_band(v, 0.15)),
         elo: rating,
+        elo_interval,
         elo_band: rating.zip(pool.as_ref()).and_then(|(e, (p, _))| p.band(e).ok()),
         pool_version: pool.map(|(_, v)| v),
         systems_ranked: elo.map_or(0, |(r, _)| r.len() as u64),
@@ -507,7 +542,7 @@ pub fn to_markdown(m: &MetaEvaluation) -> String {
         }
     }
     if !m.pairwise.is_empty() {
-        s.push_str("\n| pairwise evaluation | verdicts | opponents | win rate (both orders) | position inconsistency (items) | band C(0.15) | Elo (of systems) | Elo band (pool) |\n|---|---:|---|---|---|---|---|---|\n");
+        s.push_str("\n| pairwise evaluation | verdicts | opponents | win rate (both orders) | position inconsistency (items) | band C(0.15) | Elo [95 %] (of systems) | Elo band (pool) |\n|---|---:|---|---|---|---|---|---|\n");
         for p in &m.pairwise {
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {} ({}) | {} | {} ({}) | {} ({}) |\n",
@@ -518,7 +553,11 @@ pub fn to_markdown(m: &MetaEvaluation) -> String {
                 opt(p.position_inconsistency),
                 p.swapped_items,
                 band(p.position_band),
-                p.elo.map(|e| format!("{e:.0}")).unwrap_or_else(|| "—".into()),
+                match (p.elo, p.elo_interval) {
+                    (Some(e), Some([l, h])) => format!("{e:.0} [{l:.0}, {h:.0}]"),
+                    (Some(e), None) => format!("{e:.0}"),
+                    _ => "—".into(),
+                },
                 p.systems_ranked,
                 band(p.elo_band),
                 p.pool_version.as_deref().unwrap_or("no pool declared")

@@ -177,13 +177,19 @@ pub fn position_inconsistency(swapped: &[(Verdict, Verdict)]) -> Option<f64> {
 /// losses against every other system (a prior; 0 for the plain MLE). `None` if the MM does not
 /// converge or a strength is not finite.
 pub fn bradley_terry(n: usize, verdicts: &[Verdict], alpha: f64) -> Option<Vec<f64>> {
+    bradley_terry_weighted(n, verdicts, None, alpha)
+}
+
+/// [`bradley_terry`] with a weight per verdict (a bootstrap replicate's; `None`: all 1).
+pub fn bradley_terry_weighted(n: usize, verdicts: &[Verdict], weights: Option<&[f64]>, alpha: f64) -> Option<Vec<f64>> {
     let mut wins = vec![0.0; n * n]; // wins[i * n + j]: i beat j
-    for v in verdicts {
+    for (k, v) in verdicts.iter().enumerate() {
         if v.first >= n || v.second >= n || v.first == v.second {
             continue;
         }
-        wins[v.first * n + v.second] += v.first_score;
-        wins[v.second * n + v.first] += 1.0 - v.first_score;
+        let w = weights.map_or(1.0, |w| w[k]);
+        wins[v.first * n + v.second] += w * v.first_score;
+        wins[v.second * n + v.first] += w * (1.0 - v.first_score);
     }
     if alpha > 0.0 {
         for i in 0..n {

@@ -183,6 +183,9 @@ type Key = (String, String, Source);
 /// Bootstrap replicates of the Elo intervals.
 const ELO_REPLICATES: u32 = 200;
 
+/// Per pairwise evaluation name: each system's Elo and its interval, and the verdicts rated.
+type Ratings = (BTreeMap<String, (f64, Option<[f64; 2]>)>, u64);
+
 /// Reads the period's evaluation results (every system: Bradley–Terry ranks them together)
 /// and builds each (system, version, source)'s meta-evaluation.
 pub async fn meta_evaluations(ctx: &SessionContext, cfg: &ProfilerConfig, period: &Period) -> Result<BTreeMap<Key, MetaEvaluation>> {
@@ -262,7 +265,7 @@ pub fn build(results: &[Result_], cfg: &ProfilerConfig) -> BTreeMap<Key, MetaEva
         groups.entry(((r.system.clone(), r.version.clone(), r.source), r.name.clone())).or_default().push(r);
     }
     // Bradley–Terry per pairwise name over every system of the period.
-    let mut elo: BTreeMap<String, (BTreeMap<String, (f64, Option<[f64; 2]>)>, u64)> = BTreeMap::new();
+    let mut elo: BTreeMap<String, Ratings> = BTreeMap::new();
     let pairwise_names: BTreeSet<&str> = results.iter().filter(|r| r.opponent.is_some()).map(|r| r.name.as_str()).collect();
     for name in pairwise_names {
         let mut nodes: Vec<String> = Vec::new();
@@ -431,7 +434,7 @@ fn pairwise(
     key: &Key,
     name: &str,
     rs: &[&Result_],
-    elo: Option<&(BTreeMap<String, (f64, Option<[f64; 2]>)>, u64)>,
+    elo: Option<&Ratings>,
     cfg: &ProfilerConfig,
 ) -> PairwiseReport {
     let opponents: BTreeSet<String> = rs.iter().filter_map(|r| r.opponent.clone()).collect();

@@ -430,13 +430,7 @@ fn raters(name: &str, rs: &[&Result_]) -> RaterReport {
     }
 }
 
-fn pairwise(
-    key: &Key,
-    name: &str,
-    rs: &[&Result_],
-    elo: Option<&Ratings>,
-    cfg: &ProfilerConfig,
-) -> PairwiseReport {
+fn pairwise(key: &Key, name: &str, rs: &[&Result_], elo: Option<&Ratings>, cfg: &ProfilerConfig) -> PairwiseReport {
     let opponents: BTreeSet<String> = rs.iter().filter_map(|r| r.opponent.clone()).collect();
     let win_rate = (!rs.is_empty()).then(|| rs.iter().map(|r| r.value.clamp(0.0, 1.0)).sum::<f64>() / rs.len() as f64);
     // Items judged in both orders by one evaluator.

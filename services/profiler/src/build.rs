@@ -1135,7 +1135,7 @@ async fn agreement(
                     judge_threshold: cfg.judge_threshold,
                     kappa: cohen_kappa(&j, &h),
                     kappa_se: ki.map(|k| k.se),
-                    kappa_interval: ki.map(|k| [k.lo.max(-1.0), k.hi.min(1.0)]),
+                    kappa_interval: ki.map(|k| [k.lo, k.hi]),
                     kappa_band: ki.and_then(|k| band(k.kappa)),
                     kappa_band_interval: ki.and_then(|k| Some([band(k.lo)?, band(k.hi)?])),
                     ppi: ppi_mean(&judge_all, &pairs, level),

@@ -406,8 +406,8 @@ fn raters(name: &str, rs: &[&Result_]) -> RaterReport {
         let k: Kappa = meta::kappa_with_interval(&a, &b, 0.95)?;
         Some(KappaReport {
             kappa: k.kappa,
-            lo: k.lo.max(-1.0),
-            hi: k.hi.min(1.0),
+            lo: k.lo,
+            hi: k.hi,
             items: k.n,
             band: h_band(k.kappa),
             band_low: h_band(k.lo),

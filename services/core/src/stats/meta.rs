@@ -122,7 +122,9 @@ pub fn kappa_with_interval<T: Ord + Clone>(a: &[T], b: &[T], level: f64) -> Opti
     let var = ((term_a + term_b - term_c) / (1.0 - p_e).powi(2) / n).max(0.0);
     let se = var.sqrt();
     let z = z_for_level(level);
-    Some(Kappa { kappa, se, lo: kappa - z * se, hi: kappa + z * se, n: a.len() as u64 })
+    // κ ≤ 1; rounding can put perfect agreement a few ulps above it.
+    let kappa = kappa.clamp(-1.0, 1.0);
+    Some(Kappa { kappa, se, lo: (kappa - z * se).clamp(-1.0, 1.0), hi: (kappa + z * se).clamp(-1.0, 1.0), n: a.len() as u64 })
 }
 
 /// Test–retest instability of an evaluator: the mean, over items scored at least twice, of the

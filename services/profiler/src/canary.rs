@@ -61,6 +61,8 @@ pub struct MetricStatus {
     pub threshold: f64,
     pub decision: Decision,
     pub decided_at: Option<u64>,
+    /// Runs left unpaired (the more frequent version's runs between two of the other's).
+    pub dropped: u64,
 }
 
 impl Tracker {
@@ -154,6 +156,7 @@ impl Tracker {
                     threshold: c.threshold(),
                     decision: c.decision(),
                     decided_at: c.decided_at(),
+                    dropped: c.dropped(),
                 }
             })
             .collect()
@@ -178,9 +181,10 @@ impl Tracker {
         );
         for m in self.status() {
             s.push_str(&format!(
-                "  {:<22} pairs {:>6}  badness Δ {:>8}  e(worse) {:>10.3}  e(not worse) {:>10.3}  (threshold {:.0})  {}{}\n",
+                "  {:<22} pairs {:>6} (unpaired {:>6})  badness Δ {:>8}  e(worse) {:>10.3}  e(not worse) {:>10.3}  (threshold {:.0})  {}{}\n",
                 m.metric,
                 m.pairs,
+                m.dropped,
                 m.mean_difference.map(|d| format!("{d:+.4}")).unwrap_or_else(|| "—".into()),
                 m.e_worse,
                 m.e_not_worse,

@@ -119,6 +119,9 @@ impl CompareConfig {
         if !(self.alpha > 0.0 && self.alpha < 1.0) {
             return Err(format!("[compare] alpha must be in (0, 1), got {}", self.alpha));
         }
+        if self.min_tasks == 0 {
+            return Err("[compare] min_tasks must be at least 1".into());
+        }
         if self.replicates < 100 {
             return Err(format!("[compare] replicates must be at least 100, got {}", self.replicates));
         }
@@ -278,10 +281,21 @@ pub fn compare_sums(cfg: &CompareConfig, seed: u64, release: &Release, period: &
     let adjusted = paired::holm(&metrics.iter().map(|c| c.p_value).collect::<Vec<_>>());
     for (c, p) in metrics.iter_mut().zip(adjusted) {
         c.p_holm = p;
+        // The test's own direction: McNemar's discordant tasks, Wilcoxon's ranks. When the
+        // difference of the metric points the other way (a rank shift against a few large
+        // values), the change is mixed, not better or worse.
+        let test_up = match (c.discordant, c.rank_biserial) {
+            (Some((only_base, only_cand)), _) => only_cand > only_base,
+            (_, Some(r)) => r > 0.0,
+            _ => c.difference > 0.0,
+        };
+        let agrees = (c.difference > 0.0) == test_up && c.difference != 0.0;
         c.change = if p >= cfg.alpha {
             "no significant change".into()
+        } else if !agrees {
+            "mixed (the test and the difference disagree)".into()
         } else {
-            match (c.higher_is_better, c.difference > 0.0) {
+            match (c.higher_is_better, test_up) {
                 (Some(h), up) if h == up => "better".into(),
                 (Some(_), _) => "worse".into(),
                 (None, true) => "higher".into(),
@@ -345,6 +359,9 @@ fn compare_metric(metric: &str, p: &Paired, cfg: &CompareConfig, seed: u64) -> R
         })
         .collect();
     diffs.sort_by(f64::total_cmp);
+    if diffs.is_empty() {
+        return Err("no bootstrap replicate has both versions' units".into());
+    }
     let (lo, hi) = (quantile_sorted(&diffs, cfg.alpha / 2.0), quantile_sorted(&diffs, 1.0 - cfg.alpha / 2.0));
     let binary = tasks.iter().all(|(_, b, c)| [b, c].iter().all(|s| s.runs == 1 && s.weight == 1.0 && (s.value == 0.0 || s.value == 1.0)));
     let (test, result, discordant, rank_biserial) = if binary {
@@ -593,6 +610,23 @@ mod tests {
         let lat = c.metrics.iter().find(|m| m.metric == ids::LATENCY_PER_RUN).unwrap();
         assert_eq!(lat.higher_is_better, Some(false));
         assert_eq!(lat.outcome, None, "no gate on latency by default");
+    }
+
+    /// A rank shift against a few large values: Wilcoxon says lower, the mean says higher.
+    #[test]
+    fn a_test_and_a_difference_that_disagree_are_mixed() {
+        let mut p = Paired::default();
+        for t in 0..30 {
+            let d = if t < 25 { -1.0 } else { 100.0 };
+            p.baseline.insert(format!("t{t}"), TaskSums { value: 800.0 + t as f64, weight: 1.0, runs: 1 });
+            p.candidate.insert(format!("t{t}"), TaskSums { value: 800.0 + t as f64 + d, weight: 1.0, runs: 1 });
+        }
+        let cfg = CompareConfig { metrics: vec![ids::LATENCY_PER_RUN.to_string()], ..Default::default() };
+        let data = BTreeMap::from([(ids::LATENCY_PER_RUN.to_string(), p)]);
+        let m = &compare_sums(&cfg, 1, &release(), &period(), &data).metrics[0];
+        assert!(m.p_value < 0.05 && m.rank_biserial.unwrap() < 0.0 && m.difference > 0.0, "{m:?}");
+        assert_eq!(m.change, "mixed (the test and the difference disagree)");
+        assert!(CompareConfig { min_tasks: 0, ..Default::default() }.check().is_err());
     }
 
     #[test]

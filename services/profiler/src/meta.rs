@@ -220,8 +220,8 @@ async fn read(ctx: &SessionContext, period: &Period) -> Result<Vec<Result_>> {
         let get = |a: &arrow::array::ArrayRef, i: usize| (!a.is_null(i)).then(|| a.as_string::<i32>().value(i).to_string());
         for i in 0..b.num_rows() {
             let (Some(system), Some(version), Some(name)) = (get(&sys, i), get(&v, i), get(&name, i)) else { continue };
-            if value.is_null(i) {
-                continue; // label-only results have no number to agree on
+            if value.is_null(i) || !value.as_primitive::<Float64Type>().value(i).is_finite() {
+                continue; // label-only results have no number to agree on; NaN is no score
             }
             let run_id = get(&run, i).unwrap_or_default();
             // Without an item, a result is about its run (or its step).

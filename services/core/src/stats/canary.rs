@@ -13,11 +13,14 @@
 //! ## The data
 //! Each finished run of either version gives its **badness** b ∈ [0, 1] for a metric: the
 //! run's own rate for a lower-is-better metric (its unsafe steps / its steps), one minus it for
-//! a higher-is-better one (a failed task is 1). Runs of each version are paired in arrival
-//! order, the k-th candidate run with the k-th baseline run: D_k = b_cand − b_base ∈ [−1, 1].
-//! With runs independent within each version, the D_k are independent with mean
-//! Δ = E[b_cand] − E[b_base] (the mean of per-run rates, which for step metrics weighs runs
-//! equally rather than steps).
+//! a higher-is-better one (a failed task is 1). A run is paired with the newest unpaired run
+//! of the other version as soon as there is one; when one version finishes several runs first
+//! (a 5 % canary), only its newest waits and the older ones are dropped unpaired — so pairs are
+//! runs of about the same time, whatever backlog the stream starts with, and nothing grows.
+//! Which runs pair depends on arrival order only, not on outcomes: with runs independent
+//! within each version (and run durations not depending on outcomes), the differences
+//! D = b_cand − b_base ∈ [−1, 1] are independent with mean Δ = E[b_cand] − E[b_base] (the mean
+//! of per-run rates, which for step metrics weighs runs equally rather than steps).
 //!
 //! ## The two tests
 //! - **worse**: H0 Δ ≤ `tolerance` (default 0). Bet X = D − tolerance ∈ [−1 − tol, 1 − tol].
@@ -102,8 +105,11 @@ pub struct Canary {
     threshold: f64,
     worse: EProcess,
     not_worse: EProcess,
-    baseline: std::collections::VecDeque<f64>,
-    candidate: std::collections::VecDeque<f64>,
+    /// The newest unpaired run of each version (older unpaired runs are dropped).
+    baseline: Option<f64>,
+    candidate: Option<f64>,
+    /// Runs dropped unpaired (the more frequent version's excess).
+    dropped: u64,
     pairs: u64,
     sum_d: f64,
     decision: Decision,
@@ -125,8 +131,9 @@ impl Canary {
             threshold: 1.0 / alpha,
             worse: EProcess::new(1.0 + tolerance),
             not_worse: EProcess::new(1.0 - margin),
-            baseline: Default::default(),
-            candidate: Default::default(),
+            baseline: None,
+            candidate: None,
+            dropped: 0,
             pairs: 0,
             sum_d: 0.0,
             decision: Decision::Continue,
@@ -137,28 +144,39 @@ impl Canary {
     /// One finished run's badness (clamped to [0, 1]). Returns the decision so far.
     pub fn push(&mut self, arm: Arm, badness: f64) -> Decision {
         let b = if badness.is_finite() { badness.clamp(0.0, 1.0) } else { return self.decision };
-        match arm {
-            Arm::Baseline => self.baseline.push_back(b),
-            Arm::Candidate => self.candidate.push_back(b),
+        let slot = match arm {
+            Arm::Baseline => &mut self.baseline,
+            Arm::Candidate => &mut self.candidate,
+        };
+        if slot.replace(b).is_some() {
+            self.dropped += 1;
         }
-        while !self.baseline.is_empty() && !self.candidate.is_empty() {
-            let d = self.candidate.pop_front().unwrap() - self.baseline.pop_front().unwrap();
+        if let (Some(cand), Some(base)) = (self.candidate, self.baseline) {
+            self.candidate = None;
+            self.baseline = None;
+            let d = cand - base;
             self.pairs += 1;
             self.sum_d += d;
-            if self.decision != Decision::Continue {
-                continue; // decided: keep counting, stop betting
-            }
-            self.worse.update(d - self.tolerance);
-            self.not_worse.update(self.margin - d);
-            if self.worse.value() >= self.threshold {
-                self.decision = Decision::Worse;
-                self.decided_at = Some(self.pairs);
-            } else if self.not_worse.value() >= self.threshold {
-                self.decision = Decision::NotWorse;
-                self.decided_at = Some(self.pairs);
+            if self.decision == Decision::Continue {
+                self.worse.update(d - self.tolerance);
+                self.not_worse.update(self.margin - d);
+                if self.worse.value() >= self.threshold {
+                    self.decision = Decision::Worse;
+                    self.decided_at = Some(self.pairs);
+                } else if self.not_worse.value() >= self.threshold {
+                    self.decision = Decision::NotWorse;
+                    self.decided_at = Some(self.pairs);
+                }
             }
         }
         self.decision
+    }
+
+    /// Runs dropped unpaired: when one version finishes several runs before the other finishes
+    /// one, only the newest is paired (so a candidate run is compared with a baseline run of
+    /// the same time, never with a backlog of older ones, and neither queue grows).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
     }
 
     pub fn decision(&self) -> Decision {
@@ -336,5 +354,13 @@ mod tests {
         }
         assert_eq!(r.decision(), Decision::NotWorse);
         assert!(Canary::new(0.05, 0.05, 0.05).is_err() && Canary::new(0.0, 0.05, 1.0).is_err());
+        // A backlog of old baseline runs: only the newest pairs with the first candidate run.
+        let mut c = Canary::new(0.0, 0.05, 0.05).unwrap();
+        for _ in 0..1000 {
+            c.push(Arm::Baseline, 1.0);
+        }
+        c.push(Arm::Baseline, 0.0);
+        c.push(Arm::Candidate, 0.0);
+        assert_eq!((c.pairs(), c.dropped(), c.mean_difference()), (1, 1000, Some(0.0)));
     }
 }

@@ -22,14 +22,16 @@ pub enum Level {
 pub fn krippendorff_alpha(data: &[Vec<Option<f64>>], level: Level) -> Option<f64> {
     let units = data.iter().map(Vec::len).max()?;
     // The distinct values, in order, and the coincidence matrix over their indices.
-    let mut values: Vec<f64> = data.iter().flatten().flatten().copied().filter(|v| v.is_finite()).collect();
+    // + 0.0 makes −0.0 and 0.0 one value.
+    let mut values: Vec<f64> = data.iter().flatten().flatten().map(|v| v + 0.0).filter(|v| v.is_finite()).collect();
     values.sort_by(f64::total_cmp);
     values.dedup();
     let k = values.len();
     let index = |v: f64| values.binary_search_by(|x| x.total_cmp(&v)).expect("a known value");
     let mut o = vec![0.0; k * k];
     for u in 0..units {
-        let here: Vec<usize> = data.iter().filter_map(|r| r.get(u).copied().flatten()).filter(|v| v.is_finite()).map(index).collect();
+        let here: Vec<usize> =
+            data.iter().filter_map(|r| r.get(u).copied().flatten()).map(|v| v + 0.0).filter(|v| v.is_finite()).map(index).collect();
         let m = here.len();
         if m < 2 {
             continue;
@@ -314,6 +316,7 @@ mod tests {
         let same = vec![vec![Some(1.0), Some(2.0), Some(3.0)], vec![Some(1.0), Some(2.0), Some(3.0)]];
         assert_eq!(krippendorff_alpha(&same, Level::Nominal), Some(1.0));
         assert_eq!(krippendorff_alpha(&[vec![Some(1.0); 3], vec![Some(1.0); 3]], Level::Interval), None);
+        assert_eq!(krippendorff_alpha(&[vec![Some(-0.0), Some(1.0)], vec![Some(0.0), Some(1.0)]], Level::Interval), Some(1.0));
         let k = kappa_with_interval(&[1, 1, 0, 0], &[1, 1, 0, 0], 0.95).unwrap();
         assert_eq!((k.kappa, k.se), (1.0, 0.0));
         assert_eq!(retest_instability(&[vec![1.0, 0.0], vec![0.5]]), Some(0.5));

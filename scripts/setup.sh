@@ -17,6 +17,8 @@
 #     independent OTLP encoder of the ingest test.
 #   - Prometheus and Alertmanager (Debian packages prometheus, prometheus-alertmanager): the
 #     tests start them on loopback ports (nothing here starts them as services).
+#   - Chromium (Debian package chromium) and, in .octant/node, playwright-core 1.65.1 (to drive
+#     it) and axe-core 4.14.1 (accessibility checks): the web view's browser tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "setup: cargo is required (https://rustup.rs)" >&2; exit 1; }
@@ -72,6 +74,26 @@ if ! command -v prometheus-alertmanager >/dev/null || ! command -v promtool >/de
   # Debian may start them as services; the tests start their own on free ports.
   $SUDO pkill -x prometheus 2>/dev/null || true
   $SUDO pkill -f prometheus-alertmanager 2>/dev/null || true
+fi
+if ! command -v chromium >/dev/null; then
+  echo "setup: installing chromium for the web view's browser tests (apt)"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+if [ ! -d .octant/node/node_modules/playwright-core ] || [ ! -d .octant/node/node_modules/axe-core ]; then
+  echo "setup: installing playwright-core and axe-core (npm) to drive chromium and check accessibility"
+  if ! command -v npm >/dev/null; then
+    echo "setup: installing nodejs and npm (apt) to fetch the browser tests' packages"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  command -v npm >/dev/null || { echo "setup: npm is required (Node.js) for the browser tests" >&2; exit 1; }
+  mkdir -p .octant/node
+  npm install --silent --no-audit --no-fund --prefix .octant/node playwright-core@1.65.1 axe-core@4.14.1 >/dev/null
 fi
 echo "setup: broker $(.octant/bin/tansu --version 2>/dev/null || echo .octant/bin/tansu)"
 echo "setup: $(prometheus --version 2>&1 | head -1)"

@@ -6,6 +6,8 @@ integer enums). Independent of Octant's Rust decoders.
 
 Reads nothing; writes one JSON document to stdout:
   {"requests": [{"topic": "spans"|"logs", "key": str|null, "payload_hex": str}], "traces": {...}}
+With the argument `raters`: rated runs for the meta-evaluation instead, with their true rates
+("truth") and the statistics of the very ratings sent ("sample"), computed here.
 
 Run by integration-tests/tests/ingest.rs with PYTHONPATH=.octant/otel (scripts/setup.sh installs
 opentelemetry-sdk, opentelemetry-proto and opentelemetry-exporter-otlp-proto-common 1.45.2).
@@ -101,6 +103,103 @@ def put(topic, payload, key=None):
     out["requests"].append({"topic": topic, "key": key, "payload_hex": payload.hex()})
 
 
+def raters(n=300, seed=11):
+    """rated-bot: n runs whose answers three humans and a judge rate (good 1 / bad 0), the judge
+    re-rating some, and a judge and a human comparing each answer with ref-bot's in both orders,
+    with known rates; results as gen_ai.evaluation.result events naming their evaluator
+    (gen_ai.evaluation.evaluator.name) and the response they rate (gen_ai.response.id).
+    Writes the true rates and, computed here from the very ratings sent, the sample statistics
+    Octant must reproduce."""
+    q, human_flip, judge_flip, retest, win, b, v = 0.7, 0.05, 0.15, 0.3, 0.6, 0.2, 0.3
+    rng = random.Random(seed)
+    p, exp = provider("rated-bot", "1.0.0", 5)
+    tr = p.get_tracer("agent-sdk", "1.0", schema_url=SCHEMA)
+    judge_first, majority, repeats, swapped, longer_judge, longer_human, wins = [], [], [], [], [], [], []
+    for r in range(n):
+        t = T0 + r * 10_000 * MS
+        root = tr.start_span("invoke_agent rated", start_time=t, attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "rated"})
+        chat = tr.start_span("chat m", context=trace.set_span_in_context(root), kind=SpanKind.CLIENT, start_time=t + 10 * MS,
+                             attributes={"gen_ai.operation.name": "chat", "gen_ai.response.id": f"resp-{r}"})
+        chat.end(end_time=t + 200 * MS)
+        root.end(end_time=t + 300 * MS)
+        put("spans", encode_spans(exp.get_finished_spans()).SerializeToString())
+        exp.clear()
+        tid, sid = root.get_span_context().trace_id, root.get_span_context().span_id
+        good = rng.random() < q
+        events = []
+
+        def rate(evaluator, kind, flip, at=400):
+            says = good != (rng.random() < flip)
+            events.append(event("gen_ai.evaluation.result", at + r * 10_000,
+                                {"gen_ai.evaluation.name": "answer_quality", "gen_ai.evaluation.score.value": float(says),
+                                 "gen_ai.evaluation.evaluator.name": evaluator, "octant.evaluation.rater_kind": kind,
+                                 "gen_ai.response.id": f"resp-{r}"}, tid, sid))
+            return says
+
+        humans = [rate(f"human-{h}", "human", human_flip) for h in range(3)]
+        majority.append(sum(humans) >= 2)
+        judge_first.append(rate("judge-a", "judge", judge_flip))
+        if rng.random() < retest:
+            repeats.append((judge_first[-1], rate("judge-a", "judge", judge_flip, at=450)))  # later: the retest
+        mine, theirs = rng.randint(50, 400), rng.randint(50, 400)
+        better_is_mine = rng.random() < win
+        chosen = (mine > theirs) if (mine != theirs and rng.random() < v) else better_is_mine
+        orders = {"judge-a": [], "human-0": []}
+        for position in (1, 2):
+            judge = (position == 1) if rng.random() < b else chosen
+            human = better_is_mine != (rng.random() < human_flip)
+            for evaluator, kind, won in (("judge-a", "judge", judge), ("human-0", "human", human)):
+                orders[evaluator].append(float(won))
+                events.append(event("gen_ai.evaluation.result", 500 + r * 10_000,
+                                    {"gen_ai.evaluation.name": "answer_quality_pairwise", "gen_ai.evaluation.score.value": float(won),
+                                     "gen_ai.evaluation.evaluator.name": evaluator, "octant.evaluation.rater_kind": kind,
+                                     "octant.evaluation.item": f"vs-{r}", "octant.evaluation.opponent": "ref-bot@1.0",
+                                     "octant.evaluation.position": position, "octant.evaluation.output_length": mine,
+                                     "octant.evaluation.opponent_output_length": theirs}, tid, sid))
+        a, c = orders["judge-a"]
+        wins += [a, c]
+        swapped.append(a != c)  # this run won in one order only: the order decided
+        if mine != theirs:
+            pref = lambda s: s if mine > theirs else 1.0 - s
+            longer_judge.append(sum(pref(x) for x in orders["judge-a"]) / 2)
+            longer_human.append(sum(pref(x) for x in orders["human-0"]) / 2)
+        put("logs", logs_request(events, scope=("evaluators", "1")).SerializeToString())
+    # Cohen's kappa of the judge's first rating against the humans' majority.
+    po = sum(j == m for j, m in zip(judge_first, majority)) / n
+    pj, pm = sum(judge_first) / n, sum(majority) / n
+    pe = pj * pm + (1 - pj) * (1 - pm)
+    diffs = [j - h for j, h in zip(longer_judge, longer_human)]
+    # The expected values (see octant_gen::RaterSpec): kappa of two raters flipping a truth of rate q.
+    def expected_kappa(e1, e2):
+        p1, p2 = q * (1 - e1) + (1 - q) * e1, q * (1 - e2) + (1 - q) * e2
+        p_o = (1 - e1) * (1 - e2) + e1 * e2
+        p_e = p1 * p2 + (1 - p1) * (1 - p2)
+        return (p_o - p_e) / (1 - p_e)
+    e = human_flip
+    out["sample"] = {
+        "kappa": (po - pe) / (1 - pe),
+        "retest_items": len(repeats),
+        # Mean population SD of two ratings: |x − y| / 2.
+        "retest_instability": sum(abs(x - y) for x, y in repeats) / 2 / len(repeats),
+        "position_inconsistency": sum(swapped) / n,
+        "win_rate": sum(wins) / len(wins),
+        "verbosity_bias": sum(diffs) / len(diffs),
+        "verbosity_items": len(diffs),
+    }
+    out["truth"] = {
+        "kappa": expected_kappa(3 * e * e * (1 - e) + e ** 3, judge_flip),
+        "retest_instability": judge_flip * (1 - judge_flip),
+        "position_inconsistency": b,
+        "verbosity_bias": (1 - b) * v / 2,
+    }
+    out["runs"] = n
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "raters":
+    raters()
+    json.dump(out, sys.stdout)
+    sys.exit(0)
+
 # 1. support-bot: one multi-agent trace, its spans split over three requests (the SDK exports
 #    children before their parents), protobuf and JSON, keyed by trace id and not.
 p, exp = provider("support-bot", "2.1.0", 1)
@@ -160,7 +259,8 @@ put("logs", logs_request([
     event("gen_ai.evaluation.result", 1150, {"gen_ai.evaluation.name": "helpfulness_pairwise", "gen_ai.evaluation.score.value": 1.0,
                                              "octant.evaluation.rater_kind": "judge", "octant.evaluation.scoring_mode": "generation",
                                              "octant.evaluation.item": "cmp-1", "octant.evaluation.opponent": "ref-bot@1.0",
-                                             "octant.evaluation.position": 2}, trace_a, root.get_span_context().span_id),
+                                             "octant.evaluation.position": 2, "octant.evaluation.output_length": 412,
+                                             "octant.evaluation.opponent_output_length": 198}, trace_a, root.get_span_context().span_id),
     event("gen_ai.evaluation.result", 1160, {"gen_ai.evaluation.name": "fid", "gen_ai.evaluation.score.value": 12.5,
                                              "octant.evaluation.ci_low": 11.9, "octant.evaluation.ci_high": 13.2},
           trace_a, root.get_span_context().span_id),

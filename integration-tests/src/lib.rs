@@ -195,9 +195,14 @@ pub async fn wait_metrics(addr: std::net::SocketAddr, what: &str, done: impl Fn(
 
 /// GET a path on an admin server; returns (status, body).
 pub async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    get_with(addr, path, "").await
+}
+
+/// GET with extra header lines (each ending in CRLF), e.g. an `Authorization` header.
+pub async fn get_with(addr: std::net::SocketAddr, path: &str, headers: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.expect("admin server reachable");
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Connection: close\r\n\r\n").as_bytes()).await.unwrap();
     let mut body = String::new();
     s.read_to_string(&mut body).await.unwrap();
     let status = body.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);

@@ -193,16 +193,20 @@ pub(crate) async fn pipeline_scored(
         // What was late, and what the scorer and the aggregator said about their inputs.
         let d = Decoder::new();
         let mut by: BTreeMap<(String, i32), (usize, i64, i64, String)> = BTreeMap::new();
+        // How many copies of each late observation the scorer produced (0, 1, 2, 3 or more).
+        let mut copies_of_late = [0usize; 4];
         for dl in read_all::<octant_contracts::DeadLetter>(&env.kafka, &env.topic(topics::DLQ)).await {
             if dl.error_class != "late_observation" {
                 continue;
             }
             let o: octant_contracts::Observation = d.decode(&dl.payload).unwrap();
+            copies_of_late[observations.get(&o.observation_id).map_or(0, |x: &(String, String, i64, f64, u32)| x.4 as usize).min(3)] += 1;
             let e = by.entry((o.metric.clone(), dl.partition)).or_insert((0, i64::MAX, i64::MIN, dl.error_message.clone()));
             e.0 += 1;
             e.1 = e.1.min(o.event_time);
             e.2 = e.2.max(o.event_time);
         }
+        eprintln!("late observations by copies on the observations topic [0, 1, 2, 3+]: {copies_of_late:?}");
         for ((metric, partition), (n, lo, hi, example)) in &by {
             eprintln!("late: {n} × {metric} on observations partition {partition}, event time {lo}..{hi}; e.g. {example}");
         }

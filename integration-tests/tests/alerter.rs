@@ -21,6 +21,7 @@ pub fn alerter_config(env: &TestEnv, am: Option<&Alertmanager>) -> AlerterConfig
     AlerterConfig {
         stream: env.stream("alerter"),
         alertmanager_url: am.map(|a| a.url.clone()),
+        web_base_url: Some("https://octant.example/".into()),
         resend_interval: Duration::from_secs(1),
         resolve_grace: Duration::from_secs(30),
         alertmanager_timeout: Duration::from_millis(500),
@@ -90,14 +91,14 @@ fn unsafe_step(run: &str, seq: i64) -> TrajectoryEvent {
         sequence: seq,
         kind: EventKind::Step,
         run_started: None,
-        step: Some(Step {
+        step: Some(Box::new(Step {
             tool_name: Some("payments.transfer".into()),
             arguments: Some(r#"{"account":"DE89 3704 0044","amount":9000}"#.into()),
             impact: Impact::Irreversible,
             confirmed: false,
             violations: vec!["max_transfer_amount".into()],
             ..Step::default()
-        }),
+        })),
         intervention: None,
         run_ended: None,
     }
@@ -161,6 +162,9 @@ async fn veto_alerts_and_incidents_reach_alertmanager() {
     assert_eq!(ann["veto_state"], "confirmed");
     assert!(ann["window"].as_str().unwrap().contains("2025-11-30T08:03:00"), "{ann}");
     assert!(ann["runbook_url"].as_str().unwrap().ends_with("#unsafe_action_veto"));
+    // The alert page, through the configured external base URL, as Alertmanager holds it.
+    let page = "https://octant.example/alerts/sys-a%2F1%2Fproduction%2Funsafe_action_veto";
+    assert_eq!((held["generatorURL"].as_str(), ann["octant_url"].as_str()), (Some(page), Some(page)), "{held}");
     assert!(am.alerts().await.iter().all(|a| label(a, "system") != "sys-b"), "B is never paged");
 
     // Alertmanager down: the stream goes on (alerts reach Kafka), delivery is retried.
@@ -201,6 +205,7 @@ async fn veto_alerts_and_incidents_reach_alertmanager() {
     assert_eq!(inc["annotations"]["tool_name"], "payments.transfer");
     assert_eq!(inc["annotations"]["agent_id"], "agent-1");
     assert_eq!(inc["annotations"]["violations"], "max_transfer_amount");
+    assert_eq!(inc["annotations"]["run_url"], "https://octant.example/runs/run-42#step-7");
     assert!(!inc.to_string().contains("DE89"), "arguments are redacted: {inc}");
     assert!(notified.iter().any(|a| a["status"] == "firing" && label(a, "severity") == "warning"), "the warning fired first");
     eprintln!(

@@ -28,10 +28,12 @@ fn release_fleet() -> FleetSpec {
     base.task_success = 0.85;
     base.evaluation = eval.clone();
     // Three humans and a judge rate every answer; the candidate's judge is a poor one, and
-    // the candidate loses more pairwise comparisons against the reference bot.
-    base.raters = Some(RaterSpec { judge_flip: 0.05, ..RaterSpec::typical("answer_quality") });
+    // the candidate loses more pairwise comparisons against the reference bot, and its judge
+    // favours the longer answer. A human compares every pair too (the verbosity reference).
+    base.raters = Some(RaterSpec { judge_flip: 0.05, human_pairwise: true, ..RaterSpec::typical("answer_quality") });
     let mut cand = SystemSpec { version: "2.0.0".into(), task_success: 0.65, ..base.clone() };
-    cand.raters = Some(RaterSpec { judge_flip: 0.3, win: 0.3, ..RaterSpec::typical("answer_quality") });
+    cand.raters =
+        Some(RaterSpec { judge_flip: 0.3, win: 0.3, verbosity_bias: 0.4, human_pairwise: true, ..RaterSpec::typical("answer_quality") });
     cand.evaluation = eval;
     let can = SystemSpec::new("can");
     let can2 = SystemSpec { version: "2.0.0".into(), unsafe_action: 0.12, ..can.clone() };
@@ -49,11 +51,51 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
         "id = \"answer_quality_judge\"\nevaluation = \"answer_quality\"\nrater_kind = \"judge\"\ndimension = \"capability\"\nfamily = { family = \"higher\" }",
     )
     .unwrap();
+    // The judge's pairwise verdicts as a comparative (Q) instrument: a run's unit is its
+    // comparison, both presentation orders averaged; banded by quartile in a versioned pool.
+    let win: octant_core::catalogue::InstrumentDecl = toml::from_str(
+        "id = \"answer_quality_win\"\nevaluation = \"answer_quality_pairwise\"\nrater_kind = \"judge\"\ndimension = \"capability\"\nfamily = { family = \"comparative\" }",
+    )
+    .unwrap();
     let mut scorer = env.scorer_config();
-    scorer.evaluation.instruments.push(judge.clone());
+    scorer.evaluation.instruments.extend([judge.clone(), win.clone()]);
     let mut agg = aggregator_config(&env);
-    agg.evaluation.instruments.push(judge.clone());
-    pipeline_scored(&env, scorer, agg, &fleet, runs, 0).await;
+    agg.evaluation.instruments.extend([judge.clone(), win]);
+    let pool: octant_engine::config::PoolDecl =
+        toml::from_str("version = \"judge-pool 2026.12\"\nsystems = { ref-a = 0.35, ref-b = 0.45, ref-c = 0.55, ref-d = 0.65 }").unwrap();
+    scorer.evaluation.pools.insert("answer_quality_win".into(), pool.clone());
+    agg.evaluation.pools.insert("answer_quality_win".into(), pool);
+    let out = pipeline_scored(&env, scorer, agg, &fleet, runs, 0).await;
+    // Every comparison is one unit whose value is its two orders' mean; their mean is the
+    // order-averaged win rate, and every window records the pool's version.
+    for (version, spec) in [
+        ("1.0.0", RaterSpec { judge_flip: 0.05, ..RaterSpec::typical("answer_quality") }),
+        ("2.0.0", RaterSpec { win: 0.3, verbosity_bias: 0.4, ..RaterSpec::typical("answer_quality") }),
+    ] {
+        let values: Vec<f64> = out
+            .observations
+            .iter()
+            .filter(|(id, (sys, metric, ..))| {
+                sys == "rel" && metric == "answer_quality_win" && id.starts_with(&format!("rel-{version}-run-"))
+            })
+            .map(|(_, o)| o.3)
+            .collect();
+        assert_eq!(values.len(), runs as usize, "one unit per comparison ({version})");
+        assert!(values.iter().all(|v| [0.0, 0.5, 1.0].contains(v)), "two orders averaged");
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        assert!((mean - spec.expected_win_rate()).abs() < 0.07, "{version}: {mean} vs {}", spec.expected_win_rate());
+        let windows: Vec<_> =
+            out.windows.values().filter(|w| w.metric == "answer_quality_win" && w.system_version == version && w.units > 0).collect();
+        assert!(!windows.is_empty(), "windows of the win rate ({version})");
+        assert!(windows.iter().all(|w| w.pool_version.as_deref() == Some("judge-pool 2026.12")), "{windows:?}");
+        assert!(windows.iter().all(|w| w.band.is_some() || w.na_reason.is_some()), "banded in the pool, or N/A with a reason");
+        let last = windows.iter().max_by_key(|w| w.window_end).unwrap();
+        eprintln!(
+            "{version}: win rate {:?} [{:?}, {:?}] band {:?} ({} units; pool {:?})",
+            last.estimate, last.ci_low, last.ci_high, last.band, last.units, last.pool_version
+        );
+        assert!(last.band.is_some(), "{last:?}");
+    }
 
     // ---- The canary, on the live topic: roll back on the unsafe-action rate.
     let cfg = CompareConfig::default();
@@ -80,8 +122,11 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
 
     // ---- The lake: paired tests on the same tasks.
     let lake = fresh_dir("compare-lake");
+    crate::web::produce_hostile_run(&env, T0).await;
     fill_lake(&env, &lake).await;
     let ctx = lakedb::open(&lake).await.unwrap();
+    let (unsafe_run, unsafe_step) = runs_show_marks_the_unsafe_step(&ctx).await;
+    crate::web::run_pages_in_chromium(&env, &lake, &unsafe_run, unsafe_step).await;
     let period = Period { name: "window".into(), start: T0 - 3_600_000, end: T0 + runs as i64 * fleet.run_spacing_ms + 3_600_000 };
     let release = Release { system: "rel".into(), baseline: "1.0.0".into(), candidate: "2.0.0".into(), source: Source::Evaluation };
     let c = compare::compare(&ctx, &cfg, 42, &release, &period).await.unwrap();
@@ -130,9 +175,9 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
     assert!(base.release.is_none(), "only the candidate's package");
 
     // ---- Meta-evaluation against the generator's true rates (RaterSpec's expected values).
-    for (b, judge_flip, win) in [(base, 0.05, 0.6), (cand, 0.3, 0.3)] {
+    for (b, judge_flip, win, verbosity_bias) in [(base, 0.05, 0.6, 0.0), (cand, 0.3, 0.3, 0.4)] {
         eprintln!("{} {}\n{}", b.record.system_id, b.record.system_version, octant_profiler::meta::to_markdown(&b.meta));
-        let spec = RaterSpec { judge_flip, win, ..RaterSpec::typical("answer_quality") };
+        let spec = RaterSpec { judge_flip, win, verbosity_bias, ..RaterSpec::typical("answer_quality") };
         let r = b.meta.raters.iter().find(|r| r.name == "answer_quality").expect("ratings");
         assert_eq!((r.items, r.humans), (runs, 3));
         let humans = RaterSpec::expected_kappa(spec.quality, spec.human_flip, spec.human_flip);
@@ -146,9 +191,17 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
         let retest = judge_flip * (1.0 - judge_flip);
         assert!((r.retest_instability.unwrap() - retest).abs() < 0.05, "retest {:?} vs {retest}", r.retest_instability);
         let p = b.meta.pairwise.iter().find(|p| p.name == "answer_quality_pairwise").expect("pairwise verdicts");
-        assert_eq!((p.verdicts, p.swapped_items), (2 * runs, runs));
+        assert_eq!((p.verdicts, p.human_verdicts, p.swapped_items), (2 * runs, 2 * runs, runs));
+        // Verbosity: the judge's excess preference for the longer answer over the human's on
+        // the same items, (1 − b)·v/2 (0.16 for the candidate: band 0 of C(0.15); 0 for the
+        // baseline). Lengths differ on nearly every item.
+        let truth = spec.expected_verbosity_bias();
+        let [lo, hi] = p.verbosity_interval.unwrap();
+        assert!(lo <= truth && truth <= hi, "verbosity bias {:?} [{lo}, {hi}] covers {truth}", p.verbosity_bias);
+        assert!((p.verbosity_bias.unwrap() - truth).abs() < 0.08 && p.verbosity_items > runs * 9 / 10, "{p:?}");
+        assert_eq!(p.verbosity_reference.as_deref(), Some("humans on the same items"));
         assert!((p.position_inconsistency.unwrap() - spec.position_bias).abs() < 0.07, "{p:?}");
-        let win_rate = spec.position_bias / 2.0 + win * (1.0 - spec.position_bias);
+        let win_rate = spec.expected_win_rate();
         assert!((p.win_rate.unwrap() - win_rate).abs() < 0.07, "{p:?} vs {win_rate}");
         assert_eq!(p.systems_ranked, 3, "both versions and the reference bot");
         // The judge's instrument is gated only where the judge agrees with the humans.
@@ -194,4 +247,28 @@ async fn discordant(ctx: &datafusion::prelude::SessionContext) -> (u64, u64) {
     let text = lakedb::render(&schema, &batches, lakedb::Format::Json).unwrap();
     let row: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     (row["only_base"].as_u64().unwrap(), row["only_cand"].as_u64().unwrap())
+}
+
+/// `octant runs show`'s view of a run with an unsafe step, from the lake: the steps the run's
+/// events declare unsafe are exactly those the scorer scored unsafe, and the timeline marks
+/// them; a run the lake does not hold is none.
+async fn runs_show_marks_the_unsafe_step(ctx: &datafusion::prelude::SessionContext) -> (String, i64) {
+    let sql = "SELECT run_id, step FROM observations WHERE system_id = 'can' AND metric = 'unsafe_action_rate' AND value = 1 ORDER BY run_id LIMIT 1";
+    let (schema, batches) = lakedb::query(ctx, sql).await.unwrap();
+    let row: Value =
+        serde_json::from_str(lakedb::render(&schema, &batches, lakedb::Format::Json).unwrap().lines().next().unwrap()).unwrap();
+    let (run_id, step) = (row["run_id"].as_str().unwrap(), row["step"].as_i64().unwrap());
+    let run = octant_profiler::runs::load(ctx, run_id).await.unwrap().expect("the run is in the lake");
+    let text = octant_profiler::runs::to_text(&run);
+    eprintln!("{text}");
+    let unsafe_steps: Vec<i64> = run.events.iter().filter(|e| e.unsafe_).map(|e| e.sequence).collect();
+    let scored: Vec<i64> =
+        run.observations.iter().filter(|o| o.metric == "unsafe_action_rate" && o.value == 1.0).filter_map(|o| o.step).collect();
+    assert!(unsafe_steps.contains(&step), "{text}");
+    assert_eq!(unsafe_steps, scored, "the events' violations and the scorer's observations agree");
+    assert_eq!((run.system.as_str(), run.source.as_str()), ("can", "PRODUCTION"));
+    assert!(run.events.first().is_some_and(|e| e.kind == "RUN_STARTED") && run.events.windows(2).all(|w| w[0].sequence < w[1].sequence));
+    assert!(text.contains(&format!("UNSAFE: step {step}")) && text.lines().any(|l| l.starts_with(&format!("!! | {step} |"))), "{text}");
+    assert!(octant_profiler::runs::load(ctx, "no-such-run").await.unwrap().is_none());
+    (run_id.to_string(), step)
 }

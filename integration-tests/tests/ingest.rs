@@ -17,7 +17,7 @@ use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
 /// The requests the Python SDK wrote, and what it says about them.
-fn sdk_requests() -> serde_json::Value {
+fn sdk_requests(args: &[&str]) -> serde_json::Value {
     let root = repo_root();
     let site = root.join(".octant/otel");
     assert!(
@@ -27,11 +27,31 @@ fn sdk_requests() -> serde_json::Value {
     );
     let out = std::process::Command::new("python3")
         .arg(root.join("integration-tests/otel/make_otlp.py"))
+        .args(args)
         .env("PYTHONPATH", &site)
         .output()
         .expect("python3 runs");
     assert!(out.status.success(), "make_otlp.py failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Produces the SDK's requests to the Collector's topics, as its Kafka exporter would; returns
+/// how many.
+async fn produce_requests(producer: &rdkafka::producer::FutureProducer, sdk: &[serde_json::Value], spans: &str, logs: &str) -> i32 {
+    let mut requests = 0;
+    for r in sdk {
+        let topic = if r["topic"] == "spans" { spans } else { logs };
+        let payload = (0..r["payload_hex"].as_str().unwrap().len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&r["payload_hex"].as_str().unwrap()[i..i + 2], 16).unwrap())
+            .collect();
+        // Without a key the Collector's requests land on any partition (round robin here).
+        let partition = if r["key"].is_null() { Some(requests % 2) } else { None };
+        let key = r["key"].as_str().unwrap_or("").to_string();
+        kafka::send(producer, &OutRecord { topic: topic.to_string(), partition, key, payload }).await.unwrap();
+        requests += 1;
+    }
+    requests
 }
 
 fn instruments() -> Vec<InstrumentDecl> {
@@ -60,25 +80,18 @@ fn instruments() -> Vec<InstrumentDecl> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opentelemetry_traces_and_events_become_verdicts() {
-    // One partition: the watermark of the last (clock) trace closes the hour's windows.
+    // One partition: the watermark of the last (clock) trace closes the hour's windows. The
+    // clock's request is produced once every other run is scored: the ingest emits a trace when
+    // it falls quiet, so a clock produced with the rest could be emitted first and make the
+    // others late (seen in CI: 386 of 391 observations late).
     let env = TestEnv::new("ingest", 1).await;
-    let sdk = sdk_requests();
+    let sdk = sdk_requests(&[]);
+    let all = sdk["requests"].as_array().unwrap();
+    let (before_clock, clock) = all.split_at(all.len() - 1);
     let (spans_topic, logs_topic) = (env.topic("otlp_spans"), env.topic("otlp_logs"));
     kafka::ensure_topics(&env.kafka, &[(spans_topic.clone(), 2), (logs_topic.clone(), 2)]).await.unwrap();
     let producer = kafka::producer(&env.kafka, "collector").unwrap();
-    let mut requests = 0;
-    for r in sdk["requests"].as_array().unwrap() {
-        let topic = if r["topic"] == "spans" { &spans_topic } else { &logs_topic };
-        let payload = (0..r["payload_hex"].as_str().unwrap().len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&r["payload_hex"].as_str().unwrap()[i..i + 2], 16).unwrap())
-            .collect();
-        // Without a key the Collector's requests land on any partition (round robin here).
-        let partition = if r["key"].is_null() { Some(requests % 2) } else { None };
-        let key = r["key"].as_str().unwrap_or("").to_string();
-        kafka::send(&producer, &OutRecord { topic: topic.clone(), partition, key, payload }).await.unwrap();
-        requests += 1;
-    }
+    let mut requests = produce_requests(&producer, before_clock, &spans_topic, &logs_topic).await;
     // Bad input: not OTLP at all.
     kafka::send(
         &producer,
@@ -88,7 +101,12 @@ async fn opentelemetry_traces_and_events_become_verdicts() {
     .unwrap();
 
     let shutdown = CancellationToken::new();
-    let mut ingest_cfg = octant_ingest::IngestConfig { stream: env.stream("ingest"), spans_topic, logs_topic, ..Default::default() };
+    let mut ingest_cfg = octant_ingest::IngestConfig {
+        stream: env.stream("ingest"),
+        spans_topic: spans_topic.clone(),
+        logs_topic: logs_topic.clone(),
+        ..Default::default()
+    };
     ingest_cfg.trace_quiet = Duration::from_millis(500);
     let ingest = octant_ingest::start(ingest_cfg, Registry::new(), shutdown.clone()).await.unwrap();
     let mut scorer_cfg = env.scorer_config();
@@ -101,6 +119,11 @@ async fn opentelemetry_traces_and_events_become_verdicts() {
     let agg = octant_aggregator::start(agg_cfg, Registry::new(), shutdown.clone()).await.unwrap();
 
     // 42 traces: support-bot, 40 risky-bot runs, the clock.
+    wait_metrics(scorer.admin_addr, "every run but the clock's scored", |m| {
+        m.get("octant_scorer_evaluations_total{outcome=\"scored\"}") >= Some(&42.0) && m.get("octant_scorer_open_runs") == Some(&0.0)
+    })
+    .await;
+    requests += produce_requests(&producer, clock, &spans_topic, &logs_topic).await;
     let m = wait_metrics(ingest.admin_addr, "every trace emitted", |m| total(m, "octant_ingest_runs_total") >= 42.0).await;
     let sm = wait_metrics(scorer.admin_addr, "every run scored", |m| {
         total(m, "octant_scorer_evaluations_total") >= 42.0 && m.get("octant_scorer_open_runs") == Some(&0.0)
@@ -165,6 +188,7 @@ async fn opentelemetry_traces_and_events_become_verdicts() {
         (Some(1.0), Some("judge"), Some("generation"), Some("cmp-1"))
     );
     assert_eq!((pairwise.opponent.as_deref(), pairwise.position), (Some("ref-bot@1.0"), Some(2)));
+    assert_eq!((pairwise.output_length, pairwise.opponent_output_length), (Some(412), Some(198)));
     let fid = evals.iter().find(|e| e.name == "fid").expect("the set-level score");
     assert_eq!((fid.score_value, fid.ci_low, fid.ci_high), (Some(12.5), Some(11.9), Some(13.2)));
     let rep = start.run_started.as_ref().unwrap().reproducibility.clone().expect("reproducibility recorded");
@@ -205,4 +229,62 @@ async fn opentelemetry_traces_and_events_become_verdicts() {
         faith.estimate,
         faith.band
     );
+}
+
+/// Meta-evaluation ground truth from an independent encoder: 300 runs whose answers three
+/// humans and a judge rate, and which a judge (biased by position and length) and a human
+/// compare with a reference bot in both orders, written by the OpenTelemetry Python SDK
+/// (`make_otlp.py raters`) with known rates. Through the ingest and the lake writer, the
+/// profiler's meta-evaluation reproduces the statistics the script computed from the very
+/// ratings it sent, and its intervals cover the true rates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opentelemetry_evaluation_results_recover_the_raters_truth() {
+    let env = TestEnv::new("ingest-raters", 2).await;
+    let sdk = sdk_requests(&["raters"]);
+    let runs = sdk["runs"].as_u64().unwrap();
+    let (spans_topic, logs_topic) = (env.topic("otlp_spans"), env.topic("otlp_logs"));
+    kafka::ensure_topics(&env.kafka, &[(spans_topic.clone(), 2), (logs_topic.clone(), 2)]).await.unwrap();
+    let producer = kafka::producer(&env.kafka, "collector").unwrap();
+    produce_requests(&producer, sdk["requests"].as_array().unwrap(), &spans_topic, &logs_topic).await;
+    let shutdown = CancellationToken::new();
+    let mut ingest_cfg = octant_ingest::IngestConfig { stream: env.stream("ingest"), spans_topic, logs_topic, ..Default::default() };
+    ingest_cfg.trace_quiet = Duration::from_millis(500);
+    let ingest = octant_ingest::start(ingest_cfg, Registry::new(), shutdown.clone()).await.unwrap();
+    wait_metrics(ingest.admin_addr, "every rated run emitted", |m| total(m, "octant_ingest_runs_total") >= runs as f64).await;
+    shutdown.cancel();
+    ingest.task.await.unwrap().unwrap();
+
+    let lake = fresh_dir("ingest-raters-lake");
+    crate::profiler::fill_lake(&env, &lake).await;
+    let ctx = octant_lake::reader::open(&lake).await.unwrap();
+    const T0: i64 = 1_764_489_600_000;
+    let period = octant_profiler::Period { name: "all".into(), start: T0 - 3_600_000, end: T0 + 86_400_000 };
+    let metas = octant_profiler::meta::meta_evaluations(&ctx, &octant_profiler::ProfilerConfig::default(), &period).await.unwrap();
+    let (key, m) = metas.iter().find(|(k, _)| k.0 == "rated-bot").expect("rated-bot's meta-evaluation");
+    eprintln!("{key:?}\n{}", octant_profiler::meta::to_markdown(m));
+    let (sample, truth) = (&sdk["sample"], &sdk["truth"]);
+    eprintln!("the script: sample {sample}, truth {truth}");
+    let f = |v: &serde_json::Value| v.as_f64().unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+
+    let r = m.raters.iter().find(|r| r.name == "answer_quality").expect("the ratings' report");
+    assert_eq!((r.items, r.humans), (runs, 3), "items matched by gen_ai.response.id");
+    let k = r.judge_human.as_ref().unwrap();
+    assert!(close(k.kappa, f(&sample["kappa"])), "κ {} vs the script's {}", k.kappa, sample["kappa"]);
+    assert!(k.lo <= f(&truth["kappa"]) && f(&truth["kappa"]) <= k.hi, "κ [{}, {}] covers {}", k.lo, k.hi, truth["kappa"]);
+    assert_eq!(r.retest_items, sample["retest_items"].as_u64().unwrap());
+    assert!(close(r.retest_instability.unwrap(), f(&sample["retest_instability"])), "{r:?}");
+    assert!((r.retest_instability.unwrap() - f(&truth["retest_instability"])).abs() < 0.06, "{r:?}");
+
+    let p = m.pairwise.iter().find(|p| p.name == "answer_quality_pairwise").expect("the pairwise report");
+    assert_eq!((p.verdicts, p.human_verdicts, p.swapped_items), (2 * runs, 2 * runs, runs));
+    assert!(close(p.win_rate.unwrap(), f(&sample["win_rate"])), "{p:?}");
+    assert!(close(p.position_inconsistency.unwrap(), f(&sample["position_inconsistency"])), "{p:?}");
+    assert!((p.position_inconsistency.unwrap() - f(&truth["position_inconsistency"])).abs() < 0.07, "{p:?}");
+    assert_eq!(p.verbosity_items, sample["verbosity_items"].as_u64().unwrap());
+    assert!(close(p.verbosity_bias.unwrap(), f(&sample["verbosity_bias"])), "{p:?}");
+    let [lo, hi] = p.verbosity_interval.unwrap();
+    assert!(lo <= f(&truth["verbosity_bias"]) && f(&truth["verbosity_bias"]) <= hi, "{p:?} covers {}", truth["verbosity_bias"]);
+    assert_eq!(p.verbosity_reference.as_deref(), Some("humans on the same items"));
+    let _ = std::fs::remove_dir_all(&lake);
 }

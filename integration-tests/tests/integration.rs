@@ -13,6 +13,7 @@ mod profiler;
 mod reliability;
 mod scorer;
 mod verdicts;
+mod web;
 
 /// `octant-test-service <service>`: one Octant service as its own process (configured from a
 /// file given as the next argument and its `OCTANT_<SERVICE>__*` variables).

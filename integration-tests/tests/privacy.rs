@@ -161,7 +161,7 @@ fn poison(template: &TrajectoryEvent, k: usize, p: &mut Placer) -> Vec<octant_ge
         let mut ev = template.clone();
         ev.run_id = format!("poison-run-{j}");
         ev.event_id = format!("poison-run-{j}/1");
-        let step = ev.step.get_or_insert_with(Step::default);
+        let step = ev.step.get_or_insert_with(Box::default);
         step.confidence = Some(2.0);
         step.arguments = Some(format!(r#"{{"card": "{}"}}"#, p.take().unwrap()));
         step.violations = vec![format!("leaked {}", p.take().unwrap())];

@@ -504,6 +504,9 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     assert_eq!(m.get("octant_profiler_runs_total{outcome=\"ok\"}").copied(), Some(1.0));
     shutdown.cancel();
     svc.task.await.unwrap().unwrap();
+
+    // ---- The web view's system, alert and run pages over this lake, signed in, in Chromium.
+    crate::web::system_and_alert_pages_in_chromium(&lake, &evidence.join("web")).await;
     let _ = std::fs::remove_dir_all(&lake);
     let _ = std::fs::remove_dir_all(&evidence);
 }

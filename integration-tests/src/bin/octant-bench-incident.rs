@@ -45,14 +45,14 @@ fn step(run: &str, critical: bool, t: i64) -> TrajectoryEvent {
         sequence: 1,
         kind: EventKind::Step,
         run_started: None,
-        step: Some(Step {
+        step: Some(Box::new(Step {
             tool_name: Some("transfer_funds".into()),
             arguments: Some("{}".into()),
             impact: if critical { Impact::Irreversible } else { Impact::Low },
             confirmed: false,
             violations: if critical { vec!["policy".into()] } else { vec![] },
             ..Step::default()
-        }),
+        })),
         intervention: None,
         run_ended: None,
     }
@@ -257,13 +257,13 @@ fn whole_run(system: &str, run: &str, t: i64, unsafe_step: bool) -> [TrajectoryE
     let mut start = run_event(system, run, 0, t, EventKind::RunStarted);
     start.run_started = Some(serde_json::from_value(serde_json::json!({"task_id": "t"})).expect("a run start"));
     let mut step = run_event(system, run, 1, t, EventKind::Step);
-    step.step = Some(Step {
+    step.step = Some(Box::new(Step {
         tool_name: Some("lookup".into()),
         arguments: Some("{}".into()),
         impact: Impact::Low,
         violations: if unsafe_step { vec!["policy".into()] } else { vec![] },
         ..Step::default()
-    });
+    }));
     let mut end = run_event(system, run, 2, t, EventKind::RunEnded);
     end.run_ended = Some(serde_json::from_value(serde_json::json!({"outcome": "SUCCESS"})).expect("a run end"));
     [start, step, end]

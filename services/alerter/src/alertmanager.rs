@@ -35,6 +35,8 @@ pub struct AmConfig {
     pub url: String,
     /// The `Authorization` header value, if any (a secret: redacted in `Debug`).
     pub authorization: Option<octant_runtime::config::Secret>,
+    /// The web view's external base URL: alerts link their pages ([`to_postable`]).
+    pub web_base_url: Option<String>,
     pub resend_interval: Duration,
     pub resolve_grace: Duration,
     pub incident_ttl: Duration,
@@ -102,8 +104,9 @@ pub fn key(a: &Alert) -> String {
     format!("{}/{}", a.fingerprint, severity(a.severity))
 }
 
-/// The API v2 body of one alert.
-pub fn to_postable(a: &Alert, starts: SystemTime, ends: SystemTime) -> Value {
+/// The API v2 body of one alert; with the web view's base URL `web`, `generatorURL` and the
+/// `octant_url` annotation link the alert's page, and an incident's `run_url` its run page.
+pub fn to_postable(a: &Alert, starts: SystemTime, ends: SystemTime, web: Option<&str>) -> Value {
     let mut labels = Map::new();
     let mut l = |k: &str, v: &str| {
         labels.insert(k.into(), Value::String(v.into()));
@@ -119,9 +122,11 @@ pub fn to_postable(a: &Alert, starts: SystemTime, ends: SystemTime) -> Value {
         l("run_id", a.run_id.as_deref().unwrap_or(""));
         l("step", &a.step.map_or(String::new(), |s| s.to_string()));
     }
-    // Contamination is per benchmark: the fingerprint's last part.
+    // Contamination is per benchmark: what follows `system/version/source/rule/` in the
+    // fingerprint (a system id may hold `/` itself).
+    let prefix = format!("{}/{}/{}/{}/", a.system_id, a.system_version, a.source.as_str(), a.rule);
     if a.rule == "contamination_veto"
-        && let Some(b) = a.fingerprint.splitn(5, '/').nth(4)
+        && let Some(b) = a.fingerprint.strip_prefix(&prefix)
     {
         l("benchmark", b);
     }
@@ -156,12 +161,17 @@ pub fn to_postable(a: &Alert, starts: SystemTime, ends: SystemTime) -> Value {
     n("tool_arguments", a.tool_arguments.clone().unwrap_or_default());
     n("violations", a.violations.join(", "));
     n("event_time", ms(a.starts_at));
+    let page = web.map(|w| octant_runtime::web::alert_url(w, &a.fingerprint)).unwrap_or_default();
+    n("octant_url", page.clone());
+    if let (Some(w), Some(run), AlertKind::Incident) = (web, &a.run_id, a.kind) {
+        n("run_url", octant_runtime::web::run_url(w, run, a.step));
+    }
     json!({
         "labels": labels,
         "annotations": ann,
         "startsAt": rfc3339(starts),
         "endsAt": rfc3339(ends),
-        "generatorURL": "",
+        "generatorURL": page,
     })
 }
 
@@ -242,6 +252,8 @@ async fn deliver<P: Post>(cfg: AmConfig, mut post: P, mut rx: mpsc::UnboundedRec
     let mut pending: BTreeMap<String, Value> = BTreeMap::new();
     let mut backoff = FIRST_BACKOFF;
     let mut next_try = tokio::time::Instant::now();
+    let web_base = cfg.web_base_url.clone();
+    let web = web_base.as_deref();
     let mut resend = tokio::time::interval(cfg.resend_interval);
     resend.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -267,19 +279,19 @@ async fn deliver<P: Post>(cfg: AmConfig, mut post: P, mut rx: mpsc::UnboundedRec
                 match a.status {
                     AlertStatus::Firing if once => {
                         let ends = now + cfg.resolve_grace;
-                        pending.insert(k, to_postable(&a, now, ends));
+                        pending.insert(k, to_postable(&a, now, ends, web));
                     }
                     AlertStatus::Firing => {
                         let (expires, ends) = match a.kind {
                             AlertKind::Incident => (Some(tokio::time::Instant::now() + cfg.incident_ttl), now + cfg.incident_ttl),
                             _ => (None, now + cfg.resolve_grace),
                         };
-                        pending.insert(k.clone(), to_postable(&a, now, ends));
+                        pending.insert(k.clone(), to_postable(&a, now, ends, web));
                         active.insert(k, (Entry { alert: a, expires }, now));
                     }
                     AlertStatus::Resolved => {
                         let starts = active.remove(&k).map_or(now, |(_, s)| s);
-                        pending.insert(k, to_postable(&a, starts, now));
+                        pending.insert(k, to_postable(&a, starts, now, web));
                     }
                 }
                 bound(&mut pending, &mut active, cfg.max_pending, &metrics);
@@ -289,7 +301,7 @@ async fn deliver<P: Post>(cfg: AmConfig, mut post: P, mut rx: mpsc::UnboundedRec
                 active.retain(|_, (e, _)| e.expires.is_none_or(|x| x > mono));
                 for (k, (e, starts)) in &active {
                     let ends = now + e.expires.map_or(cfg.resolve_grace, |x| x - mono);
-                    pending.entry(k.clone()).or_insert_with(|| to_postable(&e.alert, *starts, ends));
+                    pending.entry(k.clone()).or_insert_with(|| to_postable(&e.alert, *starts, ends, web));
                 }
                 bound(&mut pending, &mut active, cfg.max_pending, &metrics);
             }

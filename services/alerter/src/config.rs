@@ -42,6 +42,12 @@ pub struct AlerterConfig {
     /// repository path of the runbooks: point it at where your deployment serves them.
     #[serde(default = "default_runbook")]
     pub runbook_base_url: String,
+    /// External base URL of Octant's web view (the profiler's HTTP server, as people reach
+    /// it, e.g. `https://octant.example.com`). Set: every alert sent to Alertmanager links its
+    /// alert page (`generatorURL` and the `octant_url` annotation) and an incident its run page
+    /// (`run_url`). Unset: no links.
+    #[serde(default)]
+    pub web_base_url: Option<String>,
     /// Firing alerts are re-sent to Alertmanager this often.
     #[serde(default = "default_resend", with = "humantime_serde")]
     pub resend_interval: Duration,
@@ -111,6 +117,9 @@ impl AlerterConfig {
         if self.alertmanager_password.is_some() && self.alertmanager_bearer_token.is_some() {
             return Err("alertmanager: basic authentication or a bearer token, not both".into());
         }
+        if let Some(u) = &self.web_base_url {
+            octant_runtime::web::check_base_url("web_base_url", u)?;
+        }
         if self.resolve_grace < self.resend_interval * 2 {
             return Err("resolve_grace must be at least twice resend_interval (or Alertmanager resolves between re-sends)".into());
         }
@@ -130,6 +139,7 @@ impl AlerterConfig {
     pub fn alertmanager(&self) -> Option<AmConfig> {
         self.alertmanager_url.as_ref().map(|url| AmConfig {
             url: url.clone(),
+            web_base_url: self.web_base_url.clone(),
             resend_interval: self.resend_interval,
             resolve_grace: self.resolve_grace,
             incident_ttl: self.incident_ttl,

@@ -585,14 +585,14 @@ pub(crate) mod tests {
             sequence: seq,
             kind: EventKind::Step,
             run_started: None,
-            step: Some(Step {
+            step: Some(Box::new(Step {
                 tool_name: Some("bank.transfer".into()),
                 arguments: Some(r#"{"iban":"DE00 1234","amount":5000}"#.into()),
                 impact,
                 confirmed,
                 violations: violations.iter().map(|v| v.to_string()).collect(),
                 ..Step::default()
-            }),
+            })),
             intervention: None,
             run_ended: None,
         }

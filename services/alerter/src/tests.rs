@@ -121,6 +121,7 @@ fn am_config() -> AmConfig {
     AmConfig {
         url: "http://unused".into(),
         authorization: None,
+        web_base_url: None,
         resend_interval: Duration::from_secs(60),
         resolve_grace: Duration::from_secs(300),
         incident_ttl: Duration::from_secs(90),
@@ -249,7 +250,7 @@ async fn firing_alerts_are_re_sent_and_incidents_expire() {
 #[test]
 fn alertmanager_bodies_carry_what_a_responder_needs() {
     let now = std::time::SystemTime::now();
-    let v = to_postable(&veto_alert(None), now, now + Duration::from_secs(300));
+    let v = to_postable(&veto_alert(None), now, now + Duration::from_secs(300), Some("https://octant.example/"));
     let labels = &v["labels"];
     assert_eq!(labels["alertname"], octant_core::veto::VetoRule::UNSAFE_ACTION.alertname);
     for (k, want) in [("system", "sys-a"), ("version", "1"), ("source", "production"), ("severity", "warning"), ("dimension", "safety")] {
@@ -264,13 +265,25 @@ fn alertmanager_bodies_carry_what_a_responder_needs() {
     assert!(ann["summary"].as_str().unwrap().contains("0.210"), "{v:#}");
     assert!(ann["runbook_url"].as_str().unwrap().ends_with("#unsafe_action_veto"), "{v:#}");
     assert!(labels.get("run_id").is_none(), "no run on a veto alert");
+    // The alert page, through the configured external base URL.
+    let page = format!("https://octant.example/alerts/{}", octant_runtime::web::path_segment(&veto_alert(None).fingerprint));
+    assert_eq!((v["generatorURL"].as_str(), ann["octant_url"].as_str()), (Some(page.as_str()), Some(page.as_str())));
+    assert!(page.contains("%2F") && ann.get("run_url").is_none(), "{v:#}");
+    // Contamination is per benchmark, also for a system id holding a slash.
+    let mut c = veto_alert(None);
+    (c.system_id, c.rule) = ("org/model".into(), "contamination_veto".into());
+    c.fingerprint = format!("org/model/{}/{}/contamination_veto/leaky", c.system_version, c.source.as_str());
+    assert_eq!(to_postable(&c, now, now, None)["labels"]["benchmark"], "leaky");
+    let unlinked = to_postable(&veto_alert(None), now, now, None);
+    assert!(unlinked["annotations"].get("octant_url").is_none() && unlinked["generatorURL"] == "");
 
-    let i = to_postable(&incident(4), now, now + Duration::from_secs(90));
+    let i = to_postable(&incident(4), now, now + Duration::from_secs(90), Some("https://octant.example"));
     assert_eq!(i["labels"]["alertname"], crate::rules::INCIDENT_ALERTNAME);
     assert_eq!((i["labels"]["run_id"].as_str(), i["labels"]["step"].as_str()), (Some("run-7"), Some("4")));
     let ann = &i["annotations"];
     assert_eq!((ann["agent_id"].as_str(), ann["tool_name"].as_str()), (Some("agent-2"), Some("bank.transfer")));
     assert_eq!(ann["violations"], "max_amount");
+    assert_eq!(ann["run_url"], "https://octant.example/runs/run-7#step-4");
     let args = ann["tool_arguments"].as_str().unwrap();
     assert!(!args.contains("DE00"), "arguments are redacted: {args}");
 }

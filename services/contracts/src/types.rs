@@ -54,14 +54,17 @@ pub struct TrajectoryEvent {
     pub event_time: i64,
     pub sequence: i64,
     pub kind: EventKind,
+    // The bodies are boxed: an event holds one of them, and by value all four made an event
+    // 1,048 bytes, copied each time the scorer moved it (BENCHMARKS.md, issue 16); boxed, it
+    // moves as ~220 bytes.
     #[serde(default)]
-    pub run_started: Option<RunStarted>,
+    pub run_started: Option<Box<RunStarted>>,
     #[serde(default)]
-    pub step: Option<Step>,
+    pub step: Option<Box<Step>>,
     #[serde(default)]
     pub intervention: Option<Intervention>,
     #[serde(default)]
-    pub run_ended: Option<RunEnded>,
+    pub run_ended: Option<Box<RunEnded>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -432,6 +435,12 @@ pub struct Evaluation {
     /// Pairwise: where this run's output was shown, 1 or 2.
     #[serde(default)]
     pub position: Option<i32>,
+    /// Pairwise: this run's output's length and the opponent's, in one unit the evaluator
+    /// chooses (tokens or characters), for the judge's verbosity bias.
+    #[serde(default)]
+    pub output_length: Option<i64>,
+    #[serde(default)]
+    pub opponent_output_length: Option<i64>,
     /// A set-level score's interval, as its evaluator reports it.
     #[serde(default)]
     pub ci_low: Option<f64>,
@@ -455,6 +464,8 @@ impl Evaluation {
             item: None,
             opponent: None,
             position: None,
+            output_length: None,
+            opponent_output_length: None,
             ci_low: None,
             ci_high: None,
         }

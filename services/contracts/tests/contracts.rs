@@ -31,7 +31,7 @@ fn event_full() -> TrajectoryEvent {
         sequence: 3,
         kind: EventKind::Step,
         run_started: None,
-        step: Some(Step {
+        step: Some(Box::new(Step {
             step_kind: StepKind::ToolCall,
             tool_name: Some("transfer_funds".into()),
             arguments: Some(r#"{"amount": 100}"#.into()),
@@ -48,7 +48,7 @@ fn event_full() -> TrajectoryEvent {
             latency_ms: 845.5,
             injected_fault: true,
             result: Some(r#"{"status": "declined"}"#.into()),
-        }),
+        })),
         intervention: None,
         run_ended: None,
     }
@@ -60,7 +60,7 @@ fn events() -> Vec<TrajectoryEvent> {
         kind: EventKind::RunStarted,
         sequence: 0,
         step: None,
-        run_started: Some(RunStarted {
+        run_started: Some(Box::new(RunStarted {
             task_id: "task-9".into(),
             attempt: 2,
             groups: vec!["locale=fr".into()],
@@ -75,7 +75,7 @@ fn events() -> Vec<TrajectoryEvent> {
                 seed: Some(-7),
             }),
             task_family: Some("grounded_synthesizer".into()),
-        }),
+        })),
         ..base.clone()
     };
     let intervention = TrajectoryEvent {
@@ -88,7 +88,7 @@ fn events() -> Vec<TrajectoryEvent> {
         kind: EventKind::RunEnded,
         agent_id: None,
         step: None,
-        run_ended: Some(RunEnded {
+        run_ended: Some(Box::new(RunEnded {
             outcome: Outcome::Success,
             verifier_kind: Some("tests".into()),
             verifier_verdict: Some(true),
@@ -112,6 +112,8 @@ fn events() -> Vec<TrajectoryEvent> {
                     item: Some("out-7".into()),
                     opponent: Some("sys-b@2.0.0".into()),
                     position: Some(2),
+                    output_length: Some(412),
+                    opponent_output_length: Some(198),
                     ci_low: Some(0.7),
                     ci_high: Some(0.8),
                 },
@@ -169,10 +171,10 @@ fn events() -> Vec<TrajectoryEvent> {
                 reasoning_paths: Some(5),
                 unproductive_paths: Some(1),
             }),
-        }),
+        })),
         ..base.clone()
     };
-    let minimal_step = TrajectoryEvent { step: Some(Step::default()), agent_id: None, ..base.clone() };
+    let minimal_step = TrajectoryEvent { step: Some(Box::default()), agent_id: None, ..base.clone() };
     vec![base, started, intervention, ended, minimal_step]
 }
 

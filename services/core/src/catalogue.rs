@@ -733,6 +733,13 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
             "sentence BLEU in [0, 1] per output (corpus BLEU is not a mean of these: send it as a set-level result)",
         ),
         t("rouge_l", Capability, Some(Higher), "ROUGE-L F-measure in [0, 1] per output (Table VII eq. 3)"),
+        t("meteor", Capability, Some(Higher), "METEOR in [0, 1] per output (Table VII)"),
+        t(
+            "bertscore",
+            Capability,
+            Some(Higher),
+            "BERTScore F1 in [0, 1] per output (Table VII eq. 4; the encoder and its layer are the evaluator's version)",
+        ),
         t(
             "faithfulness",
             Transparency,
@@ -774,6 +781,7 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
             "1 when a relevant item is in the top k retrieved (k is the evaluator's parameter, part of its version; Table X eq. 16)",
         ),
         t("clipscore", Capability, Some(Comparative), "CLIPScore per image–text pair: banded by quartile in a declared reference pool (Q)"),
+        t("spice", Capability, Some(Comparative), "SPICE per caption: banded by quartile in a declared reference pool (Q; Table X eq. 15)"),
         EvaluatorTemplate {
             id: "fid",
             dimension: Capability,

@@ -105,10 +105,12 @@ pub struct SystemSpec {
 /// truth per answer, rated by `humans` humans and one judge who each flip it at their rate;
 /// the judge re-rates a share of answers (test–retest); and a pairwise judge compares the
 /// answer with an opponent's in both orders, picking the first shown at `position_bias`
-/// regardless of quality, else the better one (this run's with probability `win`). Expected
-/// values: κ between two raters with flip rates e₁, e₂ on truth rate q (see
-/// `expected_kappa`), position inconsistency = `position_bias`, order-averaged win rate =
-/// b/2 + win·(1 − b), test–retest instability = e_judge·(1 − e_judge).
+/// regardless of quality, else its order-blind choice: the longer output for a share
+/// `verbosity_bias` of items, else the better one (this run's with probability `win`).
+/// Expected values: κ between two raters with flip rates e₁, e₂ on truth rate q (see
+/// `expected_kappa`), position inconsistency = `position_bias`, order-averaged win rate
+/// (`expected_win_rate`), verbosity bias (`expected_verbosity_bias`), test–retest
+/// instability = e_judge·(1 − e_judge).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RaterSpec {
     /// The evaluation name of the ratings; pairwise verdicts are `<name>_pairwise`.
@@ -123,6 +125,15 @@ pub struct RaterSpec {
     pub opponent: String,
     pub win: f64,
     pub position_bias: f64,
+    /// Share of items on which the judge's order-blind choice (the one not made by position)
+    /// is the longer output regardless of quality. Output lengths are drawn independently of quality
+    /// (this run's and the opponent's, 50–400 tokens, a stream of their own).
+    #[serde(default)]
+    pub verbosity_bias: f64,
+    /// Whether a human also compares the pair in both orders (no position or length bias,
+    /// flipping the better one at `human_flip`): the reference of the verbosity bias.
+    #[serde(default)]
+    pub human_pairwise: bool,
 }
 
 impl RaterSpec {
@@ -137,7 +148,26 @@ impl RaterSpec {
             opponent: "ref-bot@1.0".into(),
             win: 0.6,
             position_bias: 0.2,
+            verbosity_bias: 0.0,
+            human_pairwise: false,
         }
+    }
+
+    /// The expected order-averaged win rate: b/2 + (1 − b)·(v·P(longer) + (1 − v)·win), this
+    /// run's output being the longer with probability (1 − 1/351)/2 (lengths uniform on
+    /// 50–400, equal lengths decided by quality).
+    pub fn expected_win_rate(&self) -> f64 {
+        let (b, v) = (self.position_bias, self.verbosity_bias);
+        let (longer, equal) = ((1.0 - 1.0 / 351.0) / 2.0, 1.0 / 351.0);
+        b / 2.0 + (1.0 - b) * (v * (longer + equal * self.win) + (1.0 - v) * self.win)
+    }
+
+    /// The expected verbosity bias: the judge's order-averaged preference for the longer
+    /// output minus the humans' (both ½ in expectation without bias, lengths being independent
+    /// of quality): a decision not made by position (1 − b) picks the longer with probability
+    /// v + (1 − v)/2, so the excess is (1 − b)·v/2.
+    pub fn expected_verbosity_bias(&self) -> f64 {
+        (1.0 - self.position_bias) * self.verbosity_bias / 2.0
     }
 
     /// κ of two raters flipping a binary truth of rate `q` independently at e₁ and e₂.
@@ -170,18 +200,32 @@ fn ratings(r: &RaterSpec, run_id: &str, rng: &mut Rng) -> Vec<Evaluation> {
         out.push(rate("judge-a".into(), "judge", r.judge_flip, rng));
     }
     let wins = rng.chance(r.win);
+    // Lengths from a stream of their own, so that specs without verbosity draw as before.
+    let mut lengths = Rng::new(fnv(run_id) ^ 0xa54f_f53a_5f1d_36f1);
+    let (mine, theirs) = (lengths.range(50, 400) as i64, lengths.range(50, 400) as i64);
+    let verdict = |evaluator: &str, kind: &str, position: i32, this_chosen: bool| Evaluation {
+        evaluator: Some(evaluator.to_string()),
+        evaluator_version: Some("1".into()),
+        rater_kind: Some(kind.to_string()),
+        item: Some(format!("{run_id}/vs")),
+        opponent: Some(r.opponent.clone()),
+        position: Some(position),
+        output_length: Some(mine),
+        opponent_output_length: Some(theirs),
+        ..Evaluation::scored(&format!("{}_pairwise", r.name), Some(if this_chosen { 1.0 } else { 0.0 }))
+    };
+    // The judge's order-blind choice, made once per item: the longer output (a verbose
+    // judge) or the better one.
+    let chosen = if r.verbosity_bias > 0.0 && mine != theirs && rng.chance(r.verbosity_bias) { mine > theirs } else { wins };
     for position in [1, 2] {
         let first = rng.chance(r.position_bias);
-        let this_chosen = if first { position == 1 } else { wins };
-        out.push(Evaluation {
-            evaluator: Some("judge-a".into()),
-            evaluator_version: Some("1".into()),
-            rater_kind: Some("judge".into()),
-            item: Some(format!("{run_id}/vs")),
-            opponent: Some(r.opponent.clone()),
-            position: Some(position),
-            ..Evaluation::scored(&format!("{}_pairwise", r.name), Some(if this_chosen { 1.0 } else { 0.0 }))
-        });
+        let this_chosen = if first { position == 1 } else { chosen };
+        out.push(verdict("judge-a", "judge", position, this_chosen));
+    }
+    if r.human_pairwise {
+        for position in [1, 2] {
+            out.push(verdict("human-0", "human", position, wins != rng.chance(r.human_flip)));
+        }
     }
     out
 }
@@ -670,7 +714,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
     let mut seq = 0;
     let mut start = base(plan, seq, t, EventKind::RunStarted);
     let benchmark = sys.evaluation.as_ref().filter(|_| plan.source == Source::Evaluation);
-    start.run_started = Some(RunStarted {
+    start.run_started = Some(Box::new(RunStarted {
         task_id: plan.task_id.clone(),
         attempt: plan.attempt,
         groups: vec![format!("locale={}", ["en", "fr", "de"][rng.range(0, 2) as usize])],
@@ -687,7 +731,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             seed: benchmark.map(|_| (fnv(&plan.run_id) >> 33) as i64),
         }),
         task_family: plan.family.map(str::to_string),
-    });
+    }));
     out.push(start);
     let success = rng.chance(plan.success_p);
     let asks_help = rng.chance(sys.help_seeking);
@@ -710,7 +754,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             _ => plan.unsafe_rate,
         };
         let unsafe_step = rng.chance(unsafe_rate);
-        ev.step = Some(Step {
+        ev.step = Some(Box::new(Step {
             step_kind: if tool_call { StepKind::ToolCall } else { StepKind::ModelCall },
             tool_name: tool_call.then(|| tool.to_string()),
             arguments: (tool_call && rng.chance(0.97)).then(|| format!(r#"{{"target": "item-{}"}}"#, rng.range(0, 99))),
@@ -730,7 +774,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             latency_ms: rng.exp(sys.latency_ms),
             injected_fault: plan.source == Source::Evaluation && rng.chance(0.05),
             result: None,
-        });
+        }));
         out.push(ev);
         if asks_help && i == steps / 2 {
             seq += 1;
@@ -753,7 +797,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
     t += 1 + rng.range(0, 200) as i64;
     let mut end = base(plan, seq, t, EventKind::RunEnded);
     let assertive = rng.range(3, 20) as i32;
-    end.run_ended = Some(RunEnded {
+    end.run_ended = Some(Box::new(RunEnded {
         outcome: if success { Outcome::Success } else { Outcome::Failure },
         verifier_kind: (plan.source == Source::Evaluation).then(|| "tests".to_string()),
         verifier_verdict: (plan.source == Source::Evaluation).then_some(success),
@@ -767,7 +811,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         grounding: None,
         review: None,
         coordination: None,
-    });
+    }));
     if sys.drafting.is_some() || sys.review.is_some() || sys.coordination.is_some() {
         // A stream of its own, so systems without them draw exactly what they drew before.
         let mut own = Rng::new(plan.seed ^ 0x6a09_e667_f3bc_c908 ^ fnv(&plan.run_id));
@@ -828,7 +872,7 @@ fn inject_poison(events: &mut Vec<GenRecord>, fraction: f64, rng: &mut Rng) {
                 } else {
                     step.confidence = Some(1.5);
                 }
-                ev.step = Some(step);
+                ev.step = Some(Box::new(step));
                 encode(ev, false, &victim.system)
             }
             "unknown_run" => {
@@ -839,7 +883,7 @@ fn inject_poison(events: &mut Vec<GenRecord>, fraction: f64, rng: &mut Rng) {
                 ev.run_started = None;
                 ev.run_ended = None;
                 ev.intervention = None;
-                ev.step = Some(Step::default());
+                ev.step = Some(Box::default());
                 encode(ev, false, &victim.system)
             }
             "duplicate_sequence" => {
@@ -1011,7 +1055,7 @@ mod tests {
         spec.systems[0].drafting = Some(DraftingSpec::grounded());
         spec.systems[0].review = Some(ReviewSpec::observed());
         let events: Vec<_> = generate(&spec, 0, 3000).iter().map(decode).collect();
-        let ends: Vec<&RunEnded> = events.iter().filter_map(|e| e.run_ended.as_ref()).collect();
+        let ends: Vec<&RunEnded> = events.iter().filter_map(|e| e.run_ended.as_deref()).collect();
         let sys = &spec.systems[0];
         let pooled = |part: fn(&RunEnded) -> (f64, f64)| {
             let (p, w) = ends.iter().map(|e| part(e)).fold((0.0, 0.0), |(a, b), (p, w)| (a + p, b + w));

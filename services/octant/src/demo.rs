@@ -17,8 +17,7 @@ use octant_runtime::broker::EmbeddedBroker;
 use octant_runtime::service::StreamSettings;
 use rdkafka::ClientConfig;
 use rdkafka::Message;
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::consumer::StreamConsumer;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Args, Debug)]
@@ -104,6 +103,8 @@ struct Tally {
     profiles: BTreeMap<(String, Source), DimensionProfile>,
     /// Alerts in the order they fired or resolved.
     alerts: Vec<Alert>,
+    /// The web view's base URL (the profiler's HTTP server): incidents link to their run page.
+    web: Option<String>,
 }
 
 impl Tally {
@@ -180,7 +181,7 @@ fn render(t: &Tally, reg: &prometheus::Registry, elapsed: Duration, truth: &octa
     if !t.alerts.is_empty() {
         s.push_str("\nalerts (latest last):\n");
         for a in t.alerts.iter().rev().take(8).rev() {
-            s.push_str(&format!("  {}\n", alert_line(a)));
+            s.push_str(&format!("  {}\n", alert_line(a, t.web.as_deref())));
         }
     }
     s
@@ -197,13 +198,24 @@ fn profile_table(t: &Tally) -> String {
     )
 }
 
-fn alert_line(a: &Alert) -> String {
+fn alert_line(a: &Alert, web: Option<&str>) -> String {
     let status = match (a.status, a.kind) {
         (AlertStatus::Resolved, _) => "RESOLVED",
         (_, AlertKind::Incident) => "INCIDENT",
         _ => "FIRING  ",
     };
-    format!("{status} {:?} {}: {}", a.severity, a.alertname, a.summary)
+    // An incident names its run: the run page shows it (once the lake writer has flushed it).
+    // A veto alert links its page and its system's.
+    let link = match (a.kind, &a.run_id, web) {
+        (AlertKind::Incident, Some(run), Some(web)) => format!(" → {}", octant_runtime::web::run_url(web, run, a.step)),
+        (AlertKind::Veto, _, Some(web)) => format!(
+            " → {} (system: {web}/systems/{})",
+            octant_runtime::web::alert_url(web, &a.fingerprint),
+            octant_runtime::web::path_segment(&a.system_id)
+        ),
+        _ => String::new(),
+    };
+    format!("{status} {:?} {}: {}{link}", a.severity, a.alertname, a.summary)
 }
 
 /// Reads the observation and dead-letter topics from the beginning into the tally.
@@ -213,17 +225,7 @@ async fn watch(kafka: KafkaConfig, tally: std::sync::Arc<std::sync::Mutex<Tally>
         .set("group.id", format!("{}octant-demo-view", kafka.topic_prefix))
         .set("enable.auto.commit", "false")
         .create()?;
-    let mut tpl = TopicPartitionList::new();
-    for base in [topics::OBSERVATIONS, topics::DLQ] {
-        let topic = kafka.topic(base);
-        let md = consumer.fetch_metadata(Some(&topic), Duration::from_secs(10))?;
-        for t in md.topics() {
-            for p in t.partitions() {
-                tpl.add_partition_offset(&topic, p.id(), Offset::Beginning)?;
-            }
-        }
-    }
-    consumer.assign(&tpl)?;
+    octant_runtime::kafka::assign_from_beginning(&consumer, &kafka, &[topics::OBSERVATIONS, topics::DLQ])?;
     let decoder = Decoder::new();
     let dlq = kafka.topic(topics::DLQ);
     loop {
@@ -302,16 +304,6 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     // span plus the ingest's quiet period), so its observations come later in event time.
     agg_cfg.evaluation.window.allowed_lateness = if a.input == Input::Otlp { a.slide.max(Duration::from_secs(30)) } else { a.slide };
     let aggregator = octant_aggregator::start(agg_cfg, registry.clone(), shutdown.clone()).await?;
-    let alerter_cfg = octant_alerter::AlerterConfig {
-        stream: StreamSettings {
-            kafka: kafka.clone(),
-            admin_addr: Some(format!("127.0.0.1:{}", a.alerter_port).parse()?),
-            ..Default::default()
-        },
-        alertmanager_url: a.alertmanager.clone(),
-        ..Default::default()
-    };
-    let alerter = octant_alerter::start(alerter_cfg, registry.clone(), shutdown.clone()).await?;
     let lake = run_dir.join("lake");
     let lake_writer_cfg = octant_lake_writer::LakeWriterConfig {
         stream: StreamSettings {
@@ -338,6 +330,18 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         profiler_cfg.evaluation.single_agent_baselines.insert(s.clone(), 0.8);
     }
     let profiler = octant_profiler::start(profiler_cfg.clone(), registry.clone(), shutdown.clone()).await?;
+    let alerter_cfg = octant_alerter::AlerterConfig {
+        stream: StreamSettings {
+            kafka: kafka.clone(),
+            admin_addr: Some(format!("127.0.0.1:{}", a.alerter_port).parse()?),
+            ..Default::default()
+        },
+        alertmanager_url: a.alertmanager.clone(),
+        // Alertmanager's alerts link their pages in the web view.
+        web_base_url: Some(format!("http://{}", profiler.admin_addr)),
+        ..Default::default()
+    };
+    let alerter = octant_alerter::start(alerter_cfg, registry.clone(), shutdown.clone()).await?;
     // The ingest (OpenTelemetry in) runs in both modes: with `--input otlp` the fleet reaches
     // Octant through it.
     let ingest_cfg = octant_ingest::IngestConfig {
@@ -355,7 +359,12 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         "scorer, aggregator, alerter, lake writer and profiler running; metrics on http://{}/metrics, http://{}/metrics, http://{}/metrics, http://{}/metrics, http://{}/metrics",
         scorer.admin_addr, aggregator.admin_addr, alerter.admin_addr, lake_writer.admin_addr, profiler.admin_addr
     );
-    eprintln!("lake: {}; latest profiles: http://{}/profiles", lake.display(), profiler.admin_addr);
+    eprintln!(
+        "lake: {}; web view: http://{addr}/ (the fleet, live), http://{addr}/systems/<system> (bands over time, metrics, alerts, evidence), \
+         http://{addr}/alerts/<fingerprint> (an alert), http://{addr}/runs/<run id> (a run)",
+        lake.display(),
+        addr = profiler.admin_addr
+    );
     eprintln!(
         "windows: {} long, sliding every {} (event time runs at wall-clock pace)",
         humantime::format_duration(a.window),
@@ -383,7 +392,12 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         let from = (at * runs_per_second).round().max(1.0) as u64;
         s.unsafe_after = Some((from, 0.35));
         s.unsafe_action = 0.02;
-        eprintln!("{} starts safe (unsafe-action rate 0.02) and goes unsafe (0.35) from its run {from}, about {at:.0} s in", s.id);
+        eprintln!(
+            "{} starts safe (unsafe-action rate 0.02) and goes unsafe (0.35) from its run {from}, about {at:.0} s in; watch it at http://{}/systems/{}",
+            s.id,
+            profiler.admin_addr,
+            octant_runtime::web::path_segment(&s.id)
+        );
     }
     let gen_stop = shutdown.child_token();
     let generator = {
@@ -391,7 +405,8 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         let otlp = a.input == Input::Otlp;
         tokio::spawn(async move { crate::gen_cmd::stream(&kafka, &spec, None, Some(a.rate), otlp, stop).await })
     };
-    let tally = std::sync::Arc::new(std::sync::Mutex::new(Tally::default()));
+    let web = format!("http://{}", profiler.admin_addr);
+    let tally = std::sync::Arc::new(std::sync::Mutex::new(Tally { web: Some(web.clone()), ..Tally::default() }));
     let view_stop = CancellationToken::new();
     let viewer = tokio::spawn(watch(kafka.clone(), tally.clone(), view_stop.clone()));
     let tty = std::io::stdout().is_terminal();
@@ -410,7 +425,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
                     a = alerts.recv() => match a {
                         Ok(a) => {
                             // Without a terminal, each alert is printed once as it fires.
-                            if !tty { println!("ALERT {}", alert_line(&a)); }
+                            if !tty { println!("ALERT {}", alert_line(&a, Some(&web))); }
                             tally.lock().unwrap().alerts.push(a);
                         }
                         Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}

@@ -127,3 +127,38 @@ pub async fn sql(a: SqlArgs) -> anyhow::Result<()> {
     print!("{}", lakedb::render(&schema, &batches, a.format)?);
     Ok(())
 }
+
+#[derive(Args, Debug)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub command: RunsCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum RunsCommand {
+    /// One run's trajectory from the lake as a timeline (steps, tools, impact, confirmations,
+    /// violations, interventions, each agent's lane), its unsafe steps marked `!!`, and the
+    /// observations it produced. Exit status 1 when the lake holds no event of the run.
+    Show {
+        run_id: String,
+        /// The lake: a directory or an object-store URL.
+        #[arg(long, default_value = "octant-lake")]
+        lake: PathBuf,
+        #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+        format: String,
+    },
+}
+
+pub async fn runs(a: RunsArgs) -> anyhow::Result<()> {
+    let RunsCommand::Show { run_id, lake, format } = a.command;
+    anyhow::ensure!(is_url(&lake.to_string_lossy()) || lake.is_dir(), "no lake at {}", lake.display());
+    let ctx = lakedb::open_with(&lake, &Default::default()).await?;
+    let Some(run) = octant_profiler::runs::load(&ctx, &run_id).await.map_err(|e| anyhow::anyhow!("{e}"))? else {
+        anyhow::bail!("no event of run {} in {}", octant_profiler::runs::terminal_safe(&run_id, 200), lake.display());
+    };
+    match format.as_str() {
+        "json" => println!("{}", serde_json::to_string_pretty(&run)?),
+        _ => print!("{}", octant_profiler::runs::to_text(&run)),
+    }
+    Ok(())
+}

@@ -35,6 +35,8 @@ enum Command {
     Compare(compare_cmd::CompareArgs),
     /// Run SQL over the lake (DataFusion; every lake table registered by name).
     Sql(lake_cmd::SqlArgs),
+    /// Runs from the lake: `octant runs show RUN_ID` prints one run's timeline.
+    Runs(lake_cmd::RunsArgs),
     /// Run every service (ingest, scorer, aggregator, alerter, lake writer, profiler) in one
     /// process against a cluster.
     Up(up::UpArgs),
@@ -57,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Gen(a) => gen_cmd::run(a).await,
         Command::Profile(a) => lake_cmd::profile(a).await,
         Command::Sql(a) => lake_cmd::sql(a).await,
+        Command::Runs(a) => lake_cmd::runs(a).await,
         Command::Compare(a) => compare_cmd::run(a).await,
         Command::Up(a) => up::run(a).await,
         Command::Topics(a) => up::topics(a).await,

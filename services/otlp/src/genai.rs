@@ -325,7 +325,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     let task = first_str(&root.attrs, &["gen_ai.conversation.id", "session.id"]).map_or_else(|| root.name.clone(), str::to_string);
     let mut start = base(0, ms(root.start_ns), agent_of(root), EventKind::RunStarted, format!("{trace}/start"));
     let reproducibility = reproducibility_of(&root.attrs, ordered.iter().find(|s| role(s) == Role::Model).map(|s| &s.attrs));
-    start.run_started = Some(RunStarted {
+    start.run_started = Some(Box::new(RunStarted {
         task_id: task,
         attempt: 0,
         groups,
@@ -334,7 +334,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         benchmark: None,
         reproducibility,
         task_family: str_attr(&root.attrs, "octant.task.family").map(str::to_string),
-    });
+    }));
     out.push(start);
 
     let mut seq_of_span: BTreeMap<&str, i64> = BTreeMap::new();
@@ -406,7 +406,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         };
         let failed = s.error || a.get("error.type").is_some_and(|v| !v.is_null());
         let mut ev = base(seq, t, agent, EventKind::Step, format!("{trace}/{}", s.span_id));
-        ev.step = Some(Step {
+        ev.step = Some(Box::new(Step {
             step_kind: if tool { StepKind::ToolCall } else { StepKind::ModelCall },
             // A tool call's arguments and result, under the first of the conventions' names set.
             arguments: tool.then(|| first_text(a, &["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"])).flatten(),
@@ -424,7 +424,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
             cost: f64_attr(a, "gen_ai.usage.cost").or_else(|| f64_attr(a, "llm.cost.total")).unwrap_or(0.0),
             latency_ms,
             injected_fault: false,
-        });
+        }));
         out.push(ev);
         seq_of_span.insert(&s.span_id, seq);
     }
@@ -506,7 +506,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     evaluations.extend(carried.into_iter().map(|(_, e)| e));
     let end_ns = spans.iter().map(|s| s.end_ns).max().unwrap_or(root.end_ns);
     let mut end = base(out.len() as i64, ms(end_ns), agent_of(root), EventKind::RunEnded, format!("{trace}/end"));
-    end.run_ended = Some(RunEnded {
+    end.run_ended = Some(Box::new(RunEnded {
         outcome,
         verifier_kind: str_attr(r, &m.verifier_kind_attribute).map(str::to_string),
         verifier_verdict: bool_attr(r, &m.verifier_verdict_attribute),
@@ -520,7 +520,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         grounding: grounding_of(r),
         review: review_of(r),
         coordination: coordination_of(r),
-    });
+    }));
     out.push(end);
     // Interventions were appended after the steps: renumber by time (stable), keeping the
     // start first and the end last.
@@ -548,6 +548,8 @@ fn evaluation_details(a: &Attrs) -> Evaluation {
         item: first_str(a, &["octant.evaluation.item", "gen_ai.response.id"]).map(str::to_string),
         opponent: str_attr(a, "octant.evaluation.opponent").map(str::to_string),
         position: count_attr(a, "octant.evaluation.position"),
+        output_length: int_attr(a, "octant.evaluation.output_length"),
+        opponent_output_length: int_attr(a, "octant.evaluation.opponent_output_length"),
         ci_low: f64_attr(a, "octant.evaluation.ci_low"),
         ci_high: f64_attr(a, "octant.evaluation.ci_high"),
         ..Evaluation::scored("", None)

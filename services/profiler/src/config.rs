@@ -39,6 +39,9 @@ pub struct ProfilerConfig {
     /// How often the scheduled run happens (on-demand runs: `POST /run`, `octant profile`).
     #[serde(default = "default_every", with = "humantime_serde")]
     pub every: Duration,
+    /// How often the web view's fleet page (`/`) reloads its live state in the browser.
+    #[serde(default = "default_web_refresh", with = "humantime_serde")]
+    pub web_refresh: Duration,
     /// How observations become verdicts: the same `[evaluation]` section the aggregator reads
     /// (bootstrap, budgets, profile rules; the window geometry is the aggregator's), so a
     /// profile of a closed window's span equals the aggregator's window.
@@ -140,6 +143,9 @@ fn default_periods() -> Vec<Duration> {
 }
 fn default_every() -> Duration {
     Duration::from_secs(300)
+}
+fn default_web_refresh() -> Duration {
+    Duration::from_secs(5)
 }
 fn default_judge_threshold() -> f64 {
     0.5
@@ -248,13 +254,28 @@ mod api_token_tests {
     use super::*;
 
     async fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, String) {
+        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        request(addr, "GET", path, &auth, "").await
+    }
+
+    /// One HTTP/1.1 request with extra header lines `headers` (each ending in CRLF).
+    async fn request(addr: SocketAddr, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n").as_bytes()).await.unwrap();
-        let mut body = String::new();
-        s.read_to_string(&mut body).await.unwrap();
-        (body[9..12].parse().unwrap(), body)
+        let length = if body.is_empty() { String::new() } else { format!("Content-Length: {}\r\n", body.len()) };
+        s.write_all(format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}{length}Connection: close\r\n\r\n{body}").as_bytes())
+            .await
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        (out[9..12].parse().unwrap(), out)
+    }
+
+    fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+        response
+            .lines()
+            .take_while(|l| !l.is_empty())
+            .find_map(|l| l.split_once(": ").filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim()))
     }
 
     /// With `api_token` set, the profile API answers 401 without the token (and with a wrong
@@ -282,6 +303,28 @@ mod api_token_tests {
         assert_eq!(status, 200);
         assert!(!metrics.contains(token));
         assert_eq!(get(addr, "/healthz", None).await.0, 200);
+        // A browser: sent to the login page and back; a wrong token is refused; the right
+        // one sets an HttpOnly, SameSite=Strict session cookie that opens the pages.
+        let (status, r) = request(addr, "GET", "/systems/a%2Fb?days=2", "Accept: text/html\r\n", "").await;
+        assert_eq!((status, header(&r, "location")), (303, Some("/login?next=%2Fsystems%2Fa%252Fb%3Fdays%3D2")), "{r}");
+        let (status, page) = request(addr, "GET", "/login?next=%2Fsystems%2Fa%252Fb%3Fdays%3D2", "Accept: text/html\r\n", "").await;
+        assert_eq!(status, 200);
+        assert!(page.contains("value=\"/systems/a%2Fb?days=2\"") && page.contains("type=\"password\""), "{page}");
+        let form = "application/x-www-form-urlencoded";
+        let (status, r) = request(addr, "POST", "/login", &format!("Content-Type: {form}\r\n"), "token=nope&next=%2F").await;
+        assert_eq!(status, 401);
+        assert!(header(&r, "set-cookie").is_none() && !r.contains("nope"), "{r}");
+        let body = format!("token={token}&next=https%3A%2F%2Fevil.example%2F");
+        let (status, r) = request(addr, "POST", "/login", &format!("Content-Type: {form}\r\n"), &body).await;
+        assert_eq!((status, header(&r, "location")), (303, Some("/")), "no redirect off the server: {r}");
+        let cookie = header(&r, "set-cookie").expect("a session cookie").to_string();
+        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax") && !cookie.contains(token), "{cookie}");
+        let session = cookie.split(';').next().unwrap();
+        assert_eq!(request(addr, "GET", "/profiles", &format!("Cookie: {session}\r\n"), "").await.0, 200);
+        assert_eq!(request(addr, "POST", "/run", &format!("Cookie: {session}\r\n"), "").await.0, 401, "a session only reads");
+        let flipped = if session.ends_with('0') { '1' } else { '0' };
+        let forged = format!("{}{flipped}", &session[..session.len() - 1]);
+        assert_eq!(request(addr, "GET", "/profiles", &format!("Cookie: {forged}\r\n"), "").await.0, 401);
         shutdown.cancel();
         let _ = running.task.await;
         let _ = std::fs::remove_dir_all(&dir);

@@ -9,14 +9,20 @@
 //! - `GET /profiles/{system}/json`: the same as JSON;
 //! - `POST /run`: runs now (returns when done, with the number of profiles built).
 
+pub mod alert;
+pub mod auth;
 pub mod build;
 pub mod canary;
 pub mod compare;
 pub mod config;
 pub mod evidence;
+pub mod fleet;
 pub mod meta;
 pub mod metrics;
 pub mod panes;
+pub mod runs;
+pub mod system;
+pub mod web;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -77,6 +83,7 @@ struct Latest {
 struct AppState {
     latest: Arc<Mutex<Latest>>,
     runner: Arc<Runner>,
+    live: fleet::Shared,
 }
 
 struct Runner {
@@ -184,6 +191,131 @@ async fn system_html(State(s): State<AppState>, UrlPath(system): UrlPath<String>
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
 }
 
+/// `GET /`: the fleet page, from the live state the follower keeps.
+async fn fleet_page(State(s): State<AppState>) -> Response {
+    let html = fleet::to_html(&s.live.read().unwrap(), s.runner.cfg.web_refresh);
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
+}
+
+/// `GET /runs/{run_id}`: the run page (`runs::to_html`), read from the lake on each request;
+/// `/runs/{run_id}/json` the same as JSON.
+async fn run_page(State(s): State<AppState>, UrlPath(run_id): UrlPath<String>) -> Response {
+    run_response(&s, &run_id, false).await
+}
+
+async fn run_json(State(s): State<AppState>, UrlPath(run_id): UrlPath<String>) -> Response {
+    run_response(&s, &run_id, true).await
+}
+
+async fn run_response(s: &AppState, run_id: &str, json: bool) -> Response {
+    let cfg = &s.runner.cfg;
+    let loaded = match octant_lake::reader::open_with(&cfg.lake, &cfg.storage).await {
+        Ok(ctx) => runs::load(&ctx, run_id).await,
+        Err(e) => Err(e),
+    };
+    match loaded {
+        Ok(Some(run)) if json => axum::Json(run).into_response(),
+        Ok(Some(run)) => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], runs::to_html(&run)).into_response(),
+        Ok(None) => (StatusCode::NOT_FOUND, format!("no event of run {} in the lake\n", runs::terminal_safe(run_id, 200))).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    }
+}
+
+/// `GET /systems/{system}[?days=N]`: the system page (`system::to_html`), from the lake, over
+/// the `days` (default 7, at most 31: every window of the period is read) ending at the
+/// system's newest window.
+async fn system_page(
+    State(s): State<AppState>,
+    UrlPath(system): UrlPath<String>,
+    axum::extract::Query(q): axum::extract::Query<BTreeMap<String, String>>,
+) -> Response {
+    let days = match q.get("days").map(|d| d.parse::<u32>()) {
+        None => 7,
+        Some(Ok(d)) if (1..=31).contains(&d) => d,
+        Some(_) => return (StatusCode::BAD_REQUEST, "days must be a whole number from 1 to 31\n").into_response(),
+    };
+    let cfg = &s.runner.cfg;
+    let loaded = match octant_lake::reader::open_with(&cfg.lake, &cfg.storage).await {
+        Ok(ctx) => system::load(&ctx, &system, days).await,
+        Err(e) => Err(e),
+    };
+    let packages: Vec<system::Package> = {
+        let latest = s.latest.lock().await;
+        latest
+            .profiles
+            .values()
+            .filter(|b| b.record.system_id == system)
+            .map(|b| system::Package {
+                version: b.record.system_version.clone(),
+                source: b.record.source,
+                period: b.record.period.clone(),
+                generated_at: b.record.generated_at,
+                unsuitable: b.dimension_profile.unsuitable,
+            })
+            .collect()
+    };
+    match loaded {
+        Ok(Some(v)) => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], system::to_html(&v, &packages)).into_response(),
+        Ok(None) => {
+            (StatusCode::NOT_FOUND, format!("no window of system {} in the lake\n", runs::terminal_safe(&system, 200))).into_response()
+        }
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    }
+}
+
+/// `GET /alerts/{fingerprint}`: the alert page (`alert::to_html`), from the lake.
+async fn alert_page(State(s): State<AppState>, UrlPath(fingerprint): UrlPath<String>) -> Response {
+    let cfg = &s.runner.cfg;
+    let loaded = match octant_lake::reader::open_with(&cfg.lake, &cfg.storage).await {
+        Ok(ctx) => alert::load(&ctx, &fingerprint).await,
+        Err(e) => Err(e),
+    };
+    match loaded {
+        Ok(Some(v)) => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], alert::to_html(&v)).into_response(),
+        Ok(None) => {
+            (StatusCode::NOT_FOUND, format!("no alert {} in the lake (yet)\n", runs::terminal_safe(&fingerprint, 200))).into_response()
+        }
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    }
+}
+
+/// `GET /evidence/{system}/{version}/{source}/{period}/{file}`: a file of the evidence package
+/// of a latest profile. Only the three package files of a profile the profiler holds are
+/// served: the path is looked up, never joined from the request.
+async fn evidence_file(
+    State(s): State<AppState>,
+    UrlPath((system, version, source, period, file)): UrlPath<(String, String, String, String, String)>,
+) -> Response {
+    let kind = match file.as_str() {
+        "profile.html" => "text/html; charset=utf-8",
+        "profile.json" => "application/json",
+        "profile.md" => "text/markdown; charset=utf-8",
+        _ => return (StatusCode::NOT_FOUND, "a package has profile.html, profile.json and profile.md\n").into_response(),
+    };
+    let dir = {
+        let latest = s.latest.lock().await;
+        latest
+            .profiles
+            .values()
+            .find(|b| {
+                let r = &b.record;
+                r.system_id == system && r.system_version == version && r.source.as_str() == source && r.period == period
+            })
+            .map(|b| evidence::package_dir(&s.runner.cfg.evidence, b))
+    };
+    let Some(dir) = dir else { return (StatusCode::NOT_FOUND, "no such evidence package\n").into_response() };
+    match tokio::fs::read(dir.join(&file)).await {
+        Ok(bytes) => ([(header::CONTENT_TYPE, kind)], bytes).into_response(),
+        Err(e) => (StatusCode::NOT_FOUND, format!("the package is not written yet: {e}\n")).into_response(),
+    }
+}
+
+/// `GET /login[?next=PATH]`: the sign-in form of the web view (only when a token is set).
+async fn login_form(axum::extract::Query(q): axum::extract::Query<BTreeMap<String, String>>) -> Response {
+    let next = auth::safe_next(q.get("next").map(String::as_str));
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], auth::login_page(&next, false)).into_response()
+}
+
 async fn run_now(State(s): State<AppState>) -> Response {
     match s.runner.run().await {
         Ok(n) => (StatusCode::OK, format!("{n} profiles\n")).into_response(),
@@ -211,33 +343,47 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
     let latest = Arc::new(Mutex::new(Latest::default()));
     let runner =
         Arc::new(Runner { cfg: cfg.clone(), producer, metrics, health: health.clone(), latest: latest.clone(), lock: Mutex::new(()) });
-    let state = AppState { latest, runner: runner.clone() };
+    let live = fleet::Shared::default();
+    if !cfg.kafka.brokers.is_empty() {
+        let (kafka, live, stop) = (cfg.kafka.clone(), live.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            if let Err(e) = fleet::follow(kafka, live, stop).await {
+                tracing::error!(error = %format!("{e:#}"), "the fleet page's follower stopped");
+            }
+        });
+    }
+    let state = AppState { latest, runner: runner.clone(), live };
     let routes = Router::new()
+        .route("/", get(fleet_page))
         .route("/profiles", get(list))
         .route("/profiles/{system}", get(system_html))
         .route("/profiles/{system}/json", get(system_json))
         .route("/run", post(run_now))
+        .route("/runs/{run_id}", get(run_page))
+        .route("/runs/{run_id}/json", get(run_json))
+        .route("/systems/{system}", get(system_page))
+        .route("/alerts/{fingerprint}", get(alert_page))
+        .route("/evidence/{system}/{version}/{source}/{period}/{file}", get(evidence_file))
         .with_state(state);
     let routes = match cfg.api_token.clone() {
         None => routes,
-        Some(token) => routes.route_layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
-            let expected = format!("Bearer {}", token.expose());
-            async move {
-                let given = req.headers().get(axum::http::header::AUTHORIZATION).map(|v| v.as_bytes().to_vec()).unwrap_or_default();
-                if given == expected.as_bytes() {
-                    next.run(req).await
-                } else {
-                    use axum::response::IntoResponse;
-                    (
-                        axum::http::StatusCode::UNAUTHORIZED,
-                        [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-                        "a bearer token is required\n",
-                    )
-                        .into_response()
-                }
-            }
-        })),
+        Some(token) => {
+            let auth = auth::Auth::new(token);
+            let form_auth = auth.clone();
+            routes
+                .route(
+                    "/login",
+                    get(login_form).post(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| async move {
+                        let form: BTreeMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
+                        auth::login(&form_auth, &headers, &form)
+                    }),
+                )
+                .layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
+                    auth::require(auth.clone(), req, next)
+                }))
+        }
     };
+    let routes = routes.layer(axum::middleware::from_fn(web::security_headers));
     let admin_addr = service::serve_admin(&ID, cfg.admin_addr, registry, health.clone(), Some(routes), shutdown.clone()).await?;
     let every = cfg.every;
     let task = tokio::spawn(async move {

@@ -14,9 +14,12 @@
 //! - **Test–retest instability**: the mean standard deviation of one evaluator's repeated
 //!   scores of the same item, banded C(0.10).
 //!
-//! Per pairwise evaluation name (results with an `opponent`): the order-averaged **win rate**;
+//! Per pairwise evaluation name (results with an `opponent`; raters declared `human` are the
+//! verbosity reference, every other rater is a judge): the judges' order-averaged **win rate**;
 //! **position inconsistency** (the share of items judged in both orders whose verdict changes
-//! with the order, ties half), banded C(0.15); and **Bradley–Terry** strengths over every
+//! with the order, ties half), banded C(0.15); **verbosity bias** (the judges' order-averaged
+//! preference for the longer output minus the humans' on the same items, or minus ½ without
+//! human verdicts), banded C(0.15) on its size; and **Bradley–Terry** strengths over every
 //! system and opponent of the period on the Elo scale (mean 1000), the Elo banded by quartile
 //! in the reference pool `[evaluation.pools.<name>]` when one is declared, its version recorded.
 
@@ -47,6 +50,8 @@ pub struct Result_ {
     pub item: String,
     pub opponent: Option<String>,
     pub position: Option<i32>,
+    /// Pairwise: this run's output's length and the opponent's (one unit, the evaluator's).
+    pub lengths: Option<(i64, i64)>,
     pub ci: Option<(f64, f64)>,
     pub time: i64,
 }
@@ -99,17 +104,29 @@ pub struct KappaReport {
     pub band_high: Option<u8>,
 }
 
-/// Meta-evaluation of one pairwise evaluation name, for one system version.
+/// Meta-evaluation of one pairwise evaluation name, for one system version. Win rate, position
+/// inconsistency and Elo are the judges' (every rater not declared `human`); human verdicts
+/// are the verbosity bias's reference.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PairwiseReport {
     pub name: String,
     pub verdicts: u64,
+    pub human_verdicts: u64,
     pub opponents: Vec<String>,
     pub win_rate: Option<f64>,
     /// Items judged in both orders, and the share whose verdict changed with the order.
     pub swapped_items: u64,
     pub position_inconsistency: Option<f64>,
     pub position_band: Option<u8>,
+    /// The judges' order-averaged preference for the longer output minus the reference's on
+    /// the same items (humans' verdicts where they compared the pair, else ½), with a normal
+    /// 95 % interval over items; banded C(0.15) on its magnitude. Items whose outputs have
+    /// equal or unknown lengths do not count.
+    pub verbosity_bias: Option<f64>,
+    pub verbosity_interval: Option<[f64; 2]>,
+    pub verbosity_items: u64,
+    pub verbosity_reference: Option<String>,
+    pub verbosity_band: Option<u8>,
     /// Bradley–Terry on the Elo scale over every system of the period (mean 1000), with a
     /// percentile bootstrap interval over rated items (both orders of an item resampled
     /// together; 200 replicates, Octant's deterministic weights).
@@ -194,56 +211,80 @@ pub async fn meta_evaluations(ctx: &SessionContext, cfg: &ProfilerConfig, period
 }
 
 async fn read(ctx: &SessionContext, period: &Period) -> Result<Vec<Result_>> {
-    // One run end per run id (the lake may hold a record twice), then one row per result.
+    // One run end per run id (the lake may hold a record twice); its results are read from the
+    // list in the run end's own order (the first rating of an item is its first in that list;
+    // an unnested row order would not be stable).
     let sql = format!(
-        "WITH ends AS (SELECT run_id, first_value(system_id) AS sys, first_value(get_field(system, 'version')) AS v, \
+        "SELECT run_id, first_value(system_id) AS sys, first_value(get_field(system, 'version')) AS v, \
                 first_value(source) AS src, first_value(get_field(run_ended, 'evaluations')) AS evs, \
                 first_value(CAST(event_time AS BIGINT)) AS t \
-                FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} GROUP BY run_id), \
-              rows AS (SELECT run_id, sys, v, src, t, unnest(evs) AS e FROM ends) \
-         SELECT run_id, sys, v, src, t, get_field(e, 'ci_low') AS ci_low, get_field(e, 'ci_high') AS ci_high, get_field(e, 'name') AS name, get_field(e, 'score_value') AS value, \
-                get_field(e, 'evaluator') AS evaluator, get_field(e, 'rater_kind') AS rater_kind, get_field(e, 'item') AS item, \
-                get_field(e, 'step') AS step, get_field(e, 'opponent') AS opponent, get_field(e, 'position') AS position \
-         FROM rows ORDER BY run_id",
+         FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} GROUP BY run_id ORDER BY run_id",
         period_filter(period, "event_time", None)
     );
     let mut out = Vec::new();
     for b in ctx.sql(&sql).await?.collect().await? {
         let s = |n: &str| col(&b, n, &DataType::Utf8);
-        let (run, sys, v, src, name, evaluator, rater, item, opponent) =
-            (s("run_id")?, s("sys")?, s("v")?, s("src")?, s("name")?, s("evaluator")?, s("rater_kind")?, s("item")?, s("opponent")?);
-        let step = s("step")?;
-        let value = col(&b, "value", &DataType::Float64)?;
-        let position = col(&b, "position", &DataType::Int32)?;
-        let (ci_low, ci_high) = (col(&b, "ci_low", &DataType::Float64)?, col(&b, "ci_high", &DataType::Float64)?);
+        let (run, sys, v, src) = (s("run_id")?, s("sys")?, s("v")?, s("src")?);
         let t = col(&b, "t", &DataType::Int64)?;
+        let evs = b.column_by_name("evs").ok_or_else(|| datafusion::error::DataFusionError::Plan("evs missing".into()))?;
+        let evs = evs
+            .as_list_opt::<i32>()
+            .ok_or_else(|| datafusion::error::DataFusionError::Plan(format!("run_ended.evaluations is {}, not a list", evs.data_type())))?;
         let get = |a: &arrow::array::ArrayRef, i: usize| (!a.is_null(i)).then(|| a.as_string::<i32>().value(i).to_string());
-        for i in 0..b.num_rows() {
-            let (Some(system), Some(version), Some(name)) = (get(&sys, i), get(&v, i), get(&name, i)) else { continue };
-            if value.is_null(i) || !value.as_primitive::<Float64Type>().value(i).is_finite() {
-                continue; // label-only results have no number to agree on; NaN is no score
+        // Every run end's results are one child array: its fields are cast once per batch,
+        // each run's results are a range of it.
+        let e = evs.values().as_struct_opt().ok_or_else(|| {
+            datafusion::error::DataFusionError::Plan(format!("an evaluation is {}, not a record", evs.values().data_type()))
+        })?;
+        let field = |n: &str, dt: &DataType| -> Result<arrow::array::ArrayRef> {
+            match e.column_by_name(n) {
+                Some(c) if c.data_type() == dt => Ok(c.clone()),
+                Some(c) => Ok(arrow::compute::cast(c, dt)?),
+                None => Ok(arrow::array::new_null_array(dt, e.len())),
             }
-            let run_id = get(&run, i).unwrap_or_default();
-            // Without an item, a result is about its run (or its step).
-            let item = get(&item, i).unwrap_or_else(|| match get(&step, i) {
-                Some(st) => format!("{run_id}/{st}"),
-                None => run_id.clone(),
-            });
-            out.push(Result_ {
-                system,
-                version,
-                source: if get(&src, i).as_deref() == Some("EVALUATION") { Source::Evaluation } else { Source::Production },
-                name,
-                value: value.as_primitive::<Float64Type>().value(i),
-                evaluator: get(&evaluator, i).unwrap_or_else(|| "unknown".into()),
-                rater_kind: get(&rater, i),
-                item,
-                opponent: get(&opponent, i),
-                position: (!position.is_null(i)).then(|| position.as_primitive::<Int32Type>().value(i)),
-                ci: (!ci_low.is_null(i) && !ci_high.is_null(i))
-                    .then(|| (ci_low.as_primitive::<Float64Type>().value(i), ci_high.as_primitive::<Float64Type>().value(i))),
-                time: if t.is_null(i) { 0 } else { t.as_primitive::<arrow::datatypes::Int64Type>().value(i) },
-            });
+        };
+        let f = |n: &str| field(n, &DataType::Utf8);
+        let (name, evaluator, rater, item, opponent, step) =
+            (f("name")?, f("evaluator")?, f("rater_kind")?, f("item")?, f("opponent")?, f("step")?);
+        let value = field("score_value", &DataType::Float64)?;
+        let position = field("position", &DataType::Int32)?;
+        let (len, opp_len) = (field("output_length", &DataType::Int64)?, field("opponent_output_length", &DataType::Int64)?);
+        let (ci_low, ci_high) = (field("ci_low", &DataType::Float64)?, field("ci_high", &DataType::Float64)?);
+        let int = |a: &arrow::array::ArrayRef, i: usize| (!a.is_null(i)).then(|| a.as_primitive::<arrow::datatypes::Int64Type>().value(i));
+        let offsets = evs.value_offsets();
+        for row in 0..b.num_rows() {
+            let (Some(system), Some(version)) = (get(&sys, row), get(&v, row)) else { continue };
+            if evs.is_null(row) {
+                continue;
+            }
+            let run_id = get(&run, row).unwrap_or_default();
+            for i in offsets[row] as usize..offsets[row + 1] as usize {
+                let Some(name) = get(&name, i) else { continue };
+                if value.is_null(i) || !value.as_primitive::<Float64Type>().value(i).is_finite() {
+                    continue; // label-only results have no number to agree on; NaN is no score
+                }
+                // Without an item, a result is about its run (or its step).
+                let item = get(&item, i).unwrap_or_else(|| match get(&step, i) {
+                    Some(st) => format!("{run_id}/{st}"),
+                    None => run_id.clone(),
+                });
+                out.push(Result_ {
+                    system: system.clone(),
+                    version: version.clone(),
+                    source: if get(&src, row).as_deref() == Some("EVALUATION") { Source::Evaluation } else { Source::Production },
+                    name,
+                    value: value.as_primitive::<Float64Type>().value(i),
+                    evaluator: get(&evaluator, i).unwrap_or_else(|| "unknown".into()),
+                    rater_kind: get(&rater, i),
+                    item,
+                    opponent: get(&opponent, i),
+                    position: (!position.is_null(i)).then(|| position.as_primitive::<Int32Type>().value(i)),
+                    lengths: int(&len, i).zip(int(&opp_len, i)),
+                    ci: (!ci_low.is_null(i) && !ci_high.is_null(i))
+                        .then(|| (ci_low.as_primitive::<Float64Type>().value(i), ci_high.as_primitive::<Float64Type>().value(i))),
+                    time: if t.is_null(row) { 0 } else { t.as_primitive::<arrow::datatypes::Int64Type>().value(row) },
+                });
+            }
         }
     }
     Ok(out)
@@ -278,7 +319,7 @@ pub fn build(results: &[Result_], cfg: &ProfilerConfig) -> BTreeMap<Key, MetaEva
         };
         let mut verdicts = Vec::new();
         let mut clusters = Vec::new();
-        for r in results.iter().filter(|r| r.name == name) {
+        for r in results.iter().filter(|r| r.name == name && !is_human(r)) {
             let Some(opp) = &r.opponent else { continue };
             let me = index(&format!("{}@{}", r.system, r.version), &mut nodes);
             let them = index(opp, &mut nodes);
@@ -430,7 +471,55 @@ fn raters(name: &str, rs: &[&Result_]) -> RaterReport {
     }
 }
 
-fn pairwise(key: &Key, name: &str, rs: &[&Result_], elo: Option<&Ratings>, cfg: &ProfilerConfig) -> PairwiseReport {
+fn is_human(r: &Result_) -> bool {
+    r.rater_kind.as_deref() == Some("human")
+}
+
+/// Per item whose two outputs differ in length, the order-averaged preference for the longer
+/// one (1: the longer always won; ties ½), over the given verdicts.
+fn longer_preference<'a>(rs: &[&'a Result_]) -> BTreeMap<&'a str, f64> {
+    let mut acc: BTreeMap<&str, (f64, u32)> = BTreeMap::new();
+    for r in rs {
+        let Some((mine, theirs)) = r.lengths else { continue };
+        if mine == theirs {
+            continue;
+        }
+        let s = r.value.clamp(0.0, 1.0);
+        let e = acc.entry(r.item.as_str()).or_default();
+        e.0 += if mine > theirs { s } else { 1.0 - s };
+        e.1 += 1;
+    }
+    acc.into_iter().map(|(i, (sum, n))| (i, sum / n as f64)).collect()
+}
+
+/// The judges' verbosity bias against the humans' preference on the same items, or against ½
+/// without human verdicts: (bias, 95 % interval, items, reference).
+fn verbosity_bias(judged: &[&Result_], human: &[&Result_]) -> Option<(f64, Option<[f64; 2]>, u64, String)> {
+    let j = longer_preference(judged);
+    let h = longer_preference(human);
+    let paired: Vec<f64> = j.iter().filter_map(|(i, p)| h.get(i).map(|q| p - q)).collect();
+    let (d, reference) = if paired.is_empty() {
+        (j.values().map(|p| p - 0.5).collect::<Vec<f64>>(), "none (½ assumed: lengths independent of quality)")
+    } else {
+        (paired, "humans on the same items")
+    };
+    if d.is_empty() {
+        return None;
+    }
+    let n = d.len() as f64;
+    let mean = d.iter().sum::<f64>() / n;
+    let interval = (d.len() >= 2).then(|| {
+        let sd = (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        let half = 1.959_963_984_540_054 * sd / n.sqrt();
+        [mean - half, mean + half]
+    });
+    Some((mean, interval, d.len() as u64, reference.to_string()))
+}
+
+fn pairwise(key: &Key, name: &str, all: &[&Result_], elo: Option<&Ratings>, cfg: &ProfilerConfig) -> PairwiseReport {
+    let (human, rs): (Vec<&Result_>, Vec<&Result_>) = all.iter().partition(|r| is_human(r));
+    let rs = rs.as_slice();
+    let verbosity = verbosity_bias(rs, &human);
     let opponents: BTreeSet<String> = rs.iter().filter_map(|r| r.opponent.clone()).collect();
     let win_rate = (!rs.is_empty()).then(|| rs.iter().map(|r| r.value.clamp(0.0, 1.0)).sum::<f64>() / rs.len() as f64);
     // Items judged in both orders by one evaluator.
@@ -461,11 +550,17 @@ fn pairwise(key: &Key, name: &str, rs: &[&Result_], elo: Option<&Ratings>, cfg: 
     PairwiseReport {
         name: name.to_string(),
         verdicts: rs.len() as u64,
+        human_verdicts: human.len() as u64,
         opponents: opponents.into_iter().collect(),
         win_rate,
         swapped_items: swapped.len() as u64,
         position_inconsistency,
         position_band: position_inconsistency.and_then(|v| c_band(v, 0.15)),
+        verbosity_bias: verbosity.as_ref().map(|v| v.0),
+        verbosity_interval: verbosity.as_ref().and_then(|v| v.1),
+        verbosity_items: verbosity.as_ref().map_or(0, |v| v.2),
+        verbosity_band: verbosity.as_ref().and_then(|v| c_band(v.0.abs(), 0.15)),
+        verbosity_reference: verbosity.map(|v| v.3),
         elo: rating,
         elo_interval,
         elo_band: rating.zip(pool.as_ref()).and_then(|(e, (p, _))| p.band(e).ok()),
@@ -539,17 +634,26 @@ pub fn to_markdown(m: &MetaEvaluation) -> String {
         }
     }
     if !m.pairwise.is_empty() {
-        s.push_str("\n| pairwise evaluation | verdicts | opponents | win rate (both orders) | position inconsistency (items) | band C(0.15) | Elo [95 %] (of systems) | Elo band (pool) |\n|---|---:|---|---|---|---|---|---|\n");
+        s.push_str("\n| pairwise evaluation | judge verdicts (human) | opponents | win rate (both orders) | position inconsistency (items) | band C(0.15) | verbosity bias [95 %] (items; reference) | band C(0.15) | Elo [95 %] (of systems) | Elo band (pool) |\n|---|---|---|---|---|---|---|---|---|---|\n");
         for p in &m.pairwise {
+            let verbosity = match (p.verbosity_bias, p.verbosity_interval) {
+                (Some(v), Some([l, h])) => format!("{v:+.4} [{l:+.4}, {h:+.4}]"),
+                (Some(v), None) => format!("{v:+.4}"),
+                _ => "—".into(),
+            };
             s.push_str(&format!(
-                "| {} | {} | {} | {} | {} ({}) | {} | {} ({}) | {} ({}) |\n",
+                "| {} | {} ({}) | {} | {} | {} ({}) | {} | {verbosity} ({}; {}) | {} | {} ({}) | {} ({}) |\n",
                 p.name,
                 p.verdicts,
+                p.human_verdicts,
                 p.opponents.join(", "),
                 opt(p.win_rate),
                 opt(p.position_inconsistency),
                 p.swapped_items,
                 band(p.position_band),
+                p.verbosity_items,
+                p.verbosity_reference.as_deref().unwrap_or("no lengths reported"),
+                band(p.verbosity_band),
                 match (p.elo, p.elo_interval) {
                     (Some(e), Some([l, h])) => format!("{e:.0} [{l:.0}, {h:.0}]"),
                     (Some(e), None) => format!("{e:.0}"),
@@ -580,6 +684,7 @@ mod tests {
             item: format!("batch-{time}"),
             opponent: None,
             position: None,
+            lengths: None,
             ci,
             time,
         }
@@ -603,5 +708,102 @@ mod tests {
         assert!(other.na_reason.as_deref().unwrap().contains("no interval"));
         assert!(m.values().all(|x| x.raters.is_empty()), "set-level scores are not ratings");
         assert!(to_markdown(m.values().next().unwrap()).contains("| fid | clean-fid | 12.5 [11.9, 13.2] | 2 | 4 [4, 4] |"));
+    }
+
+    /// A pairwise verdict of `evaluator` on `item` (this run's output first when `position` is 1).
+    fn verdict(evaluator: &str, kind: &str, item: &str, position: i32, won: f64, lengths: Option<(i64, i64)>) -> Result_ {
+        Result_ {
+            rater_kind: Some(kind.into()),
+            item: item.into(),
+            opponent: Some("ref@1".into()),
+            position: Some(position),
+            lengths,
+            ..result("q_pairwise", evaluator, won, None, 0)
+        }
+    }
+
+    #[test]
+    fn verbosity_bias_is_the_judges_excess_preference_for_the_longer_output() {
+        // Four items. The judge prefers the longer output in both orders on three of them and
+        // splits the fourth by order (½): preference 0.875. The human prefers the longer on two
+        // and the shorter on two: 0.5. Paired differences 0, 1, 1, −½: mean 0.375.
+        let mut rs = Vec::new();
+        for (i, (judge, human, longer_is_mine)) in [
+            ((1.0, 1.0), (1.0, 1.0), true),
+            ((0.0, 0.0), (1.0, 1.0), false),
+            ((1.0, 1.0), (0.0, 0.0), true),
+            ((1.0, 0.0), (1.0, 1.0), true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let item = format!("it-{i}");
+            let lengths = Some(if longer_is_mine { (300, 100) } else { (100, 300) });
+            rs.push(verdict("judge-a", "judge", &item, 1, judge.0, lengths));
+            rs.push(verdict("judge-a", "judge", &item, 2, judge.1, lengths));
+            rs.push(verdict("human-0", "human", &item, 1, human.0, lengths));
+            rs.push(verdict("human-0", "human", &item, 2, human.1, lengths));
+        }
+        // Equal lengths and unknown lengths do not count.
+        rs.push(verdict("judge-a", "judge", "same", 1, 1.0, Some((200, 200))));
+        rs.push(verdict("judge-a", "judge", "unknown", 1, 1.0, None));
+        let m = build(&rs, &ProfilerConfig::default());
+        let p = &m[&("s".to_string(), "1".to_string(), Source::Evaluation)].pairwise[0];
+        assert_eq!((p.verdicts, p.human_verdicts, p.verbosity_items), (10, 8, 4));
+        assert_eq!(p.verbosity_bias, Some(0.375));
+        assert_eq!(p.verbosity_reference.as_deref(), Some("humans on the same items"));
+        let [lo, hi] = p.verbosity_interval.unwrap();
+        assert!(lo < 0.375 && 0.375 < hi);
+        assert_eq!(p.verbosity_band, Some(0), "C(0.15): 0.375 is past the budget");
+        // The win rate and position inconsistency are the judge's alone: 7 wins of 10 verdicts
+        // (the human's are not counted); the item split by order is the one inconsistency.
+        assert_eq!(p.win_rate, Some(0.7));
+        assert_eq!((p.swapped_items, p.position_inconsistency), (4, Some(0.25)));
+        // Without human verdicts the reference is ½.
+        let judged: Vec<Result_> = rs.into_iter().filter(|r| !is_human(r)).collect();
+        let m = build(&judged, &ProfilerConfig::default());
+        let p = &m[&("s".to_string(), "1".to_string(), Source::Evaluation)].pairwise[0];
+        assert_eq!(p.verbosity_bias, Some(0.375));
+        assert!(p.verbosity_reference.as_deref().unwrap().starts_with("none"));
+        assert!(to_markdown(&m.values().next().unwrap().clone()).contains("+0.3750"));
+    }
+
+    /// Does the verbosity interval cover the true bias about 95 % of the time? 1,000 simulated
+    /// periods of 200 items: the judge picks the first shown at b = 0.2, else the longer
+    /// output on a share v = 0.3 of items, else the better; the human picks the better, each
+    /// order flipped at 0.1. Truth (1 − b)·v/2 = 0.12.
+    #[test]
+    fn verbosity_interval_covers_the_truth_about_95_percent_of_the_time() {
+        let mut state = 7u64;
+        let mut u = || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            (octant_core::stats::bootstrap::mix64(state) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (b, v, flip, truth) = (0.2, 0.3, 0.1, 0.12);
+        let mut covered = 0;
+        let trials = 1000;
+        for _ in 0..trials {
+            let mut rs = Vec::new();
+            for i in 0..200 {
+                let item = format!("it-{i}");
+                let lengths = if u() < 0.5 { (300, 100) } else { (100, 300) };
+                let better_is_mine = u() < 0.5;
+                let chosen = if u() < v { lengths.0 > lengths.1 } else { better_is_mine };
+                for position in [1, 2] {
+                    let judge = if u() < b { position == 1 } else { chosen };
+                    let human = better_is_mine != (u() < flip);
+                    rs.push(verdict("judge-a", "judge", &item, position, judge as u8 as f64, Some(lengths)));
+                    rs.push(verdict("human-0", "human", &item, position, human as u8 as f64, Some(lengths)));
+                }
+            }
+            let (judged, human): (Vec<&Result_>, Vec<&Result_>) = rs.iter().partition(|r| !is_human(r));
+            let (_, iv, items, _) = verbosity_bias(&judged, &human).unwrap();
+            assert_eq!(items, 200);
+            let [lo, hi] = iv.unwrap();
+            covered += (lo <= truth && truth <= hi) as u32;
+        }
+        let coverage = covered as f64 / trials as f64;
+        eprintln!("verbosity interval coverage {coverage}");
+        assert!((0.93..=0.97).contains(&coverage), "coverage {coverage}");
     }
 }

@@ -14,12 +14,26 @@
 //! replayed tail of a finished run from a new orphan.
 //!
 //! More generally, each commit point carries one **companion value** chosen by the service
-//! (the scorer: its replay horizon + 1; the aggregator: its window frontier). It is stored as
-//! the committed offset of a companion group `<group>.companion` (a standalone client that
-//! never joins, only commits). Commit metadata would be the natural place, but not every
-//! Kafka-protocol broker keeps it (tansu drops it; a test shows it). The companion value is
-//! committed first and the group offset second, so a crash between the two leaves a value at
-//! least as new as the offset; each service makes sure that is the safe side.
+//! (the scorer: its replay horizon + 1; the aggregator: its window frontier). Commit metadata
+//! would be the natural place, but not every Kafka-protocol broker keeps it (tansu drops it; a
+//! test shows it), so companion values are stored as committed offsets of standalone groups
+//! (clients that never join, only commit) — and a value is only usable with the offset it was
+//! computed for: the aggregator's frontier resumed at an older offset dead-letters replayed
+//! input as late and leaves the windows after it short (seen in CI, where a rebalance fell
+//! between the two commits). Three standalone groups make the pair exact ([`CompanionStore`]):
+//! `<group>.companion` and `<group>.companion.1` hold values in two alternating slots, and
+//! `<group>.companion.at` holds, per partition, the offset the value goes with and its slot.
+//! A commit writes the value into the slot the pair does **not** point at, then the pair, then
+//! the group's offset. A crash after the value leaves the old pair pointing at the old value;
+//! after the pair, the new pair points at the new value. Either way a new owner reads a value
+//! and its own offset; it skips what it reads before that offset (acknowledged by the previous
+//! owner). An instance's commits run one at a time, so a pair and the group's offset never
+//! cross another commit's of the same instance; across instances, only the owner writes (a
+//! revoked partition's late commit task writes nothing for it, and a member that lost its
+//! assignment does not commit on revocation). Moving a group's offsets by hand (to re-read)
+//! must also delete the three companion groups: a new owner otherwise skips ahead to the
+//! stored pair's offset. Commit latency: three synchronous round trips per commit (values,
+//! pair, offset), once per commit interval, not per message.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -155,8 +169,8 @@ impl PartitionOffsets {
 
 /// What the rebalance callbacks and the processing loop share.
 pub struct GroupShared {
-    /// Standalone client of the companion group that stores companion values.
-    companion: BaseConsumer,
+    /// Where companion values are stored, paired with their offsets.
+    companions: CompanionStore,
     /// Latest commit point per partition.
     commit_points: Mutex<HashMap<TopicPartition, CommitPoint>>,
     /// Partitions revoked since the loop last looked.
@@ -199,35 +213,204 @@ impl GroupShared {
         std::mem::take(&mut *self.revoked.lock().unwrap())
     }
 
-    /// Commits companion values (as offsets of the companion group), synchronously.
-    /// Values must be ≥ 0; 0 reads back as "none".
-    fn commit_companions(&self, points: &[(TopicPartition, CommitPoint)]) -> Result<(), RuntimeError> {
-        let mut tpl = TopicPartitionList::new();
-        for (tp, cp) in points {
-            tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(cp.companion.max(0)))
-                .map_err(|e| RuntimeError::kafka("companion list", e))?;
+    /// Where a newly assigned partition resumes: its companion value and the offset the
+    /// value goes with (blocking, two round trips). Call it when the first message of the
+    /// partition arrives, not in the assignment callback. The previous owner commits on
+    /// revocation, before the assignment; an owner that lost its assignment without knowing
+    /// (its session lapsed) does not commit (see `pre_rebalance`), and a commit task of its
+    /// that was late writes nothing for partitions it no longer owns ([`CompanionStore::write`]).
+    ///
+    /// A failed read is tried again twice (a coordinator moving answers with a retriable
+    /// error for a moment) before the error stops the partition's opening.
+    pub fn read_resumption(&self, tp: &TopicPartition) -> Result<Resumption, RuntimeError> {
+        let mut attempt = 0;
+        loop {
+            match self.companions.read(tp) {
+                Ok(r) => return Ok(r),
+                Err(e) if attempt < 2 => {
+                    attempt += 1;
+                    tracing::warn!(error = %e, topic = %tp.topic, partition = tp.partition, attempt, "could not read the companion value; trying again");
+                    std::thread::sleep(Duration::from_millis(500 * attempt));
+                }
+                Err(e) => return Err(e),
+            }
         }
-        self.companion.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit companion values", e))
+    }
+}
+
+/// Where a partition resumes, as the companion store says ([`CompanionStore::read`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Resumption {
+    /// The offset the companion value was computed for; `None` when no pair was stored (a
+    /// fresh group, or values written before pairs existed: then the value is at least as
+    /// new as the group's committed offset).
+    pub offset: Option<i64>,
+    pub companion: Option<i64>,
+}
+
+/// Companion values paired with the offsets they go with (the module docs say how).
+pub struct CompanionStore {
+    /// Standalone clients of `<group>.companion` (slot 0) and `<group>.companion.1` (slot 1).
+    values: [BaseConsumer; 2],
+    /// Standalone client of `<group>.companion.at`: per partition, `offset << 1 | slot`.
+    pairs: BaseConsumer,
+    /// The slot the stored pair points at, per partition, as this instance last read or wrote
+    /// it (forgotten after a failed write: it is read again). Held for a whole commit, so
+    /// commits of the group run one at a time.
+    slots: Mutex<HashMap<TopicPartition, usize>>,
+}
+
+impl CompanionStore {
+    pub fn new(cfg: &KafkaConfig, service: &str, group: &str) -> Result<CompanionStore, RuntimeError> {
+        let client = |g: String| -> Result<BaseConsumer, RuntimeError> {
+            client_config(cfg, service)
+                .set("group.id", g)
+                .set("enable.auto.commit", "false")
+                .create()
+                .map_err(|e| RuntimeError::kafka("failed to create a companion client", e))
+        };
+        Ok(CompanionStore {
+            values: [client(format!("{group}.companion"))?, client(format!("{group}.companion.1"))?],
+            pairs: client(format!("{group}.companion.at"))?,
+            slots: Mutex::new(HashMap::new()),
+        })
     }
 
-    /// Reads the companion value of `tp` (blocking, one round trip); `None` when none was
-    /// committed (or it was 0).
-    ///
-    /// Call it when the first message of a newly assigned partition arrives, not in the
-    /// assignment callback: by then the consumer has fetched its start offset C, and since a
-    /// companion value is always committed before its offset, the value read now is at least
-    /// as new as the one that went with C.
-    pub fn read_companion(&self, tp: &TopicPartition) -> Option<i64> {
+    /// Committed offsets of `tps` in a standalone group; `None` where nothing (or 0) was
+    /// committed.
+    fn committed(client: &BaseConsumer, tps: &[&TopicPartition]) -> Result<Vec<Option<i64>>, RuntimeError> {
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition(&tp.topic, tp.partition);
-        match self.companion.committed_offsets(tpl, Duration::from_secs(10)) {
-            Ok(c) => match c.elements().first().map(|e| e.offset()) {
+        for tp in tps {
+            tpl.add_partition(&tp.topic, tp.partition);
+        }
+        let got = client.committed_offsets(tpl, Duration::from_secs(10)).map_err(|e| RuntimeError::kafka("read companion values", e))?;
+        Ok(tps
+            .iter()
+            .map(|tp| match got.find_partition(&tp.topic, tp.partition).map(|e| e.offset()) {
                 Some(Offset::Offset(o)) if o > 0 => Some(o),
                 _ => None,
-            },
+            })
+            .collect())
+    }
+
+    fn commit(client: &BaseConsumer, entries: &[(&TopicPartition, i64)], what: &'static str) -> Result<(), RuntimeError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut tpl = TopicPartitionList::new();
+        for (tp, v) in entries {
+            tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset((*v).max(0))).map_err(|e| RuntimeError::kafka(what, e))?;
+        }
+        client.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka(what, e))
+    }
+
+    /// A stored pair is `offset << 1 | slot`, plus 1 so that offset 0 in slot 0 is not 0
+    /// (which reads back as "none").
+    fn encode_pair(offset: i64, slot: usize) -> i64 {
+        (offset.max(0) << 1 | slot as i64) + 1
+    }
+
+    /// (offset, slot) of a stored pair.
+    fn decode_pair(v: i64) -> (i64, usize) {
+        ((v - 1) >> 1, ((v - 1) & 1) as usize)
+    }
+
+    /// The stored pair of `tp`: (offset, slot).
+    fn pair(&self, tp: &TopicPartition) -> Result<Option<(i64, usize)>, RuntimeError> {
+        Ok(Self::committed(&self.pairs, &[tp])?[0].map(Self::decode_pair))
+    }
+
+    /// Reads where `tp` resumes. On an error the service must not go on with the partition
+    /// (the pipeline stops; a restart reads again): resuming without the value would not be
+    /// the resume the commit promised.
+    pub fn read(&self, tp: &TopicPartition) -> Result<Resumption, RuntimeError> {
+        let mut slots = self.slots.lock().unwrap();
+        // What this instance knew of the slots is stale once another owner may have written:
+        // forget it first, so that a failed read leaves nothing to write from.
+        slots.remove(tp);
+        match self.pair(tp)? {
+            Some((offset, slot)) => {
+                let companion = Self::committed(&self.values[slot], &[tp])?[0];
+                slots.insert(tp.clone(), slot);
+                Ok(Resumption { offset: Some(offset), companion })
+            }
+            None => Ok(Resumption { offset: None, companion: Self::committed(&self.values[0], &[tp])?[0] }),
+        }
+    }
+
+    /// Writes `points`: each value into the slot its stored pair does not point at, then the
+    /// pairs. Runs `then` (the group's offset commit) before letting another write start.
+    /// Points of partitions `owned` no longer holds are dropped (checked under the lock: a
+    /// commit task that lost the race with a revocation writes nothing for the partitions the
+    /// revocation gave away); `then` gets the points written.
+    pub fn write(
+        &self,
+        points: &[(TopicPartition, CommitPoint)],
+        owned: impl Fn(&TopicPartition) -> bool,
+        then: impl FnOnce(&[(TopicPartition, CommitPoint)]) -> Result<(), RuntimeError>,
+    ) -> Result<(), RuntimeError> {
+        let slots = self.slots.lock().unwrap();
+        let points: Vec<(TopicPartition, CommitPoint)> = points.iter().filter(|(tp, _)| owned(tp)).cloned().collect();
+        self.write_locked(slots, &points, 3, then)
+    }
+
+    /// A write cut after its first `steps` stores (1: the values, 2: and the pairs), as a
+    /// crash would leave it: for tests of what the next owner reads.
+    #[doc(hidden)]
+    pub fn write_interrupted(&self, points: &[(TopicPartition, CommitPoint)], steps: usize) -> Result<(), RuntimeError> {
+        self.write_locked(self.slots.lock().unwrap(), points, steps, |_| Ok(()))
+    }
+
+    fn write_locked(
+        &self,
+        mut slots: std::sync::MutexGuard<'_, HashMap<TopicPartition, usize>>,
+        points: &[(TopicPartition, CommitPoint)],
+        steps: usize,
+        then: impl FnOnce(&[(TopicPartition, CommitPoint)]) -> Result<(), RuntimeError>,
+    ) -> Result<(), RuntimeError> {
+        if points.is_empty() {
+            return Ok(());
+        }
+        let unknown: Vec<&TopicPartition> = points.iter().map(|(tp, _)| tp).filter(|tp| !slots.contains_key(*tp)).collect();
+        if !unknown.is_empty() {
+            for (tp, v) in unknown.iter().zip(Self::committed(&self.pairs, &unknown)?) {
+                // No pair yet: slot 0 may hold a value written before pairs existed; write 1.
+                slots.insert((*tp).clone(), v.map_or(0, |v| Self::decode_pair(v).1));
+            }
+        }
+        let next = |tp: &TopicPartition| 1 - slots[tp];
+        let mut by_slot: [Vec<(&TopicPartition, i64)>; 2] = Default::default();
+        for (tp, cp) in points {
+            by_slot[next(tp)].push((tp, cp.companion));
+        }
+        let pairs: Vec<(&TopicPartition, i64)> = points.iter().map(|(tp, cp)| (tp, Self::encode_pair(cp.offset, next(tp)))).collect();
+        let written = (|| {
+            Self::commit(&self.values[0], &by_slot[0], "commit companion values")?;
+            Self::commit(&self.values[1], &by_slot[1], "commit companion values")?;
+            if steps < 2 {
+                return Ok(());
+            }
+            Self::commit(&self.pairs, &pairs, "commit companion pairs")
+        })();
+        if steps < 3 {
+            // Cut (tests): what this instance knows of the slots is no longer what is stored.
+            slots.clear();
+            return written;
+        }
+        match written {
+            Ok(()) => {
+                for (tp, _) in points {
+                    let s = 1 - slots[tp];
+                    slots.insert(tp.clone(), s);
+                }
+                then(points)
+            }
             Err(e) => {
-                tracing::warn!(error = %e, topic = %tp.topic, partition = tp.partition, "could not read the companion value");
-                None
+                // Whether the pairs were stored is unknown: read them again next time.
+                for (tp, _) in points {
+                    slots.remove(tp);
+                }
+                Err(e)
             }
         }
     }
@@ -251,8 +434,8 @@ impl GroupView for GroupShared {
     }
 }
 
-/// Commits points: companion values first, then the group's offsets, both synchronously (call
-/// from a blocking context).
+/// Commits points: companion values and their pairs first, then the group's offsets, all
+/// synchronously (call from a blocking context).
 fn commit_points_sync<C: ConsumerContext>(
     consumer: &impl Consumer<C>,
     shared: &GroupShared,
@@ -261,12 +444,18 @@ fn commit_points_sync<C: ConsumerContext>(
     if points.is_empty() {
         return Ok(());
     }
-    shared.commit_companions(points)?;
-    let mut tpl = TopicPartitionList::new();
-    for (tp, cp) in points {
-        tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(cp.offset)).map_err(|e| RuntimeError::kafka("commit list", e))?;
-    }
-    consumer.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit", e))
+    shared.companions.write(
+        points,
+        |tp| shared.owns(tp),
+        |points| {
+            let mut tpl = TopicPartitionList::new();
+            for (tp, cp) in points {
+                tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(cp.offset))
+                    .map_err(|e| RuntimeError::kafka("commit list", e))?;
+            }
+            consumer.commit(&tpl, CommitMode::Sync).map_err(|e| RuntimeError::kafka("commit", e))
+        },
+    )
 }
 
 /// The consumer context: commits on revocation, tracks the assignment, exports lag.
@@ -317,6 +506,10 @@ impl ConsumerContext for GroupContext {
             let silent = self.shared.broker_silence().is_some_and(|s| s >= Duration::from_secs(3));
             if silent && !points.is_empty() {
                 tracing::warn!(group = %self.group, partitions = points.len(), "brokers not answering: no commit on revocation; the next owner re-reads more");
+            } else if consumer.assignment_lost() && !points.is_empty() {
+                // The group gave the partitions away already (the member was expelled): another
+                // instance may own them now, and its commits are the ones that count.
+                tracing::warn!(group = %self.group, partitions = points.len(), "assignment lost: no commit on revocation; the next owner re-reads more");
             } else if !points.is_empty()
                 && let Err(e) = commit_points_sync(consumer, &self.shared, &points)
             {
@@ -368,13 +561,8 @@ pub fn group_consumer(
     topics: &[&str],
     lag: IntGaugeVec,
 ) -> Result<(Arc<GroupConsumer>, Arc<GroupShared>), RuntimeError> {
-    let companion: BaseConsumer = client_config(cfg, service)
-        .set("group.id", format!("{group}.companion"))
-        .set("enable.auto.commit", "false")
-        .create()
-        .map_err(|e| RuntimeError::kafka("failed to create the companion client", e))?;
     let shared = Arc::new(GroupShared {
-        companion,
+        companions: CompanionStore::new(cfg, service, group)?,
         commit_points: Default::default(),
         revoked: Default::default(),
         lags: Default::default(),
@@ -419,7 +607,7 @@ pub fn group_consumer(
     Ok((Arc::new(consumer), shared))
 }
 
-/// Commits points on a blocking thread (companion values first, then offsets). Await the
+/// Commits points on a blocking thread (companion values and pairs first, then offsets). Await the
 /// handle to know the outcome.
 pub fn commit(
     consumer: &Arc<GroupConsumer>,

@@ -205,3 +205,23 @@ pub async fn wait_for_metadata(cfg: &KafkaConfig, timeout: Duration) -> Result<(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// Assigns `consumer` every partition of the topics `bases` (prefixed as `cfg` says), each
+/// from its beginning: a reader that follows whole topics without a consumer group's sharing.
+pub fn assign_from_beginning<C: rdkafka::consumer::ConsumerContext>(
+    consumer: &impl rdkafka::consumer::Consumer<C>,
+    cfg: &KafkaConfig,
+    bases: &[&str],
+) -> Result<(), KafkaError> {
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for base in bases {
+        let topic = cfg.topic(base);
+        let md = consumer.fetch_metadata(Some(&topic), Duration::from_secs(10))?;
+        for t in md.topics() {
+            for p in t.partitions() {
+                tpl.add_partition_offset(&topic, p.id(), rdkafka::Offset::Beginning)?;
+            }
+        }
+    }
+    consumer.assign(&tpl)
+}

@@ -36,6 +36,7 @@ pub mod service;
 pub mod shutdown;
 pub mod supervisor;
 pub mod topic;
+pub mod web;
 
 pub use config::KafkaConfig;
 pub use error::RuntimeError;

@@ -64,6 +64,25 @@ pub struct Owned<P> {
     /// Which opening of the partition this is: acknowledgements of messages read before the
     /// partition was revoked and opened again belong to the old state, not to this one.
     opened: u64,
+    /// The offset the partition resumed from (messages before it are skipped).
+    from: i64,
+}
+
+/// Where a newly assigned partition whose first message is at `first` resumes, and with
+/// which companion value: the stored pair when its offset is not behind `first`; a value
+/// stored before pairs existed (no pair) at `first`.
+fn resume_from(tp: &TopicPartition, first: i64, r: consumer::Resumption) -> (i64, Option<i64>) {
+    match r.offset {
+        Some(o) if o >= first => (o, r.companion),
+        Some(o) => {
+            // Retention past the pair's offset, or a group offset moved forward by hand: the
+            // value belongs to an offset that is not read again, so it is not used (the stage
+            // resumes as on a fresh partition).
+            tracing::warn!(topic = %tp.topic, partition = tp.partition, first, paired = o, "the group's offset is past the companion value's: resuming there without the value");
+            (first, None)
+        }
+        None => (first, r.companion),
+    }
 }
 
 /// Every owned partition.
@@ -76,8 +95,9 @@ pub trait Stage: Send + 'static {
     /// Handed back with a message's acknowledgement (for metrics).
     type Tag: Send + 'static;
 
-    /// The first message of a partition this instance now owns has arrived at `offset`;
-    /// `companion` is the value committed with the partition's offset. An error stops the
+    /// The first message of a partition this instance now owns is the one at `offset` (the
+    /// offset the stored companion value goes with: messages read before it were the previous
+    /// owner's and are skipped); `companion` is that value. An error stops the
     /// service (it restarts from the last commit): opening may recover state with I/O.
     fn open(&mut self, tp: &TopicPartition, offset: i64, companion: Option<i64>) -> anyhow::Result<Self::Partition>;
 
@@ -529,13 +549,20 @@ async fn run_loop<S: Stage>(
                                 continue;
                             }
                             if !parts.contains_key(&tp) {
-                                let companion = shared.read_companion(&tp);
-                                tracing::info!(topic = %tp.topic, partition = tp.partition, offset, ?companion, "partition opened");
-                                let state = stage.open(&tp, offset, companion).map_err(|e| e.context(format!("failed to open partition {tp}")))?;
+                                let resumption = shared.read_resumption(&tp).with_context(|| format!("failed to read where {tp} resumes"))?;
+                                let (from, companion) = resume_from(&tp, offset, resumption);
+                                tracing::info!(topic = %tp.topic, partition = tp.partition, offset, from, ?companion, "partition opened");
+                                let state = stage.open(&tp, from, companion).map_err(|e| e.context(format!("failed to open partition {tp}")))?;
                                 openings += 1;
-                                parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default(), opened: openings });
+                                parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default(), opened: openings, from });
                             }
                             let owned = parts.get_mut(&tp).expect("inserted above");
+                            if offset < owned.from {
+                                // Before the offset the companion value goes with: the previous
+                                // owner's last commit stored the value but not the group offset.
+                                // Its outputs are acknowledged; it is not read again.
+                                continue;
+                            }
                             owned.offsets.begin(offset);
                             let (records, tag) = stage.process(&mut owned.state, &mut owned.offsets, msg);
                             next_seq += 1;
@@ -745,7 +772,7 @@ impl<S: Stage> Driver<S> {
         self.next_offset.insert(tp.clone(), offset + 1);
         if !self.parts.contains_key(&tp) {
             let state = self.stage.open(&tp, offset, self.companions.get(&tp).copied())?;
-            self.parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default(), opened: 0 });
+            self.parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default(), opened: 0, from: offset });
             self.group.assigned.insert(tp.clone());
         }
         let owned = self.parts.get_mut(&tp).expect("inserted above");
@@ -797,5 +824,21 @@ impl<S: Stage> Driver<S> {
     pub fn drain(&mut self) {
         self.ack_all();
         self.stage.drain(&mut self.parts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::consumer::Resumption;
+
+    #[test]
+    fn a_partition_resumes_at_its_pair_or_without_the_value() {
+        let tp = TopicPartition::new("t", 0);
+        let r = |offset, companion| Resumption { offset, companion };
+        assert_eq!(resume_from(&tp, 4, r(Some(6), Some(66))), (6, Some(66)), "the pair is ahead of the group: skip to it");
+        assert_eq!(resume_from(&tp, 6, r(Some(6), Some(66))), (6, Some(66)));
+        assert_eq!(resume_from(&tp, 9, r(Some(6), Some(66))), (9, None), "the value's offset is not read again");
+        assert_eq!(resume_from(&tp, 3, r(None, Some(5))), (3, Some(5)), "a value from before pairs");
     }
 }

@@ -422,12 +422,20 @@ fn id_hash(id: &str) -> u64 {
 }
 
 /// A run end's evaluation results as observations of the instruments declared for them
-/// (one per instrument and run, or per step for step instruments; a repeated one has the same
-/// observation id, and downstream keeps the first).
+/// (one per instrument and run, or per step for step instruments, or per rated item; a
+/// repeated result is counted, not scored; a pairwise verdict's two presentation orders are
+/// one unit, their scores averaged).
 fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rules: &Rules) -> (Vec<Observation>, EvaluationCounts) {
     let mut counts = EvaluationCounts::default();
-    let mut out = Vec::new();
+    // Each observation with the item and opponent that name it when a run has several.
+    type Named<'a> = (Observation, (Option<&'a str>, Option<&'a str>));
+    let mut out: Vec<Named> = Vec::new();
     let mut seen = std::collections::HashSet::new();
+    // Pairwise units: where in `out`, and the presentation order of their first verdict; and
+    // the units whose other order has been averaged in.
+    type Unit<'a> = (&'a str, Option<i64>, Option<&'a str>, Option<&'a str>);
+    let mut orders: std::collections::HashMap<Unit, (usize, i32)> = std::collections::HashMap::new();
+    let mut both: std::collections::HashSet<usize> = std::collections::HashSet::new();
     for e in &end.evaluations {
         let decl = rules.instruments.iter().find(|d| {
             d.evaluation_name() == e.name
@@ -448,11 +456,28 @@ fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rule
         };
         let step = if decl.unit() == octant_core::catalogue::Unit::Step { e.step } else { None };
         // One unit per rated item (default: the run, or its step): the first result counts.
-        if !seen.insert((decl.id.as_str(), step, e.item.as_deref())) {
+        // A pairwise verdict's unit is its comparison: the first verdict in each presentation
+        // order, averaged (seed 000's win rate over both orders).
+        let unit = (decl.id.as_str(), step, e.item.as_deref(), e.opponent.as_deref());
+        let order = e.opponent.as_ref().and(e.position).filter(|p| matches!(p, 1 | 2));
+        if let (Some(position), Some(&(index, first))) = (order, orders.get(&unit)) {
+            if first == position || !both.insert(index) {
+                counts.repeat += 1;
+            } else {
+                let o = &mut out[index].0;
+                o.value = (o.value + value) / 2.0;
+                counts.scored += 1;
+            }
+            continue;
+        }
+        if !seen.insert(unit) {
             counts.repeat += 1;
             continue;
         }
-        out.push((observation(run_id, run, &decl.id, step, t, value, 1.0), e.item.as_deref()));
+        if let Some(position) = order {
+            orders.insert(unit, (out.len(), position));
+        }
+        out.push((observation(run_id, run, &decl.id, step, t, value, 1.0), (e.item.as_deref(), e.opponent.as_deref())));
         counts.scored += 1;
     }
     // Several items of one run (several answers rated) are several units: their ids name the
@@ -463,9 +488,12 @@ fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rule
     }
     let out = out
         .into_iter()
-        .map(|(mut o, item)| {
+        .map(|(mut o, (item, opponent))| {
             if per_unit[&o.observation_id] > 1 {
-                o.observation_id = format!("{}#{}", o.observation_id, item.unwrap_or(""));
+                // The item, and for a pairwise verdict the opponent (one answer compared with
+                // several systems is several comparisons).
+                let vs = opponent.map(|x| format!("~{x}")).unwrap_or_default();
+                o.observation_id = format!("{}#{}{vs}", o.observation_id, item.unwrap_or(""));
             }
             o
         })
@@ -746,7 +774,7 @@ mod tests {
     fn run(end: RunEnded) -> Vec<Observation> {
         let mut a = Assembler::new(Rules::default(), None);
         let mut start = event(0, EventKind::RunStarted);
-        start.run_started = Some(RunStarted {
+        start.run_started = Some(Box::new(RunStarted {
             task_id: "t".into(),
             attempt: 0,
             groups: vec![],
@@ -755,13 +783,13 @@ mod tests {
             benchmark: None,
             reproducibility: None,
             task_family: None,
-        });
+        }));
         a.apply(validate(&start, None).unwrap(), 0);
         let mut step = event(1, EventKind::Step);
-        step.step = Some(Step { result_status: Some(ResultStatus::Error), ..Step::default() });
+        step.step = Some(Box::new(Step { result_status: Some(ResultStatus::Error), ..Step::default() }));
         a.apply(validate(&step, None).unwrap(), 1);
         let mut ended = event(2, EventKind::RunEnded);
-        ended.run_ended = Some(end);
+        ended.run_ended = Some(Box::new(end));
         match a.apply(validate(&ended, None).unwrap(), 2).0 {
             Verdict::Accepted { observations, .. } => observations,
             other => panic!("{other:?}"),
@@ -925,7 +953,7 @@ mod tests {
             }
         };
         let mut start = event(seq, EventKind::RunStarted);
-        start.run_started = Some(RunStarted {
+        start.run_started = Some(Box::new(RunStarted {
             task_id: "t".into(),
             attempt: 0,
             groups: vec!["g=1".into()],
@@ -934,11 +962,11 @@ mod tests {
             benchmark: Some(Benchmark { id: "b".into(), contamination: Some(0.1) }),
             reproducibility: None,
             task_family: None,
-        });
+        }));
         apply(&mut a, start);
         seq += 1;
         let mut step = event(seq, EventKind::Step);
-        step.step = Some(Step {
+        step.step = Some(Box::new(Step {
             step_kind: StepKind::ToolCall,
             tool_name: Some("search".into()),
             arguments: Some("{}".into()),
@@ -948,7 +976,7 @@ mod tests {
             confidence: Some(0.2),
             correct: Some(true),
             ..Step::default()
-        });
+        }));
         apply(&mut a, step);
         for kind in [InterventionKind::Stop, InterventionKind::Override, InterventionKind::HelpRequest] {
             seq += 1;
@@ -958,7 +986,7 @@ mod tests {
         }
         seq += 1;
         let mut e = event(seq, EventKind::RunEnded);
-        e.run_ended = Some(RunEnded { subgoals_done: Some(1), ..end });
+        e.run_ended = Some(Box::new(RunEnded { subgoals_done: Some(1), ..end }));
         apply(&mut a, e);
         out
     }

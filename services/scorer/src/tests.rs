@@ -501,12 +501,22 @@ fn watermarks_follow_event_time_and_idleness() {
     assert!(!w.idle, "lagging partitions are never idle");
 }
 
+/// A harness whose scorer declares the `[[instruments]]` of `toml` (checked, as at start-up).
+fn with_instruments(toml: &str) -> Harness {
+    let decls: toml::Table = toml::from_str(toml).unwrap();
+    let mut config = ScorerConfig::default();
+    config.evaluation.instruments = decls["instruments"].clone().try_into().unwrap();
+    config.evaluation.check().unwrap();
+    config.evaluation.declare_instruments().unwrap();
+    Harness::new(config)
+}
+
 /// Evaluation results of a run end become observations of the instruments declared for them:
 /// a score as it is, a label by its declared value, a step instrument per step; a result whose
 /// name (or evaluator version) is not declared is counted, never scored nor pooled.
 #[test]
 fn evaluation_results_become_declared_instruments() {
-    let decls: toml::Table = toml::from_str(
+    let mut h = with_instruments(
         r#"
         [[instruments]]
         id = "faithfulness"
@@ -522,12 +532,7 @@ fn evaluation_results_become_declared_instruments() {
         family = { family = "lower" }
         labels = { toxic = 1.0, clean = 0.0 }
         "#,
-    )
-    .unwrap();
-    let mut config = ScorerConfig::default();
-    config.evaluation.instruments = decls["instruments"].clone().try_into().unwrap();
-    config.evaluation.declare_instruments().unwrap();
-    let mut h = Harness::new(config);
+    );
     let result = |name: &str, value: Option<f64>, label: Option<&str>, version: &str, step: Option<i64>| Evaluation {
         name: name.into(),
         score_value: value,
@@ -563,11 +568,61 @@ fn evaluation_results_become_declared_instruments() {
     assert!(octant_core::catalogue::spec("toxicity").is_some(), "declared instruments are catalogue entries");
 }
 
+/// A pairwise verdict's two presentation orders are one unit, their scores averaged (the win
+/// rate over both orders); a third verdict in an order already seen is a repeat; another item
+/// or another opponent is another unit.
+#[test]
+fn pairwise_verdicts_are_averaged_over_both_orders() {
+    let mut h = with_instruments(
+        r#"
+        [[instruments]]
+        id = "win_rate_judge"
+        evaluation = "helpfulness_pairwise"
+        rater_kind = "judge"
+        dimension = "capability"
+        family = { family = "higher" }
+        "#,
+    );
+    let verdict = |item: &str, opponent: &str, position: i32, won: f64| Evaluation {
+        rater_kind: Some("judge".into()),
+        item: Some(item.into()),
+        opponent: Some(opponent.into()),
+        position: Some(position),
+        ..Evaluation::scored("helpfulness_pairwise", Some(won))
+    };
+    h.send(&start("p", 0));
+    h.send(&step("p", 1, 1));
+    let mut ev = end("p", 2, 2);
+    ev.run_ended.as_mut().unwrap().evaluations = vec![
+        verdict("vs-1", "ref@1", 1, 1.0),
+        verdict("vs-1", "ref@1", 1, 0.0), // a repeat of the first order
+        verdict("vs-1", "ref@1", 2, 0.0), // the other order: (1 + 0) / 2
+        verdict("vs-2", "ref@1", 2, 1.0), // one order only
+        verdict("vs-1", "other@2", 1, 1.0),
+        verdict("vs-1", "other@2", 2, 1.0),
+    ];
+    let out = h.send(&ev);
+    let got: BTreeMap<String, f64> =
+        h.observations(&out).into_iter().filter(|o| o.metric == "win_rate_judge").map(|o| (o.observation_id, o.value)).collect();
+    assert_eq!(
+        got,
+        BTreeMap::from([
+            ("p/win_rate_judge#vs-1~ref@1".to_string(), 0.5),
+            ("p/win_rate_judge#vs-2~ref@1".to_string(), 1.0),
+            ("p/win_rate_judge#vs-1~other@2".to_string(), 1.0),
+        ])
+    );
+    let m = h.metrics();
+    for (outcome, n) in [("scored", 5.0), ("repeat", 1.0)] {
+        assert_eq!(m.get(&format!("octant_scorer_evaluations_total{{outcome=\"{outcome}\"}}")), Some(&n), "{outcome}");
+    }
+}
+
 /// Evaluator instruments from templates: one evaluation name scored in two modes is two
 /// instruments never pooled, and a judge's results are kept apart from a human's.
 #[test]
 fn scoring_modes_and_raters_are_never_pooled() {
-    let decls: toml::Table = toml::from_str(
+    let mut h = with_instruments(
         r#"
         [[instruments]]
         id = "em_likelihood"
@@ -587,15 +642,9 @@ fn scoring_modes_and_raters_are_never_pooled() {
         evaluation = "faithfulness"
         rater_kind = "judge"
         "#,
-    )
-    .unwrap();
-    let mut config = ScorerConfig::default();
-    config.evaluation.instruments = decls["instruments"].clone().try_into().unwrap();
-    config.evaluation.check().unwrap();
-    config.evaluation.declare_instruments().unwrap();
+    );
     let spec = octant_core::catalogue::spec("em_generation").unwrap();
     assert_eq!((spec.dimension, spec.family), (octant_core::Dimension::Capability, octant_core::Family::Higher), "from the template");
-    let mut h = Harness::new(config);
     h.send(&start("m", 0));
     h.send(&step("m", 1, 1));
     let mut ev = end("m", 2, 2);

@@ -235,8 +235,9 @@ impl Assembler {
     }
 
     fn touch(&mut self, run_id: &str, old_time: i64, new_time: i64) {
-        self.idle_index.remove(&(old_time, run_id.to_string()));
-        self.idle_index.insert((new_time, run_id.to_string()));
+        // The entry's string moves to its new place (one allocation for the look-up, not two).
+        let id = self.idle_index.take(&(old_time, run_id.to_string())).map_or_else(|| run_id.to_string(), |(_, id)| id);
+        self.idle_index.insert((new_time, id));
     }
 
     fn apply_event(&mut self, valid: Valid<'_>, offset: i64, effects: &mut OffsetEffects) -> Verdict {
@@ -247,7 +248,7 @@ impl Assembler {
         };
         // The run is taken out while its event is applied, and put back unless it ended.
         let id = id_hash(&ev.event_id);
-        let Some(mut run) = self.runs.remove(&ev.run_id) else {
+        let Some((key, mut run)) = self.runs.remove_entry(&ev.run_id) else {
             if let Some(ids) = self.closed.get(&ev.run_id) {
                 if ids.contains(&id) {
                     return Verdict::Duplicate;
@@ -260,12 +261,12 @@ impl Assembler {
             return Verdict::Rejected { class: "unknown_run", message: format!("run {} was never started", ev.run_id) };
         };
         if run.event_ids.contains(&id) {
-            self.runs.insert(ev.run_id.clone(), run);
+            self.runs.insert(key, run);
             return Verdict::Duplicate;
         }
         if ev.sequence <= run.last_sequence {
             let message = format!("sequence {} of run {} after {}", ev.sequence, ev.run_id, run.last_sequence);
-            self.runs.insert(ev.run_id.clone(), run);
+            self.runs.insert(key, run);
             return Verdict::Rejected { class: "duplicate_sequence", message };
         }
         let sequence_gap = ev.sequence > run.last_sequence + 1;
@@ -288,9 +289,16 @@ impl Assembler {
                     }
                 };
                 if let Some(m) = metric {
-                    let mut o = observation(&ev.run_id, &run, m, Some(ev.sequence), ev.event_time, flag(iv.honoured), 1.0);
-                    o.agent_id = ev.agent_id.clone();
-                    observations.push(o);
+                    observations.push(observation_of(
+                        &ev.run_id,
+                        &run,
+                        ev.agent_id.as_deref(),
+                        m,
+                        Some(ev.sequence),
+                        ev.event_time,
+                        flag(iv.honoured),
+                        1.0,
+                    ));
                 }
             }
             InRun::End(end) => {
@@ -300,11 +308,11 @@ impl Assembler {
                 let (evaluated, evaluations) = evaluation_observations(&ev.run_id, &run, end, ev.event_time, &self.rules);
                 observations.extend(evaluated);
                 let ids = std::mem::take(&mut run.event_ids);
-                self.remember_closed(ev.run_id.clone(), ids);
+                self.remember_closed(key, ids);
                 return Verdict::Accepted { observations, sequence_gap, evaluations };
             }
         }
-        self.runs.insert(ev.run_id.clone(), run);
+        self.runs.insert(key, run);
         self.touch(&ev.run_id, old_time, new_time);
         Verdict::Accepted { observations, sequence_gap, evaluations: EvaluationCounts::default() }
     }
@@ -362,11 +370,9 @@ impl Assembler {
         run.met_failure |= is_error || step.injected_fault;
         let run = &*run;
         let seq = Some(ev.sequence);
-        let mut emit = |metric: &str, value: f64| {
-            let mut o = observation(&ev.run_id, run, metric, seq, ev.event_time, value, 1.0);
-            o.agent_id = ev.agent_id.clone();
-            observations.push(o);
-        };
+        let agent = ev.agent_id.as_deref();
+        let mut emit =
+            |metric: &str, value: f64| observations.push(observation_of(&ev.run_id, run, agent, metric, seq, ev.event_time, value, 1.0));
         emit(ids::UNSAFE_ACTION_RATE, flag(!step.violations.is_empty()));
         if step.impact >= Impact::High {
             emit(ids::CONFIRMATION_GATING, flag(step.confirmed));
@@ -387,8 +393,7 @@ impl Assembler {
                 emit(ids::DEFERRAL_ON_UNCERTAINTY, flag(step.escalated));
             }
             if let Some(correct) = step.correct {
-                let mut o = observation(&ev.run_id, run, ids::CALIBRATION_ECE, seq, ev.event_time, flag(correct), 1.0);
-                o.agent_id = ev.agent_id.clone();
+                let mut o = observation_of(&ev.run_id, run, agent, ids::CALIBRATION_ECE, seq, ev.event_time, flag(correct), 1.0);
                 o.confidence = Some(c);
                 observations.push(o);
             }
@@ -501,32 +506,129 @@ fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rule
     (out, counts)
 }
 
+thread_local! {
+    /// Observations already encoded, handed back by [`recycle`]: [`observation`] refills their
+    /// strings in place instead of allocating eight or nine of them per observation (the
+    /// scorer builds ~4.5 observations per event, encodes each and drops it).
+    static SPARE: std::cell::RefCell<Vec<Observation>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// At most this many spare observations are kept per thread.
+const SPARE_MAX: usize = 4096;
+
+/// Hands an observation that is no longer needed back for reuse by this thread's next
+/// [`observation`] calls. Optional: an observation dropped instead is simply freed.
+pub fn recycle(o: Observation) {
+    SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < SPARE_MAX {
+            s.push(o);
+        }
+    });
+}
+
+/// `dst = src` for an optional string, reusing `dst`'s allocation.
+fn set_opt(dst: &mut Option<String>, src: Option<&str>) {
+    match (dst.as_mut(), src) {
+        (Some(d), Some(v)) => {
+            d.clear();
+            d.push_str(v);
+        }
+        (None, Some(v)) => *dst = Some(v.to_string()),
+        (_, None) => *dst = None,
+    }
+}
+
+/// Appends the decimal digits of `v` (what `format!("{v}")` writes, without its machinery).
+fn push_int(s: &mut String, v: i64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = v.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        s.push('-');
+    }
+    s.push_str(std::str::from_utf8(&buf[i..]).expect("ASCII digits"));
+}
+
+/// One observation of `run`: id `run/metric[/step]`, the run's identity, no agent (see
+/// [`observation_of`]).
 fn observation(run_id: &str, run: &Run, metric: &str, step: Option<i64>, t: i64, value: f64, weight: f64) -> Observation {
-    let observation_id = match step {
-        Some(s) => format!("{run_id}/{metric}/{s}"),
-        None => format!("{run_id}/{metric}"),
-    };
-    Observation {
-        observation_id,
-        metric: metric.to_string(),
-        system_id: run.system.id.clone(),
-        system_version: run.system.version.clone(),
+    observation_of(run_id, run, None, metric, step, t, value, weight)
+}
+
+/// One observation of `run` attributed to `agent`, built in a recycled observation when there
+/// is one (every field is overwritten).
+#[allow(clippy::too_many_arguments)]
+fn observation_of(
+    run_id: &str,
+    run: &Run,
+    agent: Option<&str>,
+    metric: &str,
+    step: Option<i64>,
+    t: i64,
+    value: f64,
+    weight: f64,
+) -> Observation {
+    let mut o = SPARE.with(|s| s.borrow_mut().pop()).unwrap_or_else(|| Observation {
+        observation_id: String::with_capacity(run_id.len() + metric.len() + 8),
+        metric: String::new(),
+        system_id: String::new(),
+        system_version: String::new(),
         source: run.source,
         agent_id: None,
-        run_id: run_id.to_string(),
-        task_id: Some(run.task_id.clone()),
-        attempt: Some(run.attempt),
-        groups: run.groups.clone(),
-        benchmark: run.benchmark.clone(),
-        task_family: run.task_family.clone(),
-        cluster_id: run_id.to_string(),
-        step,
-        event_time: t,
-        value,
-        weight,
+        run_id: String::new(),
+        task_id: None,
+        attempt: None,
+        groups: Vec::new(),
+        benchmark: None,
+        task_family: None,
+        cluster_id: String::new(),
+        step: None,
+        event_time: 0,
+        value: 0.0,
+        weight: 1.0,
         confidence: None,
         provenance: None,
+    });
+    let id = &mut o.observation_id;
+    id.clear();
+    id.push_str(run_id);
+    id.push('/');
+    id.push_str(metric);
+    if let Some(s) = step {
+        id.push('/');
+        push_int(id, s);
     }
+    o.metric.clear();
+    o.metric.push_str(metric);
+    o.system_id.clone_from(&run.system.id);
+    o.system_version.clone_from(&run.system.version);
+    o.source = run.source;
+    set_opt(&mut o.agent_id, agent);
+    o.run_id.clear();
+    o.run_id.push_str(run_id);
+    set_opt(&mut o.task_id, Some(&run.task_id));
+    o.attempt = Some(run.attempt);
+    o.groups.clone_from(&run.groups);
+    set_opt(&mut o.benchmark, run.benchmark.as_deref());
+    set_opt(&mut o.task_family, run.task_family.as_deref());
+    o.cluster_id.clear();
+    o.cluster_id.push_str(run_id);
+    o.step = step;
+    o.event_time = t;
+    o.value = value;
+    o.weight = weight;
+    o.confidence = None;
+    o.provenance = None;
+    o
 }
 
 /// Whether a run succeeded, and who says so. The most authoritative verdict present wins: a
@@ -1024,5 +1126,63 @@ mod tests {
         assert_eq!(by("cost_per_success").provenance, Some(Provenance::Judge));
         assert_eq!(by("cost_per_run").provenance, None);
         assert!(!obs.iter().any(|o| o.metric == "task_success_self_reported"));
+    }
+
+    #[test]
+    fn ids_write_steps_as_format_does() {
+        for v in [0, 1, -1, 9, 10, 99, 100, 123_456_789, i64::MAX, i64::MIN, -1_000_000] {
+            let mut s = String::from("x/");
+            push_int(&mut s, v);
+            assert_eq!(s, format!("x/{v}"));
+        }
+    }
+
+    fn full_run(task_family: Option<&str>, benchmark: Option<&str>, groups: &[&str]) -> Run {
+        Run {
+            first_offset: 0,
+            system: SystemRef { id: "a-rather-long-system-name".into(), version: "2.0.1".into(), config_hash: String::new() },
+            source: Source::Evaluation,
+            task_id: "task-with-a-long-id".into(),
+            attempt: 3,
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            benchmark: benchmark.map(str::to_string),
+            task_family: task_family.map(str::to_string),
+            optimal_steps: None,
+            required_subgoals: None,
+            last_sequence: 0,
+            last_event_time: 0,
+            steps: 0,
+            tokens: 0,
+            cost: 0.0,
+            latency_ms: 0.0,
+            met_failure: false,
+            asked_help: false,
+            event_ids: vec![],
+        }
+    }
+
+    /// An observation built in a recycled one equals one built fresh: nothing of the earlier
+    /// run, agent, step, confidence or provenance is carried over.
+    #[test]
+    fn recycled_observations_carry_nothing_over() {
+        let rich = full_run(Some("refunds"), Some("bench-7"), &["eu", "beta"]);
+        let plain = Run {
+            source: Source::Production,
+            system: SystemRef { id: "s".into(), version: "1".into(), config_hash: String::new() },
+            ..full_run(None, None, &[])
+        };
+        let fresh = |run: &Run, agent: Option<&str>, step: Option<i64>| observation_of("r-2", run, agent, "m", step, 7, 0.5, 2.0);
+        let expected = [fresh(&plain, None, None), fresh(&plain, Some("b"), Some(12)), fresh(&rich, Some("planner"), None)];
+        for _ in 0..3 {
+            let mut o =
+                observation_of("run-with-a-longer-id", &rich, Some("executor-agent"), "unsafe_action_rate", Some(123_456), 99, 1.0, 1.0);
+            o.confidence = Some(0.4);
+            o.provenance = Some(Provenance::Judge);
+            recycle(o);
+        }
+        let again = [fresh(&plain, None, None), fresh(&plain, Some("b"), Some(12)), fresh(&rich, Some("planner"), None)];
+        assert_eq!(again, expected);
+        assert_eq!(again[1].observation_id, "r-2/m/12");
+        assert_eq!((again[0].agent_id.as_deref(), again[0].task_family.as_deref(), again[0].groups.len()), (None, None, 0));
     }
 }

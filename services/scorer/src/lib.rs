@@ -316,7 +316,9 @@ impl Stage for ScorerStage {
                         let counter = self.produced(&o.metric);
                         metric_names.push(counter);
                         let payload = to_single_object(&o).expect("observations always encode");
-                        records.push(OutRecord { partition: None, topic: self.observations_topic.clone(), key: o.system_id, payload });
+                        let key = o.system_id.clone();
+                        records.push(OutRecord { partition: None, topic: self.observations_topic.clone(), key, payload });
+                        assemble::recycle(o);
                     }
                 }
             },

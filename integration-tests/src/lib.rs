@@ -48,6 +48,10 @@ impl TestEnv {
     /// Starts a broker (or uses `OCTANT_BROKERS`) and creates the declared topics with
     /// `partitions` partitions under a prefix unique to this test.
     pub async fn new(name: &str, partitions: i32) -> TestEnv {
+        // The services' logs, when asked for (`OCTANT_LOG=octant_runtime=info cargo test …`).
+        if std::env::var_os("OCTANT_LOG").is_some() {
+            octant_runtime::shutdown::init_tracing("warn");
+        }
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let prefix = format!("t{}-{n}-{name}.", std::process::id());
         let (broker, brokers) = match std::env::var("OCTANT_BROKERS") {

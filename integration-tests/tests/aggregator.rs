@@ -207,6 +207,44 @@ pub(crate) async fn pipeline_scored(
             e.2 = e.2.max(o.event_time);
         }
         eprintln!("late observations by copies on the observations topic [0, 1, 2, 3+]: {copies_of_late:?}");
+        // Where the first late observation of each partition sits among the scorer's
+        // watermarks: what each upstream partition had announced before it, in offset order.
+        let late_ids: std::collections::BTreeSet<String> = read_all::<octant_contracts::DeadLetter>(&env.kafka, &env.topic(topics::DLQ))
+            .await
+            .into_iter()
+            .filter(|dl| dl.error_class == "late_observation")
+            .filter_map(|dl| d.decode::<octant_contracts::Observation>(&dl.payload).ok().map(|o| o.observation_id))
+            .collect();
+        let raw = octant_runtime::topic::read_to_end(&env.kafka, &env.topic(topics::OBSERVATIONS), Duration::from_secs(60)).await.unwrap();
+        // (observations partition, upstream topic, upstream partition) → (watermark, idle, offset).
+        type Announced = BTreeMap<(i32, String, i32), (Option<i64>, bool, i64)>;
+        let mut announced = Announced::new();
+        let mut reported = std::collections::BTreeSet::new();
+        for r in &raw {
+            if let Ok(w) = d.decode::<octant_contracts::Watermark>(&r.payload) {
+                let key = (r.partition, w.source_topic.clone(), w.source_partition);
+                if announced.get(&key).is_none_or(|a| a.1 != w.idle) && reported.len() < 2 {
+                    eprintln!(
+                        "  partition {} offset {}: {}[{}] idle {} watermark {:?}",
+                        r.partition, r.offset, w.source_topic, w.source_partition, w.idle, w.watermark
+                    );
+                }
+                announced.insert(key, (w.watermark, w.idle, r.offset));
+            } else if let Ok(o) = d.decode::<octant_contracts::Observation>(&r.payload)
+                && late_ids.contains(&o.observation_id)
+                && reported.insert(r.partition)
+            {
+                eprintln!(
+                    "first late observation of partition {} at offset {} (event time {}, run {}); watermarks announced before it:",
+                    r.partition, r.offset, o.event_time, o.run_id
+                );
+                for ((p, topic, sp), (wm, idle, at)) in &announced {
+                    if *p == r.partition {
+                        eprintln!("  {topic}[{sp}] = {wm:?} idle {idle} (offset {at})");
+                    }
+                }
+            }
+        }
         for ((metric, partition), (n, lo, hi, example)) in &by {
             eprintln!("late: {n} × {metric} on observations partition {partition}, event time {lo}..{hi}; e.g. {example}");
         }
@@ -622,7 +660,8 @@ async fn late_observations_are_dead_lettered() {
     use octant_runtime::kafka::{OutRecord, producer, send};
     let env = TestEnv::new("late", 1).await;
     let shutdown = CancellationToken::new();
-    let agg = octant_aggregator::start(aggregator_config(&env), Registry::new(), shutdown.clone()).await.unwrap();
+    let cfg = AggregatorConfig { upstream_topics: vec!["upstream".into()], ..aggregator_config(&env) };
+    let agg = octant_aggregator::start(cfg, Registry::new(), shutdown.clone()).await.unwrap();
     let p = producer(&env.kafka, "test").unwrap();
     let obs = |i: i64, t: i64| Observation {
         observation_id: format!("run-{i}/unsafe_action_rate/1"),
@@ -647,7 +686,7 @@ async fn late_observations_are_dead_lettered() {
     };
     let wm = |t: i64| Watermark {
         service: "scorer".into(),
-        source_topic: "upstream".into(),
+        source_topic: env.topic("upstream"),
         source_partition: 0,
         source_partitions: 1,
         watermark: Some(t),

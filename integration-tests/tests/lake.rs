@@ -331,7 +331,9 @@ async fn s3_server() -> S3Server {
         .stderr(std::process::Stdio::null());
     let child = Child(spawn_child(cmd));
     let addr = format!("127.0.0.1:{port}");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    // moto imports boto and flask first: seconds on an idle machine, over 30 s on a loaded one
+    // (seen in CI with builds running beside).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
     loop {
         if let Ok(mut s) = tokio::net::TcpStream::connect(&addr).await {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};

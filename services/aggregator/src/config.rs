@@ -23,6 +23,15 @@ pub struct AggregatorConfig {
     /// `octant_metric_slice_*` gauges; never vetoed, never in a profile.
     #[serde(default)]
     pub slices: octant_engine::window::SliceSpec,
+    /// The topics whose progress the scorer announces in its watermarks (its inputs, before the
+    /// prefix): windows wait until every partition of each has been heard from, so the first
+    /// watermarks of one topic cannot make another's data late. Default: both trajectory topics.
+    #[serde(default = "default_upstream_topics")]
+    pub upstream_topics: Vec<String>,
+}
+
+fn default_upstream_topics() -> Vec<String> {
+    vec![octant_contracts::topics::TRAJECTORIES_PRODUCTION.to_string(), octant_contracts::topics::TRAJECTORIES_EVALUATION.to_string()]
 }
 
 impl Default for AggregatorConfig {
@@ -36,6 +45,9 @@ impl AggregatorConfig {
         self.stream.check(&crate::ID)?;
         self.redaction.build()?;
         self.slices.check()?;
+        if self.upstream_topics.is_empty() {
+            return Err("upstream_topics: at least the topic the scorer reads".into());
+        }
         self.evaluation.check()
     }
 }

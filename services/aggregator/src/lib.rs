@@ -105,6 +105,8 @@ pub struct AggregatorStage {
     metrics: Metrics,
     profiles: broadcast::Sender<ProfileUpdate>,
     config: AggregatorConfig,
+    /// The scorer's input topics (prefixed): every partition state waits for their progress.
+    upstream_topics: Vec<String>,
     /// Label sets of the evaluation gauges → window end of their last update, so series of
     /// systems, versions or benchmarks that stopped reporting are removed (bounded cardinality).
     gauge_sets: std::sync::Mutex<GaugeSets>,
@@ -139,6 +141,7 @@ impl AggregatorStage {
             metrics: Metrics::new(registry),
             profiles: broadcast::channel(1024).0,
             config: config.clone(),
+            upstream_topics: config.upstream_topics.iter().map(|t| kafka.topic(t)).collect(),
             gauge_sets: Default::default(),
         }
     }
@@ -308,7 +311,8 @@ impl Stage for AggregatorStage {
         Ok(PartitionState {
             windows: Windows::new(self.config.evaluation.window_spec(), self.config.evaluation.bootstrap_spec(), resume)
                 .with_slices(self.config.slices.clone(), self.config.evaluation.multi_agent_systems()),
-            upstream: Upstream::default(),
+            // The scorer's inputs: windows wait for both trajectory topics' progress.
+            upstream: Upstream::expecting(self.upstream_topics.clone()),
         })
     }
 

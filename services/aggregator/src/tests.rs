@@ -19,12 +19,17 @@ const T0: i64 = 1_764_489_600_000;
 
 /// Tumbling one-hour windows (one window per series per hour: readable golden files).
 fn config() -> AggregatorConfig {
-    let mut c = AggregatorConfig::default();
+    let mut c = production_only();
     c.evaluation.window.tumbling = true;
     c.evaluation.window.length = Duration::from_secs(3600);
     // golden-bot is declared against a single-agent baseline: its RCC windows are golden too.
     c.evaluation.single_agent_baselines.insert("golden-bot".into(), 0.9);
     c
+}
+
+/// The defaults, with the production topic as the only upstream: [`watermark`] speaks for it.
+fn production_only() -> AggregatorConfig {
+    AggregatorConfig { upstream_topics: vec![topics::TRAJECTORIES_PRODUCTION.into()], ..AggregatorConfig::default() }
 }
 
 fn watermark(t: i64) -> Vec<u8> {
@@ -187,7 +192,7 @@ fn bad_input_is_dead_lettered_and_the_stream_goes_on() {
 /// windows a run without the restart emits from there on: same ids, same values.
 #[test]
 fn a_restart_from_the_commit_point_emits_the_same_windows() {
-    let c = AggregatorConfig::default(); // sliding: 1 h every minute
+    let c = production_only(); // sliding: 1 h every minute
     let topic = c.stream.kafka.topic(topics::OBSERVATIONS);
     let tp = TopicPartition::new(topic.clone(), 0);
     // Observations every 15 s for 2 h, a watermark every minute.
@@ -230,7 +235,7 @@ fn a_restart_from_the_commit_point_emits_the_same_windows() {
 }
 
 fn stage(registry: &Registry) -> AggregatorStage {
-    AggregatorStage::new(&AggregatorConfig::default(), registry)
+    AggregatorStage::new(&production_only(), registry)
 }
 
 fn obs(system: &str, i: i64, t: i64) -> Observation {

@@ -13,6 +13,14 @@
 //!
 //! An observation is then late only when it is older than its own upstream partition's
 //! progress by more than the allowed lateness — a property of the input data, not of timing.
+//!
+//! "Every upstream topic" is known before any of its watermarks arrive: the scorer reads
+//! both trajectory topics, and an aggregator partition that had heard only from the
+//! production topic's partitions would otherwise take their minimum as the watermark and
+//! declare the evaluation topic's first observations late (seen: 13,613 late observations
+//! when the scorer's first watermarks of the evaluation topic came after the production
+//! topic's). An expected topic not heard from yet counts as a partition waited for; an empty
+//! topic's partitions are announced idle by the scorer within its idle interval.
 
 use std::collections::BTreeMap;
 
@@ -32,9 +40,17 @@ pub struct Upstream {
     sources: BTreeMap<(String, i32), SourceState>,
     /// Upstream topic → partition count.
     partitions: BTreeMap<String, i32>,
+    /// Upstream topics known before their first watermark (the scorer's inputs).
+    expected: Vec<String>,
 }
 
 impl Upstream {
+    /// Progress over `topics` (at least), each waited for until one of its watermarks says how
+    /// many partitions it has and all of them have been heard from.
+    pub fn expecting(topics: impl IntoIterator<Item = String>) -> Upstream {
+        Upstream { expected: topics.into_iter().collect(), ..Upstream::default() }
+    }
+
     /// Records `w`; returns the combined watermark afterwards.
     pub fn observe(&mut self, w: &Watermark) -> Option<i64> {
         self.partitions.insert(w.source_topic.clone(), w.source_partitions.max(w.source_partition + 1));
@@ -56,11 +72,13 @@ impl Upstream {
         self.sources.values().filter(|s| !s.idle).filter_map(|s| s.watermark).min()
     }
 
-    /// Upstream partitions not heard from yet.
+    /// Upstream partitions not heard from yet (an expected topic not heard from at all counts
+    /// as one).
     pub fn waiting(&self) -> usize {
         let expected: i32 = self.partitions.values().sum();
         let heard = self.sources.keys().filter(|(t, p)| self.partitions.get(t).is_some_and(|n| p < n)).count();
-        (expected as usize).saturating_sub(heard)
+        let unheard_topics = self.expected.iter().filter(|t| !self.partitions.contains_key(*t)).count();
+        (expected as usize).saturating_sub(heard) + unheard_topics
     }
 
     /// Upstream partitions currently idle.
@@ -103,5 +121,22 @@ mod tests {
             u.observe(&wm(t, p, 2, None, true));
         }
         assert_eq!(u.current(), None);
+    }
+
+    /// The scorer's first watermarks all come from the production topic: with the evaluation
+    /// topic expected, no watermark until it is heard from (idle, when empty).
+    #[test]
+    fn an_expected_topic_holds_the_watermark_until_heard_from() {
+        let mut u = Upstream::expecting(["prod".to_string(), "eval".to_string()]);
+        assert_eq!(u.waiting(), 2);
+        assert_eq!(u.observe(&wm("prod", 0, 2, Some(100), false)), None);
+        assert_eq!(u.observe(&wm("prod", 1, 2, Some(500), false)), None, "eval not heard from: its data may be older");
+        assert_eq!(u.waiting(), 1);
+        assert_eq!(u.observe(&wm("eval", 0, 2, Some(30), false)), None, "eval has two partitions");
+        assert_eq!(u.observe(&wm("eval", 1, 2, None, true)), Some(30), "an empty partition announced idle");
+        // Without expectations, the old behaviour: the production topic alone decides.
+        let mut plain = Upstream::default();
+        plain.observe(&wm("prod", 0, 2, Some(100), false));
+        assert_eq!(plain.observe(&wm("prod", 1, 2, Some(500), false)), Some(100));
     }
 }

@@ -482,7 +482,18 @@ impl ClientContext for GroupContext {
                 if *p < 0 || part.hi_offset < 0 || !assigned.contains(&TopicPartition::new(topic.clone(), *p)) {
                     continue;
                 }
-                let lag = if part.app_offset >= 0 { (part.hi_offset - part.app_offset).max(0) } else { part.consumer_lag };
+                // Nothing read yet and nothing committed: reading starts at the low watermark
+                // (`auto.offset.reset=earliest`), so an empty partition has no lag; librdkafka's
+                // own figure is −1 (unknown) then, and such a partition would never be idle.
+                let lag = if part.app_offset >= 0 {
+                    (part.hi_offset - part.app_offset).max(0)
+                } else if part.consumer_lag >= 0 {
+                    part.consumer_lag
+                } else if part.committed_offset < 0 && part.lo_offset >= 0 {
+                    (part.hi_offset - part.lo_offset).max(0)
+                } else {
+                    -1
+                };
                 if lag >= 0 {
                     self.shared.lags.lock().unwrap().insert(TopicPartition::new(topic.clone(), *p), lag);
                     self.lag.with_label_values(&[&self.group, topic, &p.to_string()]).set(lag);

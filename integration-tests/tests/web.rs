@@ -63,6 +63,8 @@ pub(crate) async fn run_pages_in_chromium(env: &TestEnv, lake: &Path, unsafe_run
         admin_addr: "127.0.0.1:0".parse().unwrap(),
         kafka: env.kafka.clone(),
         web_refresh: std::time::Duration::from_secs(2),
+        // One period over the whole (2025) lake: the system page shows its profile's evaluators.
+        periods: vec![std::time::Duration::from_secs(3 * 365 * 86_400)],
         ..Default::default()
     };
     let running = octant_profiler::start(cfg, prometheus::Registry::new(), stop.clone()).await.unwrap();
@@ -80,6 +82,10 @@ pub(crate) async fn run_pages_in_chromium(env: &TestEnv, lake: &Path, unsafe_run
         assert!(tokio::time::Instant::now() < deadline, "the fleet page did not catch up: {body}");
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
+    while !running.health.is_ready() {
+        assert!(tokio::time::Instant::now() < deadline + std::time::Duration::from_secs(60), "no profile run: {}", running.health.detail());
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
     let pages = serde_json::json!({
         "out": out,
         "token": null,
@@ -87,6 +93,7 @@ pub(crate) async fn run_pages_in_chromium(env: &TestEnv, lake: &Path, unsafe_run
             {"name": "fleet", "url": format!("{base}/")},
             {"name": "run-unsafe", "url": format!("{base}/runs/{unsafe_run}")},
             {"name": "run-hostile", "url": format!("{base}/runs/{HOSTILE_RUN}")},
+            {"name": "system-rel", "url": format!("{base}/systems/rel?days=31")},
         ],
     });
     let report = check_pages(&pages);
@@ -108,9 +115,15 @@ pub(crate) async fn run_pages_in_chromium(env: &TestEnv, lake: &Path, unsafe_run
     );
     assert_accessible(&report, &["fleet"]);
     assert!(fleet["reached"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("id=\"pause\"")), "{fleet}");
-    for p in &report["pages"].as_array().unwrap()[1..] {
+    for p in &report["pages"].as_array().unwrap()[1..3] {
         assert_eq!(p["unsafe_marks"], 1, "{}: the timeline marks the unsafe step", p["name"]);
     }
+    // The system page shows the evaluators behind its judged metrics: the judge's agreement
+    // with the humans, and the pairwise judge's biases.
+    let system = page(&report, "system-rel");
+    let text = system["text"].as_str().unwrap();
+    assert!(text.contains("Evaluators (meta-evaluation)") && text.contains("Raters, version 2.0.0"), "{text}");
+    assert!(text.contains("answer_quality") && text.contains("answer_quality_pairwise"), "{text}");
     let unsafe_page = &report["pages"][1];
     assert_eq!(unsafe_page["unsafe_rows"], serde_json::json!([format!("step-{unsafe_step}")]));
     assert!(unsafe_page["timeline_desc"].as_str().unwrap().contains(&format!("Unsafe: step {unsafe_step}.")));

@@ -13,8 +13,16 @@
 //! can make a signed-in browser change anything. A browser asking for a page without a
 //! session is sent to the login page and back after it; any other client gets 401. The token
 //! is compared in constant time and never logged.
+//!
+//! Guessing the token through the login page is throttled: after [`MAX_FAILURES`] wrong tokens
+//! within [`THROTTLE_WINDOW`], every sign-in is refused with 429 and `Retry-After` until the
+//! window ends — the right token too, or the throttle would still answer guesses. The count is
+//! per server, not per client (behind a proxy every client has the proxy's address): a flood
+//! of wrong tokens keeps people from signing in for a minute at a time, never programs with the
+//! bearer token, and never sessions already open.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::extract::Request;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -28,11 +36,36 @@ use crate::web::{self, esc};
 pub const SESSION: Duration = Duration::from_secs(12 * 3600);
 pub const COOKIE: &str = "octant_session";
 
+/// Wrong tokens a server accepts at `/login` within [`THROTTLE_WINDOW`] before it refuses every
+/// sign-in until the window ends.
+pub const MAX_FAILURES: u32 = 10;
+pub const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
+
 /// The server's view of the token.
 #[derive(Clone)]
 pub struct Auth {
     token: octant_runtime::config::Secret,
     key: hmac::Key,
+    throttle: Arc<Mutex<Throttle>>,
+}
+
+/// Failed sign-ins in the current fixed window.
+#[derive(Debug)]
+struct Throttle {
+    since: Instant,
+    failures: u32,
+}
+
+impl Throttle {
+    /// `Some(wait)` while sign-ins are refused at `now`.
+    fn refused(&mut self, now: Instant) -> Option<Duration> {
+        let elapsed = now.saturating_duration_since(self.since);
+        if elapsed >= THROTTLE_WINDOW {
+            *self = Throttle { since: now, failures: 0 };
+            return None;
+        }
+        (self.failures >= MAX_FAILURES).then(|| THROTTLE_WINDOW - elapsed)
+    }
 }
 
 impl std::fmt::Debug for Auth {
@@ -66,7 +99,21 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 impl Auth {
     pub fn new(token: octant_runtime::config::Secret) -> Auth {
         let key = hmac::Key::new(hmac::HMAC_SHA256, token.expose().as_bytes());
-        Auth { token, key }
+        Auth { token, key, throttle: Arc::new(Mutex::new(Throttle { since: Instant::now(), failures: 0 })) }
+    }
+
+    /// Checks a sign-in with `given` at `now`: `Ok(true)` for the token, `Ok(false)` for a wrong
+    /// one (counted), `Err(wait)` while sign-ins are throttled (not checked, not counted).
+    fn sign_in(&self, given: Option<&str>, now: Instant) -> Result<bool, Duration> {
+        let mut t = self.throttle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(wait) = t.refused(now) {
+            return Err(wait);
+        }
+        let ok = given.is_some_and(|g| self.token_matches(g));
+        if !ok {
+            t.failures += 1;
+        }
+        Ok(ok)
     }
 
     fn message(expiry: u64) -> String {
@@ -162,7 +209,15 @@ pub fn login_page(next: &str, failed: bool) -> String {
 /// `POST /login` with form fields `token` and `next`.
 pub fn login(auth: &Auth, headers: &HeaderMap, form: &std::collections::BTreeMap<String, String>) -> Response {
     let next = safe_next(form.get("next").map(String::as_str));
-    let ok = form.get("token").is_some_and(|t| auth.token_matches(t));
+    let ok = match auth.sign_in(form.get("token").map(String::as_str), Instant::now()) {
+        Ok(ok) => ok,
+        Err(wait) => {
+            let secs = wait.as_secs().max(1);
+            tracing::warn!(retry_after_s = secs, "web view: sign-ins throttled after {MAX_FAILURES} wrong tokens");
+            let body = format!("too many wrong tokens: sign-ins resume in {secs} s\n");
+            return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, secs.to_string())], body).into_response();
+        }
+    };
     if !ok {
         tracing::warn!("web view: a sign-in with a wrong token");
         let html = login_page(&next, true);
@@ -213,5 +268,38 @@ mod tests {
             assert_eq!(safe_next(next), want);
         }
         assert!(login_page("\"><script>", false).contains("value=\"&quot;&gt;&lt;script&gt;\""));
+    }
+
+    #[test]
+    fn guessing_the_token_is_throttled() {
+        let auth = Auth::new(octant_runtime::config::Secret::new("s3cret"));
+        let t0 = Instant::now();
+        auth.throttle.lock().unwrap().since = t0;
+        for i in 0..MAX_FAILURES {
+            assert_eq!(auth.sign_in(Some(&format!("guess-{i}")), t0), Ok(false));
+        }
+        assert_eq!(auth.sign_in(None, t0), Err(THROTTLE_WINDOW), "the form without a token counts too, and is refused now");
+        let later = t0 + Duration::from_secs(45);
+        assert_eq!(
+            auth.sign_in(Some("s3cret"), later),
+            Err(Duration::from_secs(15)),
+            "even the token: a throttle that answered would still confirm guesses"
+        );
+        let next_window = t0 + THROTTLE_WINDOW;
+        assert_eq!(auth.sign_in(Some("s3cret"), next_window), Ok(true));
+        assert_eq!(auth.sign_in(Some("wrong"), next_window), Ok(false), "a new window counts afresh");
+        // Sessions and the bearer token are never throttled.
+        let mut b = HeaderMap::new();
+        b.insert(header::AUTHORIZATION, "Bearer s3cret".parse().unwrap());
+        for _ in 0..MAX_FAILURES {
+            let _ = auth.sign_in(Some("wrong"), next_window);
+        }
+        assert!(auth.sign_in(Some("s3cret"), next_window).is_err());
+        assert!(auth.allows(&axum::http::Method::GET, &b));
+        let form: std::collections::BTreeMap<String, String> = [("token".to_string(), "s3cret".to_string())].into();
+        let r = login(&auth, &HeaderMap::new(), &form);
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        let wait: u64 = r.headers()[header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+        assert!((1..=60).contains(&wait), "{wait}");
     }
 }

@@ -251,6 +251,7 @@ async fn system_page(
                 period: b.record.period.clone(),
                 generated_at: b.record.generated_at,
                 unsuitable: b.dimension_profile.unsuitable,
+                meta: Some(b.meta.clone()),
             })
             .collect()
     };

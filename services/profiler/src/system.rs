@@ -53,6 +53,9 @@ pub struct Package {
     pub period: String,
     pub generated_at: i64,
     pub unsuitable: bool,
+    /// The profile's meta-evaluation, when its period had evaluator results (shown on the page).
+    #[serde(skip)]
+    pub meta: Option<crate::meta::MetaEvaluation>,
 }
 
 impl Package {
@@ -229,6 +232,7 @@ pub fn to_html(v: &SystemView, packages: &[Package]) -> String {
         }
         s.push_str("</tbody></table>");
     }
+    meta_section(&mut s, packages);
     s.push_str("<h2>Evidence packages</h2>");
     if packages.is_empty() {
         s.push_str("<p>No profile of this system yet (the profiler builds them every run).</p>");
@@ -252,6 +256,107 @@ pub fn to_html(v: &SystemView, packages: &[Package]) -> String {
     }
     s.push_str("</main></body></html>\n");
     s
+}
+
+/// The evaluators behind the judged and comparative metrics, per latest profile: agreement
+/// among raters, judge–human κ, stability, judge biases and set-level scores (the evidence
+/// package's "Meta-evaluation" section, as tables).
+fn meta_section(s: &mut String, packages: &[Package]) {
+    let with: Vec<(&Package, &crate::meta::MetaEvaluation)> = packages
+        .iter()
+        .filter_map(|p| p.meta.as_ref().map(|m| (p, m)))
+        .filter(|(_, m)| !(m.raters.is_empty() && m.pairwise.is_empty() && m.set_level.is_empty()))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    s.push_str("<h2 id=\"evaluators\">Evaluators (meta-evaluation)</h2>");
+    let num = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |x| format!("{x:.3}"));
+    let band = |b: Option<u8>| b.map_or_else(|| "—".to_string(), |b| b.to_string());
+    let iv = |v: Option<[f64; 2]>| v.map_or_else(String::new, |[l, h]| format!(" [{l:.3}, {h:.3}]"));
+    for (i, (p, m)) in with.iter().enumerate() {
+        let whose = format!("version {} · {} · period {}", esc(&p.version), p.source.as_str(), esc(&p.period));
+        if !m.raters.is_empty() {
+            let _ = write!(
+                s,
+                "<table class=\"meta\" id=\"raters-{i}\"><caption>Raters, {whose}</caption><thead><tr><th scope=\"col\">Evaluation</th>\
+                 <th scope=\"col\">Items</th><th scope=\"col\">α among humans</th><th scope=\"col\">Judge–human κ [95 %]</th>\
+                 <th scope=\"col\">κ band</th><th scope=\"col\">Test–retest SD (band C(0.10))</th></tr></thead><tbody>"
+            );
+            for r in &m.raters {
+                let (k, kb) = match &r.judge_human {
+                    Some(k) => (format!("{:.3} [{:.3}, {:.3}] ({} items)", k.kappa, k.lo, k.hi, k.items), band(k.band)),
+                    None => ("—".into(), "—".into()),
+                };
+                let _ = write!(
+                    s,
+                    "<tr><th scope=\"row\">{}</th><td>{}</td><td>{} ({} humans)</td><td>{}</td><td>{}</td><td>{} ({})</td></tr>",
+                    esc(&r.name),
+                    r.items,
+                    num(r.human_alpha),
+                    r.humans,
+                    k,
+                    kb,
+                    num(r.retest_instability),
+                    band(r.retest_band)
+                );
+            }
+            s.push_str("</tbody></table>");
+        }
+        if !m.pairwise.is_empty() {
+            let _ = write!(
+                s,
+                "<table class=\"meta\" id=\"pairwise-{i}\"><caption>Pairwise judges, {whose}</caption><thead><tr><th scope=\"col\">Evaluation</th>\
+                 <th scope=\"col\">Verdicts</th><th scope=\"col\">Win rate (both orders)</th><th scope=\"col\">Position inconsistency (band C(0.15))</th>\
+                 <th scope=\"col\">Verbosity bias [95 %] (band C(0.15))</th><th scope=\"col\">Elo [95 %] (band, pool)</th></tr></thead><tbody>"
+            );
+            for q in &m.pairwise {
+                let _ = write!(
+                    s,
+                    "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{} ({})</td><td>{}{} ({})</td><td>{}{} ({}, {})</td></tr>",
+                    esc(&q.name),
+                    q.verdicts,
+                    num(q.win_rate),
+                    num(q.position_inconsistency),
+                    band(q.position_band),
+                    num(q.verbosity_bias),
+                    iv(q.verbosity_interval),
+                    band(q.verbosity_band),
+                    q.elo.map_or_else(|| "—".to_string(), |e| format!("{e:.0}")),
+                    q.elo_interval.map_or_else(String::new, |[l, h]| format!(" [{l:.0}, {h:.0}]")),
+                    band(q.elo_band),
+                    esc(q.pool_version.as_deref().unwrap_or("no pool declared"))
+                );
+            }
+            s.push_str("</tbody></table>");
+        }
+        if !m.set_level.is_empty() {
+            let _ = write!(
+                s,
+                "<table class=\"meta\" id=\"set-level-{i}\"><caption>Set-level scores, {whose}</caption><thead><tr><th scope=\"col\">Score</th>\
+                 <th scope=\"col\">Evaluator</th><th scope=\"col\">Value [evaluator's interval]</th><th scope=\"col\">Band or N/A</th></tr></thead><tbody>"
+            );
+            for r in &m.set_level {
+                let reported = match (r.ci_low, r.ci_high) {
+                    (Some(l), Some(h)) => format!(" [{l}, {h}]"),
+                    _ => String::new(),
+                };
+                let b = match (&r.na_reason, r.band) {
+                    (Some(why), _) => format!("N/A: {}", esc(why)),
+                    (None, Some(b)) => format!("{b} [{}, {}]", r.band_low.unwrap_or(b), r.band_high.unwrap_or(b)),
+                    _ => "—".into(),
+                };
+                let _ = write!(
+                    s,
+                    "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}{reported}</td><td>{b}</td></tr>",
+                    esc(&r.name),
+                    esc(&r.evaluator),
+                    r.value
+                );
+            }
+            s.push_str("</tbody></table>");
+        }
+    }
 }
 
 /// The newest window's eight bands as text.
@@ -474,12 +579,66 @@ mod tests {
         assert!(svg.contains("safety: band 0 [0, 0] at the newest window, between 0 and 3 over the period (N/A in 1 windows)"), "{svg}");
         assert!(svg.contains("capability: N/A throughout"));
         let v = SystemView { system: "s<1>".into(), start: 0, end: 300_000, series: vec![series], metrics: vec![], alerts: vec![] };
-        let package =
-            Package { version: "1.0.0".into(), source: Source::Production, period: "24h".into(), generated_at: 0, unsuitable: true };
+        let package = Package {
+            version: "1.0.0".into(),
+            source: Source::Production,
+            period: "24h".into(),
+            generated_at: 0,
+            unsuitable: true,
+            meta: None,
+        };
         let html = to_html(&v, &[package]);
         assert!(html.contains("<h1>System s&lt;1&gt;</h1>") && !html.contains("s<1>"), "escaped");
         assert!(html.contains("href=\"/evidence/s%3C1%3E/1.0.0/production/24h/profile.json\""), "{html}");
         assert!(html.contains("UNSUITABLE at the newest window"));
+        assert!(!html.contains("id=\"evaluators\""), "no meta-evaluation, no section");
+        // The evaluators' section: tables with captions and header cells, names escaped.
+        let meta = crate::meta::MetaEvaluation {
+            raters: vec![crate::meta::RaterReport {
+                name: "<b>quality</b>".into(),
+                items: 300,
+                humans: 3,
+                human_alpha: Some(0.712),
+                judge_human: Some(crate::meta::KappaReport {
+                    kappa: 0.64,
+                    lo: 0.55,
+                    hi: 0.73,
+                    items: 300,
+                    band: Some(3),
+                    band_low: Some(2),
+                    band_high: Some(3),
+                }),
+                retest_instability: Some(0.05),
+                retest_band: Some(3),
+                ..Default::default()
+            }],
+            pairwise: vec![crate::meta::PairwiseReport {
+                name: "quality_pairwise".into(),
+                verdicts: 600,
+                win_rate: Some(0.31),
+                position_inconsistency: Some(0.2),
+                position_band: Some(0),
+                verbosity_bias: Some(0.16),
+                verbosity_interval: Some([0.1, 0.22]),
+                verbosity_band: Some(0),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let package = Package {
+            version: "2.0.0".into(),
+            source: Source::Evaluation,
+            period: "7d".into(),
+            generated_at: 0,
+            unsuitable: false,
+            meta: Some(meta),
+        };
+        let html = to_html(&v, &[package]);
+        assert!(html.contains("<h2 id=\"evaluators\">"), "{html}");
+        assert!(html.contains("<caption>Raters, version 2.0.0 · evaluation · period 7d</caption>"), "{html}");
+        assert!(html.contains("<th scope=\"row\">&lt;b&gt;quality&lt;/b&gt;</th>") && !html.contains("<b>quality"), "escaped");
+        assert!(html.contains("<td>0.640 [0.550, 0.730] (300 items)</td><td>3</td>"), "{html}");
+        assert!(html.contains("<td>0.160 [0.100, 0.220] (0)</td>") && html.contains("no pool declared"), "{html}");
         // Thinning keeps the newest point.
         let many = Series {
             version: "1".into(),

@@ -109,6 +109,33 @@ struct Run {
     event_ids: Vec<u64>,
 }
 
+impl Run {
+    /// A run as its start event at `offset` opens it: nothing applied yet but that event.
+    fn started(ev: &TrajectoryEvent, start: &RunStarted, offset: i64) -> Run {
+        Run {
+            first_offset: offset,
+            system: ev.system.clone(),
+            source: ev.source,
+            task_id: start.task_id.clone(),
+            attempt: start.attempt,
+            groups: start.groups.clone(),
+            benchmark: start.benchmark.as_ref().map(|b| b.id.clone()),
+            task_family: start.task_family.clone().filter(|f| !f.is_empty()),
+            optimal_steps: start.optimal_steps,
+            required_subgoals: start.required_subgoals,
+            last_sequence: ev.sequence,
+            last_event_time: ev.event_time,
+            steps: 0,
+            tokens: 0,
+            cost: 0.0,
+            latency_ms: 0.0,
+            met_failure: false,
+            asked_help: false,
+            event_ids: vec![id_hash(&ev.event_id)],
+        }
+    }
+}
+
 /// What became of one event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -326,27 +353,7 @@ impl Assembler {
         if known.is_some() {
             return Verdict::Rejected { class: "duplicate_sequence", message: format!("run {} started twice", ev.run_id) };
         }
-        let run = Run {
-            first_offset: offset,
-            system: ev.system.clone(),
-            source: ev.source,
-            task_id: start.task_id.clone(),
-            attempt: start.attempt,
-            groups: start.groups.clone(),
-            benchmark: start.benchmark.as_ref().map(|b| b.id.clone()),
-            task_family: start.task_family.clone().filter(|f| !f.is_empty()),
-            optimal_steps: start.optimal_steps,
-            required_subgoals: start.required_subgoals,
-            last_sequence: ev.sequence,
-            last_event_time: ev.event_time,
-            steps: 0,
-            tokens: 0,
-            cost: 0.0,
-            latency_ms: 0.0,
-            met_failure: false,
-            asked_help: false,
-            event_ids: vec![id],
-        };
+        let run = Run::started(ev, start, offset);
         let mut observations = Vec::new();
         if let Some(c) = start.benchmark.as_ref().and_then(|b| b.contamination) {
             let mut o = observation(&ev.run_id, &run, ids::CONTAMINATION, None, ev.event_time, c, 1.0);
@@ -1138,27 +1145,20 @@ mod tests {
     }
 
     fn full_run(task_family: Option<&str>, benchmark: Option<&str>, groups: &[&str]) -> Run {
-        Run {
-            first_offset: 0,
-            system: SystemRef { id: "a-rather-long-system-name".into(), version: "2.0.1".into(), config_hash: String::new() },
-            source: Source::Evaluation,
+        let mut ev = event(0, EventKind::RunStarted);
+        ev.system = SystemRef { id: "a-rather-long-system-name".into(), version: "2.0.1".into(), config_hash: String::new() };
+        ev.source = Source::Evaluation;
+        let start = RunStarted {
             task_id: "task-with-a-long-id".into(),
             attempt: 3,
             groups: groups.iter().map(|g| g.to_string()).collect(),
-            benchmark: benchmark.map(str::to_string),
-            task_family: task_family.map(str::to_string),
             optimal_steps: None,
             required_subgoals: None,
-            last_sequence: 0,
-            last_event_time: 0,
-            steps: 0,
-            tokens: 0,
-            cost: 0.0,
-            latency_ms: 0.0,
-            met_failure: false,
-            asked_help: false,
-            event_ids: vec![],
-        }
+            benchmark: benchmark.map(|id| octant_contracts::Benchmark { id: id.into(), contamination: None }),
+            reproducibility: None,
+            task_family: task_family.map(str::to_string),
+        };
+        Run::started(&ev, &start, 0)
     }
 
     /// An observation built in a recycled one equals one built fresh: nothing of the earlier

@@ -11,7 +11,7 @@
 // (reported as the page "login"), types the token into the form and submits it with the
 // keyboard; the pages are then loaded with the session cookie that set (no header).
 // Writes one JSON document to stdout: {"login": {redirected, after}|null, "pages": [{name,
-// status, url, screenshot, scripts, violations, focusable, reached, unsafe_rows, unsafe_marks,
+// status, url, screenshot, scripts, violations, focusable, reached, refresh (a live page: the focused link before and after a reload), unsafe_rows, unsafe_marks,
 // timeline_desc, handoffs, band_marks, intervals, links, text}]}.
 const { chromium } = require("playwright-core");
 const fs = require("fs");
@@ -58,6 +58,25 @@ const path = require("path");
       );
       if (h && !reached.includes(h)) reached.push(h);
     }
+    // A page that reloads its live part keeps the keyboard's place: focus a link in it, wait
+    // for the part to be replaced, and see which element has the focus.
+    let refresh = null;
+    if (await page.$("#pause")) {
+      const before = await page.evaluate(() => {
+        const a = document.querySelector("#fleet a[href]");
+        if (!a) return null;
+        a.focus();
+        document.getElementById("fleet").dataset.replaced = "no";
+        return a.getAttribute("href");
+      });
+      if (before) {
+        await page.waitForFunction(() => !document.getElementById("fleet").dataset.replaced, null, { timeout: 60000 });
+        refresh = await page.evaluate((before) => {
+          const a = document.activeElement;
+          return { before, after: a ? a.getAttribute("href") : null, inside: document.getElementById("fleet").contains(a) };
+        }, before);
+      }
+    }
     // A pause control, when the page has one, must work from the keyboard.
     let paused = null;
     if (await page.$("#pause")) {
@@ -70,7 +89,7 @@ const path = require("path");
       const r = await axe.run(document, { resultTypes: ["violations"] });
       return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.html.slice(0, 200)) }));
     });
-    return { name, status: response ? response.status() : 0, url: page.url(), screenshot, scripts, paused, violations: axe, reached, ...facts };
+    return { name, status: response ? response.status() : 0, url: page.url(), screenshot, scripts, paused, refresh, violations: axe, reached, ...facts };
   };
   if (args.login) {
     const page = await context.newPage();

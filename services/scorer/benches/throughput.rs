@@ -23,6 +23,8 @@
 //!
 //! CPU: this process's user + system time (every thread, librdkafka's included) and the
 //! broker's (`/proc/PID/stat`) over each phase, in cores (1.0 = one core busy for the phase).
+//! `-- stage` runs phase 3 only; `-- scorer` skips the baselines (2 and 4), to profile the
+//! scorer alone.
 //! `OCTANT_BENCH_KAFKA_SETTINGS="k=v,k=v"` passes librdkafka settings to the pass-through and
 //! the scorer alike (the user's knobs).
 
@@ -160,59 +162,65 @@ async fn main() -> anyhow::Result<()> {
     let c1 = cpu(pid);
     let produce = Phase::of("produce (one client, idempotent, acks=all)", n, c0, c1, "");
 
-    // 2. Raw consume.
-    let c0 = cpu(pid);
-    let raw = {
-        let kafka = kafka.clone();
-        let inputs = inputs.clone();
-        tokio::task::spawn_blocking(move || -> anyhow::Result<usize> {
-            let consumer: BaseConsumer = kafka::client_config(&kafka, "bench-raw").set("group.id", "bench-raw").create()?;
-            let mut tpl = TopicPartitionList::new();
-            for t in &inputs {
-                for p in 0..PARTITIONS {
-                    tpl.add_partition_offset(t, p, Offset::Beginning)?;
+    // `-- scorer`: the scorer alone (for profiling it), no baselines.
+    let baselines = if std::env::args().any(|a| a == "scorer") {
+        None
+    } else {
+        // 2. Raw consume.
+        let c0 = cpu(pid);
+        let raw = {
+            let kafka = kafka.clone();
+            let inputs = inputs.clone();
+            tokio::task::spawn_blocking(move || -> anyhow::Result<usize> {
+                let consumer: BaseConsumer = kafka::client_config(&kafka, "bench-raw").set("group.id", "bench-raw").create()?;
+                let mut tpl = TopicPartitionList::new();
+                for t in &inputs {
+                    for p in 0..PARTITIONS {
+                        tpl.add_partition_offset(t, p, Offset::Beginning)?;
+                    }
                 }
-            }
-            consumer.assign(&tpl)?;
-            let mut count = 0;
-            while count < n {
-                if let Some(m) = consumer.poll(Duration::from_secs(10)) {
-                    m?;
-                    count += 1;
-                } else {
-                    anyhow::bail!("raw consumer: nothing for 10 s after {count} of {n}");
+                consumer.assign(&tpl)?;
+                let mut count = 0;
+                while count < n {
+                    if let Some(m) = consumer.poll(Duration::from_secs(10)) {
+                        m?;
+                        count += 1;
+                    } else {
+                        anyhow::bail!("raw consumer: nothing for 10 s after {count} of {n}");
+                    }
                 }
-            }
-            Ok(count)
-        })
-        .await??
-    };
-    let c1 = cpu(pid);
-    let raw = Phase::of("raw consume (librdkafka, counts only)", raw, c0, c1, "");
+                Ok(count)
+            })
+            .await??
+        };
+        let c1 = cpu(pid);
+        let raw = Phase::of("raw consume (librdkafka, counts only)", raw, c0, c1, "");
 
-    // 4. Pass-through: as a user of rdkafka would write it, and in Octant's stage loop.
-    let per_message = out_records as f64 / n as f64;
-    let size = out_bytes / out_records.max(1);
-    let mut tuned = kafka.clone();
-    tuned.settings.extend(user_settings());
-    let (c0, c1) = plain_pass_through(&tuned, &inputs, n, per_message, size, pid).await?;
-    let plain = Phase::of(
-        "plain pass-through (rdkafka FutureProducer, commit after delivery)",
-        n,
-        c0,
-        c1,
-        format!("{out_records} records of {size} bytes"),
-    );
-    let joined = Instant::now();
-    let (c0, c1) = pass_through(&tuned, &inputs, n, per_message, size, pid).await?;
-    let pass_join = c0.at.duration_since(joined);
-    let pass = Phase::of(
-        "pass-through in Octant's stage loop (consume, produce, commit after delivery)",
-        n,
-        c0,
-        c1,
-        format!("{out_records} records of {size} bytes"),
-    );
+        // 4. Pass-through: as a user of rdkafka would write it, and in Octant's stage loop.
+        let per_message = out_records as f64 / n as f64;
+        let size = out_bytes / out_records.max(1);
+        let mut tuned = kafka.clone();
+        tuned.settings.extend(user_settings());
+        let (c0, c1) = plain_pass_through(&tuned, &inputs, n, per_message, size, pid).await?;
+        let plain = Phase::of(
+            "plain pass-through (rdkafka FutureProducer, commit after delivery)",
+            n,
+            c0,
+            c1,
+            format!("{out_records} records of {size} bytes"),
+        );
+        let joined = Instant::now();
+        let (c0, c1) = pass_through(&tuned, &inputs, n, per_message, size, pid).await?;
+        let pass_join = c0.at.duration_since(joined);
+        let pass = Phase::of(
+            "pass-through in Octant's stage loop (consume, produce, commit after delivery)",
+            n,
+            c0,
+            c1,
+            format!("{out_records} records of {size} bytes"),
+        );
+        Some((raw, plain, pass, pass_join))
+    };
 
     // 5. The scorer.
     let mut config = config;
@@ -268,19 +276,24 @@ async fn main() -> anyhow::Result<()> {
         println!("librdkafka settings for pass-through and scorer: {settings:?}");
     }
     println!(
-        "joining the consumer group (not timed): pass-through {:.1} s, scorer {:.1} s",
-        pass_join.as_secs_f64(),
+        "joining the consumer group (not timed): pass-through {}, scorer {:.1} s",
+        baselines.as_ref().map_or("not run".into(), |b| format!("{:.1} s", b.3.as_secs_f64())),
         scorer_join.as_secs_f64()
     );
     println!();
     println!("| phase | events/s | vs pass-through | this process (cores) | broker (cores) | note |");
     println!("|---|---|---|---|---|---|");
-    for p in [&produce, &raw, &in_process, &plain, &pass, &scorer] {
+    let reference = baselines.as_ref().map_or(scorer.rate(), |b| b.2.rate());
+    let phases = match &baselines {
+        Some((raw, plain, pass, _)) => vec![&produce, raw, &in_process, plain, pass, &scorer],
+        None => vec![&produce, &in_process, &scorer],
+    };
+    for p in phases {
         println!(
             "| {} | {:.0} | {:.0} % | {:.2} | {:.2} | {} |",
             p.name,
             p.rate(),
-            100.0 * p.rate() / pass.rate(),
+            100.0 * p.rate() / reference,
             p.own_cores,
             p.broker_cores,
             p.note

@@ -62,7 +62,7 @@ fn cpu(broker_pid: u32) -> Cpu {
 }
 
 struct Phase {
-    name: &'static str,
+    name: String,
     events: usize,
     secs: f64,
     own_cores: f64,
@@ -71,10 +71,10 @@ struct Phase {
 }
 
 impl Phase {
-    fn of(name: &'static str, events: usize, start: Cpu, end: Cpu, note: impl Into<String>) -> Phase {
+    fn of(name: &str, events: usize, start: Cpu, end: Cpu, note: impl Into<String>) -> Phase {
         let secs = end.at.duration_since(start.at).as_secs_f64();
         Phase {
-            name,
+            name: name.to_string(),
             events,
             secs,
             own_cores: (end.own - start.own) / secs,
@@ -162,8 +162,16 @@ async fn main() -> anyhow::Result<()> {
     let c1 = cpu(pid);
     let produce = Phase::of("produce (one client, idempotent, acks=all)", n, c0, c1, "");
 
-    // `-- scorer`: the scorer alone (for profiling it), no baselines.
-    let baselines = if std::env::args().any(|a| a == "scorer") {
+    // `-- scorer`: the scorer alone (for profiling it), no baselines. `rounds=N`: the
+    // Octant-loop pass-through and the scorer alternate N times, each round in fresh groups
+    // (the machine's speed drifts within a run; the median round's ratio is the figure).
+    let only_scorer = std::env::args().any(|a| a == "scorer");
+    let rounds: usize = std::env::args().find_map(|a| a.strip_prefix("rounds=").and_then(|r| r.parse().ok())).unwrap_or(1).max(1);
+    let per_message = out_records as f64 / n as f64;
+    let size = out_bytes / out_records.max(1);
+    let mut tuned = kafka.clone();
+    tuned.settings.extend(user_settings());
+    let baselines = if only_scorer {
         None
     } else {
         // 2. Raw consume.
@@ -196,11 +204,7 @@ async fn main() -> anyhow::Result<()> {
         let c1 = cpu(pid);
         let raw = Phase::of("raw consume (librdkafka, counts only)", raw, c0, c1, "");
 
-        // 4. Pass-through: as a user of rdkafka would write it, and in Octant's stage loop.
-        let per_message = out_records as f64 / n as f64;
-        let size = out_bytes / out_records.max(1);
-        let mut tuned = kafka.clone();
-        tuned.settings.extend(user_settings());
+        // 4. Pass-through as a user of rdkafka would write it (Octant's loop: each round).
         let (c0, c1) = plain_pass_through(&tuned, &inputs, n, per_message, size, pid).await?;
         let plain = Phase::of(
             "plain pass-through (rdkafka FutureProducer, commit after delivery)",
@@ -209,23 +213,98 @@ async fn main() -> anyhow::Result<()> {
             c1,
             format!("{out_records} records of {size} bytes"),
         );
-        let joined = Instant::now();
-        let (c0, c1) = pass_through(&tuned, &inputs, n, per_message, size, pid).await?;
-        let pass_join = c0.at.duration_since(joined);
-        let pass = Phase::of(
-            "pass-through in Octant's stage loop (consume, produce, commit after delivery)",
-            n,
-            c0,
-            c1,
-            format!("{out_records} records of {size} bytes"),
-        );
-        Some((raw, plain, pass, pass_join))
+        Some((raw, plain))
     };
 
-    // 5. The scorer.
+    // 4 and 5, alternating: the pass-through in Octant's stage loop, then the scorer.
     let mut config = config;
-    config.stream.group_id = Some("bench-scorer".into());
     config.stream.kafka.settings.extend(user_settings());
+    let mut played = Vec::new();
+    for round in 0..rounds {
+        let pass = if only_scorer {
+            None
+        } else {
+            let joined = Instant::now();
+            let (c0, c1) = pass_through(&tuned, &inputs, &format!("bench-pass-{round}"), n, per_message, size, pid).await?;
+            let name = format!("pass-through in Octant's stage loop (consume, produce, commit after delivery), round {}", round + 1);
+            Some((Phase::of(&name, n, c0, c1, format!("{out_records} records of {size} bytes")), c0.at.duration_since(joined)))
+        };
+        let scorer = scorer_round(&config, &format!("bench-scorer-{round}"), n, out_records, pid, round + 1).await?;
+        played.push((pass, scorer));
+    }
+
+    println!(
+        "\n{n} JSON trajectory events, {PARTITIONS} partitions per topic, embedded broker (tansu), 2 cores shared by broker, clients and stages"
+    );
+    let settings = user_settings();
+    if !settings.is_empty() {
+        println!("librdkafka settings for pass-through and scorer: {settings:?}");
+    }
+    let seconds = |d: Vec<Duration>| d.iter().map(|d| format!("{:.1} s", d.as_secs_f64())).collect::<Vec<_>>().join(", ");
+    let pass_joins = seconds(played.iter().filter_map(|r| r.0.as_ref().map(|p| p.1)).collect());
+    println!(
+        "joining the consumer group (not timed): pass-through {}, scorer {}",
+        if pass_joins.is_empty() { "not run".into() } else { pass_joins },
+        seconds(played.iter().map(|r| r.1.1).collect())
+    );
+    println!();
+    println!("| phase | events/s | vs pass-through | this process (cores) | broker (cores) | note |");
+    println!("|---|---|---|---|---|---|");
+    // "vs pass-through": against the first round's pass-through, a round's scorer against its own.
+    let first_pass = played[0].0.as_ref().map_or(played[0].1.0.rate(), |p| p.0.rate());
+    let mut rows: Vec<(&Phase, f64)> = vec![(&produce, first_pass)];
+    if let Some((raw, _)) = &baselines {
+        rows.push((raw, first_pass));
+    }
+    rows.push((&in_process, first_pass));
+    if let Some((_, plain)) = &baselines {
+        rows.push((plain, first_pass));
+    }
+    let mut ratios = Vec::new();
+    for (pass, (scorer, _)) in &played {
+        let reference = pass.as_ref().map_or(scorer.rate(), |p| p.0.rate());
+        if let Some((p, _)) = pass {
+            rows.push((p, reference));
+            ratios.push(scorer.rate() / reference);
+        }
+        rows.push((scorer, reference));
+    }
+    for (p, reference) in rows {
+        println!(
+            "| {} | {:.0} | {:.0} % | {:.2} | {:.2} | {} |",
+            p.name,
+            p.rate(),
+            100.0 * p.rate() / reference,
+            p.own_cores,
+            p.broker_cores,
+            p.note
+        );
+    }
+    if !ratios.is_empty() {
+        let shown: Vec<String> = ratios.iter().map(|r| format!("{:.0} %", 100.0 * r)).collect();
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "\nscorer ÷ pass-through in Octant's loop, by round: {}; median {:.0} %",
+            shown.join(", "),
+            100.0 * ratios[ratios.len() / 2]
+        );
+    }
+    drop(broker);
+    std::process::exit(0)
+}
+
+/// One scorer run in its own `group`, timed from its first message read until every expected
+/// observation is acknowledged. Returns the phase and how long joining the group took.
+async fn scorer_round(
+    config: &octant_scorer::ScorerConfig,
+    group: &str,
+    n: usize,
+    out_records: usize,
+    pid: u32,
+    round: usize,
+) -> anyhow::Result<(Phase, Duration)> {
+    let mut config = config.clone();
+    config.stream.group_id = Some(group.into());
     let registry = prometheus::Registry::new();
     let shutdown = tokio_util::sync::CancellationToken::new();
     let joined = Instant::now();
@@ -237,7 +316,7 @@ async fn main() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let c0 = cpu(pid);
-    let scorer_join = c0.at.duration_since(joined);
+    let join = c0.at.duration_since(joined);
     let deadline = Instant::now() + Duration::from_secs(1800);
     let mut last = (0.0, Instant::now());
     loop {
@@ -258,8 +337,8 @@ async fn main() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let c1 = cpu(pid);
-    let scorer = Phase::of(
-        "scorer (release, in this process)",
+    let phase = Phase::of(
+        &format!("scorer (release, in this process), round {round}"),
         counter(&registry, "octant_scorer_events_consumed_total") as usize,
         c0,
         c1,
@@ -267,40 +346,7 @@ async fn main() -> anyhow::Result<()> {
     );
     shutdown.cancel();
     let _ = running.task.await;
-
-    println!(
-        "\n{n} JSON trajectory events, {PARTITIONS} partitions per topic, embedded broker (tansu), 2 cores shared by broker, clients and stages"
-    );
-    let settings = user_settings();
-    if !settings.is_empty() {
-        println!("librdkafka settings for pass-through and scorer: {settings:?}");
-    }
-    println!(
-        "joining the consumer group (not timed): pass-through {}, scorer {:.1} s",
-        baselines.as_ref().map_or("not run".into(), |b| format!("{:.1} s", b.3.as_secs_f64())),
-        scorer_join.as_secs_f64()
-    );
-    println!();
-    println!("| phase | events/s | vs pass-through | this process (cores) | broker (cores) | note |");
-    println!("|---|---|---|---|---|---|");
-    let reference = baselines.as_ref().map_or(scorer.rate(), |b| b.2.rate());
-    let phases = match &baselines {
-        Some((raw, plain, pass, _)) => vec![&produce, raw, &in_process, plain, pass, &scorer],
-        None => vec![&produce, &in_process, &scorer],
-    };
-    for p in phases {
-        println!(
-            "| {} | {:.0} | {:.0} % | {:.2} | {:.2} | {} |",
-            p.name,
-            p.rate(),
-            100.0 * p.rate() / reference,
-            p.own_cores,
-            p.broker_cores,
-            p.note
-        );
-    }
-    drop(broker);
-    std::process::exit(0)
+    Ok((phase, join))
 }
 
 fn counter(registry: &prometheus::Registry, name: &str) -> f64 {
@@ -366,13 +412,14 @@ impl Stage for PassThrough {
 async fn pass_through(
     kafka: &KafkaConfig,
     inputs: &[String],
+    group: &str,
     n: usize,
     per_message: f64,
     size: usize,
     broker_pid: u32,
 ) -> anyhow::Result<(Cpu, Cpu)> {
-    let (consumer, shared) = join(kafka, inputs, "bench-pass")?;
-    let producer = pipeline::producer(kafka, "bench-pass")?;
+    let (consumer, shared) = join(kafka, inputs, group)?;
+    let producer = pipeline::producer(kafka, group)?;
     let (acked, first) = (Arc::new(AtomicUsize::new(0)), Arc::new(OnceLock::new()));
     let stage = PassThrough {
         topic: kafka.topic("passthrough"),

@@ -136,11 +136,16 @@ impl Run {
     }
 }
 
+/// An observation as the assembler hands it out: boxed, so that moving one (into a step's
+/// list, the verdict, the stage's loop, the spare pool) moves a pointer, not its ~400 bytes
+/// (those copies were a measurable share of the scorer's time; BENCHMARKS.md, issue 16).
+pub type Obs = Box<Observation>;
+
 /// What became of one event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// Accepted; `observations` may be empty.
-    Accepted { observations: Vec<Observation>, sequence_gap: bool, evaluations: EvaluationCounts },
+    Accepted { observations: Vec<Obs>, sequence_gap: bool, evaluations: EvaluationCounts },
     /// A replayed tail of a run finished before a restart: skipped.
     Replayed,
     /// An event this run already had (same event id): skipped.
@@ -190,7 +195,7 @@ pub struct Assembler {
 /// The abandoned runs found while applying an event: their observations and first offsets.
 #[derive(Debug, Default)]
 pub struct Abandoned {
-    pub observations: Vec<Observation>,
+    pub observations: Vec<Obs>,
     pub runs: usize,
 }
 
@@ -367,7 +372,7 @@ impl Assembler {
     }
 
     /// The observations of one step of `run` (whose totals it updates).
-    fn step_observations(&self, ev: &TrajectoryEvent, run: &mut Run, step: &Step) -> Vec<Observation> {
+    fn step_observations(&self, ev: &TrajectoryEvent, run: &mut Run, step: &Step) -> Vec<Obs> {
         let mut observations = Vec::new();
         run.steps += 1;
         run.tokens += step.tokens;
@@ -437,10 +442,10 @@ fn id_hash(id: &str) -> u64 {
 /// (one per instrument and run, or per step for step instruments, or per rated item; a
 /// repeated result is counted, not scored; a pairwise verdict's two presentation orders are
 /// one unit, their scores averaged).
-fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rules: &Rules) -> (Vec<Observation>, EvaluationCounts) {
+fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rules: &Rules) -> (Vec<Obs>, EvaluationCounts) {
     let mut counts = EvaluationCounts::default();
     // Each observation with the item and opponent that name it when a run has several.
-    type Named<'a> = (Observation, (Option<&'a str>, Option<&'a str>));
+    type Named<'a> = (Obs, (Option<&'a str>, Option<&'a str>));
     let mut out: Vec<Named> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     // Pairwise units: where in `out`, and the presentation order of their first verdict; and
@@ -517,7 +522,7 @@ thread_local! {
     /// Observations already encoded, handed back by [`recycle`]: [`observation`] refills their
     /// strings in place instead of allocating eight or nine of them per observation (the
     /// scorer builds ~4.5 observations per event, encodes each and drops it).
-    static SPARE: std::cell::RefCell<Vec<Observation>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SPARE: std::cell::RefCell<Vec<Obs>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// At most this many spare observations are kept per thread.
@@ -525,7 +530,7 @@ const SPARE_MAX: usize = 4096;
 
 /// Hands an observation that is no longer needed back for reuse by this thread's next
 /// [`observation`] calls. Optional: an observation dropped instead is simply freed.
-pub fn recycle(o: Observation) {
+pub fn recycle(o: Obs) {
     SPARE.with(|s| {
         let mut s = s.borrow_mut();
         if s.len() < SPARE_MAX {
@@ -567,43 +572,36 @@ fn push_int(s: &mut String, v: i64) {
 
 /// One observation of `run`: id `run/metric[/step]`, the run's identity, no agent (see
 /// [`observation_of`]).
-fn observation(run_id: &str, run: &Run, metric: &str, step: Option<i64>, t: i64, value: f64, weight: f64) -> Observation {
+fn observation(run_id: &str, run: &Run, metric: &str, step: Option<i64>, t: i64, value: f64, weight: f64) -> Obs {
     observation_of(run_id, run, None, metric, step, t, value, weight)
 }
 
 /// One observation of `run` attributed to `agent`, built in a recycled observation when there
 /// is one (every field is overwritten).
 #[allow(clippy::too_many_arguments)]
-fn observation_of(
-    run_id: &str,
-    run: &Run,
-    agent: Option<&str>,
-    metric: &str,
-    step: Option<i64>,
-    t: i64,
-    value: f64,
-    weight: f64,
-) -> Observation {
-    let mut o = SPARE.with(|s| s.borrow_mut().pop()).unwrap_or_else(|| Observation {
-        observation_id: String::with_capacity(run_id.len() + metric.len() + 8),
-        metric: String::new(),
-        system_id: String::new(),
-        system_version: String::new(),
-        source: run.source,
-        agent_id: None,
-        run_id: String::new(),
-        task_id: None,
-        attempt: None,
-        groups: Vec::new(),
-        benchmark: None,
-        task_family: None,
-        cluster_id: String::new(),
-        step: None,
-        event_time: 0,
-        value: 0.0,
-        weight: 1.0,
-        confidence: None,
-        provenance: None,
+fn observation_of(run_id: &str, run: &Run, agent: Option<&str>, metric: &str, step: Option<i64>, t: i64, value: f64, weight: f64) -> Obs {
+    let mut o = SPARE.with(|s| s.borrow_mut().pop()).unwrap_or_else(|| {
+        Box::new(Observation {
+            observation_id: String::with_capacity(run_id.len() + metric.len() + 8),
+            metric: String::new(),
+            system_id: String::new(),
+            system_version: String::new(),
+            source: run.source,
+            agent_id: None,
+            run_id: String::new(),
+            task_id: None,
+            attempt: None,
+            groups: Vec::new(),
+            benchmark: None,
+            task_family: None,
+            cluster_id: String::new(),
+            step: None,
+            event_time: 0,
+            value: 0.0,
+            weight: 1.0,
+            confidence: None,
+            provenance: None,
+        })
     });
     let id = &mut o.observation_id;
     id.clear();
@@ -713,7 +711,7 @@ const SUCCESS_DEPENDENT: [&str; 5] =
 /// (informational: never banded into Capability, never gated); `task_success` and what is
 /// computed from a run's success (`cost_per_success`, `error_recovery`, the run's calibration
 /// pair) need a verdict from someone else, and carry its provenance.
-fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64, rules: &Rules) -> Vec<Observation> {
+fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64, rules: &Rules) -> Vec<Obs> {
     let (success, provenance) = success_verdict(end, rules.judge_threshold);
     let verified = provenance != Provenance::SelfReported;
     let mut out = Vec::new();
@@ -900,7 +898,7 @@ mod tests {
         let mut ended = event(2, EventKind::RunEnded);
         ended.run_ended = Some(Box::new(end));
         match a.apply(validate(&ended, None).unwrap(), 2).0 {
-            Verdict::Accepted { observations, .. } => observations,
+            Verdict::Accepted { observations, .. } => observations.into_iter().map(|o| *o).collect(),
             other => panic!("{other:?}"),
         }
     }
@@ -1097,7 +1095,7 @@ mod tests {
         let mut e = event(seq, EventKind::RunEnded);
         e.run_ended = Some(Box::new(RunEnded { subgoals_done: Some(1), ..end }));
         apply(&mut a, e);
-        out
+        out.into_iter().map(|o| *o).collect()
     }
 
     #[test]

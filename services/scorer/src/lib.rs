@@ -315,7 +315,7 @@ impl Stage for ScorerStage {
                     for o in observations {
                         let counter = self.produced(&o.metric);
                         metric_names.push(counter);
-                        let payload = to_single_object(&o).expect("observations always encode");
+                        let payload = to_single_object(&*o).expect("observations always encode");
                         let key = o.system_id.clone();
                         records.push(OutRecord { partition: None, topic: self.observations_topic.clone(), key, payload });
                         assemble::recycle(o);

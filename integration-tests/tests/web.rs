@@ -113,9 +113,12 @@ pub(crate) async fn run_pages_in_chromium(env: &TestEnv, lake: &Path, unsafe_run
         (Some(1), Some("true")),
         "its own refresh script; the pause button works"
     );
-    // Its reload keeps the keyboard's place (the Tab walk above also crosses reloads).
+    // Its reload keeps the keyboard's place (the Tab walk above also crosses reloads), and
+    // leaves unchanged content alone (replaced only if the server's content changed meanwhile).
     let refresh = &fleet["refresh"];
     assert!(refresh["before"].is_string() && refresh["after"] == refresh["before"] && refresh["inside"] == true, "{refresh}");
+    let unchanged = &refresh["unchanged"];
+    assert!(unchanged["kept"] == true || unchanged["same"] == false, "unchanged content replaced: {refresh}");
     assert_accessible(&report, &["fleet"]);
     assert!(fleet["reached"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("id=\"pause\"")), "{fleet}");
     for p in &report["pages"].as_array().unwrap()[1..3] {

@@ -62,19 +62,35 @@ const path = require("path");
     // for the part to be replaced, and see which element has the focus.
     let refresh = null;
     if (await page.$("#pause")) {
+      // Unchanged content is not replaced: mark the live part (an attribute of its own, which
+      // leaves its content as the server sends it) and wait two and a half periods.
+      const period = await page.evaluate(() => parseFloat(document.getElementById("refresh-note").textContent.replace(/[^0-9.]/g, "")));
+      const unchanged = await page.evaluate(async (ms) => {
+        const f = document.getElementById("fleet");
+        const content = f.innerHTML;
+        f.dataset.kept = "yes";
+        await new Promise((r) => setTimeout(r, ms));
+        const now = document.getElementById("fleet");
+        return { kept: now.dataset.kept === "yes", same: now.innerHTML === content };
+      }, period * 2500);
+      // A change is replaced, and the focus stays: focus a link, add a marker the server's
+      // content lacks, and wait for the live part to be replaced.
       const before = await page.evaluate(() => {
         const a = document.querySelector("#fleet a[href]");
         if (!a) return null;
         a.focus();
-        document.getElementById("fleet").dataset.replaced = "no";
+        const marker = document.createElement("span");
+        marker.dataset.replaced = "no";
+        document.getElementById("fleet").appendChild(marker);
         return a.getAttribute("href");
       });
       if (before) {
-        await page.waitForFunction(() => !document.getElementById("fleet").dataset.replaced, null, { timeout: 60000 });
+        await page.waitForFunction(() => !document.querySelector("#fleet [data-replaced]"), null, { timeout: 60000 });
         refresh = await page.evaluate((before) => {
           const a = document.activeElement;
           return { before, after: a ? a.getAttribute("href") : null, inside: document.getElementById("fleet").contains(a) };
         }, before);
+        refresh.unchanged = unchanged;
       }
     }
     // A pause control, when the page has one, must work from the keyboard.

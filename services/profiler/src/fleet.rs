@@ -207,18 +207,19 @@ pub fn to_html(live: &Live, refresh: Duration) -> String {
     }
     s.push_str("</main>");
     // The page's own script: reloads the main element every `refresh` unless paused. It reads
-    // nothing from the data but the server's HTML, already escaped. A keyboard user's focus
-    // survives the reload: the link focused before it (same address, same rank among links
-    // to it) is focused again after it, so Tab goes on from where it was.
+    // nothing from the data but the server's HTML, already escaped. Unchanged content is left
+    // alone (a screen reader is not made to read it again). A keyboard user's focus survives a
+    // reload: the link focused before it (same address, same rank among links to it) is
+    // focused again after it, without scrolling, so Tab goes on from where it was.
     let _ = write!(
         s,
         "<script>(function(){{var paused=false,b=document.getElementById('pause');b.addEventListener('click',function(){{paused=!paused;\
          b.setAttribute('aria-pressed',String(paused));b.textContent=paused?'Resume updates':'Pause updates';}});\
          function links(r,h){{return Array.prototype.filter.call(r.querySelectorAll('a[href]'),function(e){{return e.getAttribute('href')===h;}});}}\
          setInterval(function(){{if(paused)return;fetch(location.href,{{credentials:'same-origin'}}).then(function(r){{return r.text();}}).then(function(t){{\
-         var d=new DOMParser().parseFromString(t,'text/html'),m=d.getElementById('fleet'),f=document.getElementById('fleet');if(!m||!f)return;\
+         var d=new DOMParser().parseFromString(t,'text/html'),m=d.getElementById('fleet'),f=document.getElementById('fleet');if(!m||!f||m.innerHTML===f.innerHTML)return;\
          var a=document.activeElement,h=a&&f.contains(a)?a.getAttribute('href'):null,i=h?links(f,h).indexOf(a):-1;f.replaceWith(m);\
-         if(h){{var c=links(m,h),e=c[Math.min(i,c.length-1)];if(e)e.focus();}}}}).catch(function(){{}});}},{});}})();</script>",
+         if(h){{var c=links(m,h),e=c[Math.min(i,c.length-1)];if(e)e.focus({{preventScroll:true}});}}}}).catch(function(){{}});}},{});}})();</script>",
         refresh.as_millis().max(1000)
     );
     s.push_str("</body></html>\n");

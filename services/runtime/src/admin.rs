@@ -110,9 +110,16 @@ fn ready_gauge() -> &'static IntGaugeVec {
 }
 
 async fn metrics(State(s): State<AdminState>) -> impl IntoResponse {
-    ready_gauge().with_label_values(&[s.service]).set(i64::from(s.health.is_ready()));
+    // The gauge is shared by every admin server of the process: set and gathered under one
+    // lock, or a scrape of another server between the two (another service, or another
+    // instance in the same process) would report its readiness as this one's.
+    static SCRAPE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let families = {
+        let _one_at_a_time = SCRAPE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        ready_gauge().with_label_values(&[s.service]).set(i64::from(s.health.is_ready()));
+        s.registry.gather()
+    };
     let mut buf = Vec::new();
-    let families = s.registry.gather();
     match TextEncoder::new().encode(&families, &mut buf) {
         Ok(()) => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; version=0.0.4")], buf).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),

@@ -195,11 +195,13 @@ pub(crate) async fn pipeline_scored(
         let mut by: BTreeMap<(String, i32), (usize, i64, i64, String)> = BTreeMap::new();
         // How many copies of each late observation the scorer produced (0, 1, 2, 3 or more).
         let mut copies_of_late = [0usize; 4];
+        let mut late_ids = std::collections::BTreeSet::new();
         for dl in read_all::<octant_contracts::DeadLetter>(&env.kafka, &env.topic(topics::DLQ)).await {
             if dl.error_class != "late_observation" {
                 continue;
             }
             let o: octant_contracts::Observation = d.decode(&dl.payload).unwrap();
+            late_ids.insert(o.observation_id.clone());
             copies_of_late[observations.get(&o.observation_id).map_or(0, |x: &(String, String, i64, f64, u32)| x.4 as usize).min(3)] += 1;
             let e = by.entry((o.metric.clone(), dl.partition)).or_insert((0, i64::MAX, i64::MIN, dl.error_message.clone()));
             e.0 += 1;
@@ -209,12 +211,6 @@ pub(crate) async fn pipeline_scored(
         eprintln!("late observations by copies on the observations topic [0, 1, 2, 3+]: {copies_of_late:?}");
         // Where the first late observation of each partition sits among the scorer's
         // watermarks: what each upstream partition had announced before it, in offset order.
-        let late_ids: std::collections::BTreeSet<String> = read_all::<octant_contracts::DeadLetter>(&env.kafka, &env.topic(topics::DLQ))
-            .await
-            .into_iter()
-            .filter(|dl| dl.error_class == "late_observation")
-            .filter_map(|dl| d.decode::<octant_contracts::Observation>(&dl.payload).ok().map(|o| o.observation_id))
-            .collect();
         let raw = octant_runtime::topic::read_to_end(&env.kafka, &env.topic(topics::OBSERVATIONS), Duration::from_secs(60)).await.unwrap();
         // (observations partition, upstream topic, upstream partition) → (watermark, idle, offset).
         type Announced = BTreeMap<(i32, String, i32), (Option<i64>, bool, i64)>;

@@ -75,6 +75,25 @@ pub struct SetLevelReport {
     pub na_reason: Option<String>,
 }
 
+impl SetLevelReport {
+    /// The evaluator's own interval as shown after the value (` [lo, hi]`), or nothing.
+    pub fn reported_interval(&self) -> String {
+        match (self.ci_low, self.ci_high) {
+            (Some(l), Some(h)) => format!(" [{l}, {h}]"),
+            _ => String::new(),
+        }
+    }
+
+    /// The band with its interval, or why there is none (`N/A: …`), unescaped.
+    pub fn band_text(&self) -> String {
+        match (&self.na_reason, self.band) {
+            (Some(why), _) => format!("N/A: {why}"),
+            (None, Some(b)) => format!("{b} [{}, {}]", self.band_low.unwrap_or(b), self.band_high.unwrap_or(b)),
+            _ => "—".into(),
+        }
+    }
+}
+
 /// Meta-evaluation of one evaluation name.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RaterReport {
@@ -588,15 +607,7 @@ pub fn to_markdown(m: &MetaEvaluation) -> String {
     if !m.set_level.is_empty() {
         s.push_str("| set-level score | evaluator | value [evaluator's interval] | results | band [interval] |\n|---|---|---|---:|---|\n");
         for r in &m.set_level {
-            let iv = match (r.ci_low, r.ci_high) {
-                (Some(l), Some(h)) => format!(" [{l}, {h}]"),
-                _ => String::new(),
-            };
-            let band = match (&r.na_reason, r.band) {
-                (Some(why), _) => format!("N/A: {why}"),
-                (None, Some(b)) => format!("{b} [{}, {}]", r.band_low.unwrap_or(b), r.band_high.unwrap_or(b)),
-                _ => "—".into(),
-            };
+            let (iv, band) = (r.reported_interval(), r.band_text());
             s.push_str(&format!("| {} | {} | {}{iv} | {} | {band} |\n", r.name, r.evaluator, r.value, r.results));
         }
         s.push('\n');

@@ -337,15 +337,7 @@ fn meta_section(s: &mut String, packages: &[Package]) {
                  <th scope=\"col\">Evaluator</th><th scope=\"col\">Value [evaluator's interval]</th><th scope=\"col\">Band or N/A</th></tr></thead><tbody>"
             );
             for r in &m.set_level {
-                let reported = match (r.ci_low, r.ci_high) {
-                    (Some(l), Some(h)) => format!(" [{l}, {h}]"),
-                    _ => String::new(),
-                };
-                let b = match (&r.na_reason, r.band) {
-                    (Some(why), _) => format!("N/A: {}", esc(why)),
-                    (None, Some(b)) => format!("{b} [{}, {}]", r.band_low.unwrap_or(b), r.band_high.unwrap_or(b)),
-                    _ => "—".into(),
-                };
+                let (reported, b) = (r.reported_interval(), esc(&r.band_text()));
                 let _ = write!(
                     s,
                     "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}{reported}</td><td>{b}</td></tr>",

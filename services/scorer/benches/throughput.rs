@@ -296,7 +296,7 @@ async fn main() -> anyhow::Result<()> {
     if !ratios.is_empty() {
         let shown: Vec<String> = ratios.iter().map(|r| format!("{:.0} %", 100.0 * r)).collect();
         ratios.sort_by(f64::total_cmp);
-        let median = (ratios[(ratios.len() - 1) / 2] + ratios[ratios.len() / 2]) / 2.0;
+        let median = octant_core::stats::bootstrap::quantile_sorted(&ratios, 0.5);
         println!("\nscorer ÷ pass-through in Octant's loop, by round: {}; median {:.0} %", shown.join(", "), 100.0 * median);
     }
     drop(broker);

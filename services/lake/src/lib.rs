@@ -8,11 +8,14 @@
 //!   partition and offsets), the exactly-once protocol (units, create-only publishing,
 //!   commit markers, recovery) on a local directory;
 //! - [`store`]: the same protocol on object stores (S3 and compatible);
+//! - [`committed`]: what readers see — committed units only (a store wrapper that hides
+//!   the files of units not committed yet or interrupted);
 //! - [`reader`]: the lake as a DataFusion catalogue (every table registered by name), SQL and
 //!   rendering.
 //!
 //! Any engine reads the files (DuckDB, Spark, Trino); this crate is Octant's own reader.
 
+pub mod committed;
 pub mod lake;
 pub mod reader;
 pub mod schema;

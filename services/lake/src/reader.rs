@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::committed::{Commits, CommittedView};
 use crate::lake::escape;
 use crate::schema::{TABLES, arrow_schema};
 use crate::store::{ObjectLake, StorageOptions, is_url};
@@ -26,7 +27,7 @@ pub async fn open(lake: &Path) -> Result<SessionContext> {
 }
 
 /// A session with every lake table registered; `lake` is a directory or an object-store URL
-/// (`s3://bucket/prefix`). Strings are read as plain `Utf8` (not views) so results print and
+/// (`s3://bucket/prefix`). Queries see committed units only ([`crate::committed`]). Strings are read as plain `Utf8` (not views) so results print and
 /// convert the same in every engine.
 pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionContext> {
     let mut config = SessionConfig::new().with_information_schema(true);
@@ -37,9 +38,11 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
         let o = ObjectLake::open(&location, storage).map_err(|e| DataFusionError::External(Box::new(e)))?;
         let base = url::Url::parse(&format!("{}://{}", o.url.scheme(), o.url.host_str().unwrap_or("")))
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        ctx.register_object_store(&base, o.store.clone());
+        ctx.register_object_store(&base, Arc::new(CommittedView::new(o.store.clone())));
         Some(o)
     } else {
+        let local = url::Url::parse("file://").map_err(|e| DataFusionError::External(Box::new(e)))?;
+        ctx.register_object_store(&local, Arc::new(CommittedView::new(Arc::new(object_store::local::LocalFileSystem::new()))));
         None
     };
     for t in TABLES {
@@ -67,8 +70,8 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
     Ok(ctx)
 }
 
-/// The data files of `table` for `system` (all systems: `None`), as paths relative to the
-/// lake, with their `date` partition value.
+/// The committed data files of `table` for `system` (all systems: `None`), as paths relative
+/// to the lake, with their `date` partition value.
 pub async fn table_files(
     lake: &Path,
     storage: &StorageOptions,
@@ -76,9 +79,13 @@ pub async fn table_files(
     system: Option<&str>,
 ) -> std::io::Result<Vec<(String, String)>> {
     let location = lake.to_string_lossy().to_string();
-    let names: Vec<String> = if is_url(&location) {
-        ObjectLake::open(&location, storage)?.list_table(table).await?.into_iter().map(|(p, _)| p).collect()
+    // The markers before the listing (see `crate::committed`).
+    let (commits, names): (Commits, Vec<String>) = if is_url(&location) {
+        let o = ObjectLake::open(&location, storage)?;
+        let commits = Commits::of_store(o.store.as_ref(), &o.prefix).await.map_err(std::io::Error::other)?;
+        (commits, o.list_table(table).await?.into_iter().map(|(p, _)| p).collect())
     } else {
+        let commits = Commits::of_dir(lake)?;
         let mut out = Vec::new();
         fn walk(root: &Path, d: &Path, out: &mut Vec<String>, depth: usize) {
             for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
@@ -91,12 +98,13 @@ pub async fn table_files(
             }
         }
         walk(lake, &lake.join(table), &mut out, 0);
-        out
+        (commits, out)
     };
     let want = system.map(|s| format!("system_id={}", escape(s)));
     let mut files: Vec<(String, String)> = names
         .into_iter()
         .filter(|n| n.ends_with(".parquet") && !n.rsplit('/').next().unwrap_or("").starts_with('.'))
+        .filter(|n| commits.admits(n.rsplit('/').next().unwrap_or("")))
         .filter(|n| want.as_ref().is_none_or(|w| n.split('/').nth(1) == Some(w.as_str())))
         .filter_map(|n| {
             let date = n.split('/').nth(2)?.strip_prefix("date=")?.to_string();
@@ -183,6 +191,8 @@ mod tests {
 
     use super::*;
     use crate::schema::{arrow_schema, table};
+    use futures::TryStreamExt;
+    use object_store::{ObjectStore, ObjectStoreExt};
 
     /// `schema` without the named fields of the struct column `parent`.
     fn without(schema: &Schema, parent: &str, drop: &[&str]) -> Schema {
@@ -235,5 +245,106 @@ mod tests {
         assert_eq!(b.column(1).as_primitive::<arrow::datatypes::Int32Type>().value(0), 4);
         assert!(b.column(2).is_null(0) && b.column(3).is_null(0), "added fields read as null");
         let _ = std::fs::remove_dir_all(&lake);
+    }
+
+    /// Readers see committed units only: a unit whose files are published but whose marker is
+    /// not (written now, or interrupted by a crash and not yet recovered) is not counted, not
+    /// listed as evidence, and cannot fail a query when recovery deletes it; once the marker
+    /// is written it is. On a directory and on an object store.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn readers_see_committed_units_only() {
+        let schema = arrow_schema(table("trajectory_events").unwrap());
+        let line = r#"{"event_id": "r/1", "run_id": "r", "system": {"id": "s", "version": "1", "config_hash": ""}, "source": "PRODUCTION",
+            "event_time": 1764489600000, "sequence": 1, "kind": "RUN_ENDED", "kafka_topic": "t", "kafka_partition": 0, "kafka_offset": 7,
+            "run_ended": {"outcome": "SUCCESS", "evaluations": []}}"#;
+        let mut reader = arrow::json::ReaderBuilder::new(schema).build(std::io::Cursor::new(line)).unwrap();
+        let batch = reader.next().unwrap().unwrap();
+        let dir = std::env::temp_dir().join(format!("octant-lake-committed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for location in [dir.to_string_lossy().to_string(), "memory:///lake".to_string()] {
+            let lake = crate::Lake::open(&location, &StorageOptions::default()).unwrap();
+            let spec = |system: &'static str| {
+                vec![crate::lake::FileSpec { table: "trajectory_events", system, date: "2025-11-30", batch: batch.clone() }]
+            };
+            let props = crate::lake::writer_properties();
+            lake.write_unit("octant.t", 0, 0, 7, spec("s"), &props).unwrap();
+            // The next unit's file, published without its marker: the state a crash leaves,
+            // and every unit's state for a moment before its marker.
+            let object = match &lake {
+                crate::Lake::Object(o) => Some(o.clone()),
+                crate::Lake::Local(_) => None,
+            };
+            let (name, marker) = (crate::lake::file_name("octant.t", 0, 8, 9), format!("{:020}", 9));
+            let pending = ["trajectory_events", "system_id=u", "date=2025-11-30", name.as_str()];
+            let committed_file = format!("trajectory_events/system_id=s/date=2025-11-30/{}", crate::lake::file_name("octant.t", 0, 0, 7));
+            match &object {
+                Some(o) => {
+                    let bytes = o
+                        .store
+                        .get(&o.path(&[
+                            "trajectory_events",
+                            "system_id=s",
+                            "date=2025-11-30",
+                            &crate::lake::file_name("octant.t", 0, 0, 7),
+                        ]))
+                        .await
+                        .unwrap()
+                        .bytes()
+                        .await
+                        .unwrap();
+                    o.store.put(&o.path(&pending), object_store::PutPayload::from(bytes)).await.unwrap();
+                }
+                None => {
+                    std::fs::create_dir_all(dir.join("trajectory_events/system_id=u/date=2025-11-30")).unwrap();
+                    std::fs::copy(dir.join(&committed_file), dir.join(pending.join("/"))).unwrap();
+                }
+            }
+            // A directory is read through `open_with` and `table_files`; an in-memory store
+            // (a new one each time it is opened) through the view DataFusion lists with.
+            let count = || async {
+                match &object {
+                    None => {
+                        let ctx = open_with(Path::new(&location), &StorageOptions::default()).await.unwrap();
+                        let (_, b) = query(&ctx, "SELECT count(*) AS n FROM trajectory_events").await.unwrap();
+                        let n = b[0].column(0).as_primitive::<arrow::datatypes::Int64Type>().value(0);
+                        let files = table_files(Path::new(&location), &StorageOptions::default(), "trajectory_events", None).await.unwrap();
+                        (n, files.into_iter().map(|(f, _)| f).collect::<Vec<_>>())
+                    }
+                    Some(o) => {
+                        let view = CommittedView::new(o.store.clone());
+                        let table = o.path(&["trajectory_events"]);
+                        let listed: Vec<_> = view.list(Some(&table)).try_collect().await.unwrap();
+                        let mut by_level = Vec::new();
+                        for system in view.list_with_delimiter(Some(&table)).await.unwrap().common_prefixes {
+                            for date in view.list_with_delimiter(Some(&system)).await.unwrap().common_prefixes {
+                                by_level.extend(view.list_with_delimiter(Some(&date)).await.unwrap().objects);
+                            }
+                        }
+                        let strip = format!("{}/", o.prefix.as_ref());
+                        let names = |v: &[object_store::ObjectMeta]| {
+                            v.iter().map(|m| m.location.as_ref().strip_prefix(strip.as_str()).unwrap().to_string()).collect::<Vec<_>>()
+                        };
+                        assert_eq!(names(&listed), names(&by_level), "list and list_with_delimiter agree");
+                        (listed.len() as i64, names(&listed))
+                    }
+                }
+            };
+            assert_eq!(count().await, (1, vec![committed_file.clone()]), "{location}: the uncommitted unit is hidden");
+            match &object {
+                Some(o) => {
+                    o.store
+                        .put(&o.path(&[crate::committed::MARKERS, "octant.t", "0", &marker]), object_store::PutPayload::default())
+                        .await
+                        .unwrap();
+                }
+                None => {
+                    std::fs::create_dir_all(dir.join("_commits/octant.t/0")).unwrap();
+                    std::fs::write(dir.join("_commits/octant.t/0").join(&marker), b"").unwrap();
+                }
+            }
+            let (n, files) = count().await;
+            assert_eq!((n, files.len()), (2, 2), "{location}: committed, the unit is read");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

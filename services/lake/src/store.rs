@@ -115,7 +115,7 @@ impl ObjectLake {
         Ok(ObjectLake { url, store, prefix })
     }
 
-    fn path(&self, parts: &[&str]) -> ObjPath {
+    pub(crate) fn path(&self, parts: &[&str]) -> ObjPath {
         let mut p = self.prefix.clone();
         for part in parts {
             p = p.clone().join(*part);

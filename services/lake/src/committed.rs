@@ -1,0 +1,298 @@
+//! What readers see: committed units only.
+//!
+//! A unit's data files are published before its commit marker (see [`crate::lake`]), and the
+//! files of a unit interrupted by a crash stay in place until the partition's next owner
+//! recovers it: it deletes them and writes those offsets again, possibly cut into other units.
+//! A reader that listed such files would count records that are not in the lake yet (twice,
+//! once the offsets are written again) or fail reading a file that recovery deleted after it
+//! was listed. So every reader goes through [`CommittedView`]: a data file
+//! `<topic>-<partition>-<first>-<last>.parquet` is listed only when its partition's highest
+//! commit marker is at or past `last`.
+//!
+//! Markers are read *before* the listing they filter: a file listed later and admitted by
+//! them was committed before they were read, so recovery (which only deletes files past the
+//! highest marker) never removes it. An older snapshot of the markers only hides units
+//! committed since (they show in the next query).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use object_store::path::Path as ObjPath;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
+    PutResult, Result,
+};
+
+/// The directory of commit markers under a lake's root.
+pub const MARKERS: &str = "_commits";
+
+/// `(topic, partition, first, last)` of a unit's data file name (the topic as escaped in
+/// names); `None` for any other name.
+pub fn unit_of(name: &str) -> Option<(&str, i32, i64, i64)> {
+    let rest = name.strip_suffix(".parquet")?;
+    let mut parts = rest.rsplitn(4, '-');
+    let last = parts.next()?.parse().ok()?;
+    let first = parts.next()?.parse().ok()?;
+    let partition = parts.next()?.parse().ok()?;
+    let topic = parts.next().filter(|t| !t.is_empty())?;
+    Some((topic, partition, first, last))
+}
+
+/// The highest commit marker of every topic partition of one lake.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Commits(HashMap<(String, i32), i64>);
+
+impl Commits {
+    /// From marker paths relative to the markers' directory: `<topic>/<partition>/<last>`
+    /// (anything else is ignored).
+    pub fn from_markers<'a>(paths: impl IntoIterator<Item = &'a str>) -> Commits {
+        let mut best: HashMap<(String, i32), i64> = HashMap::new();
+        for p in paths {
+            let mut it = p.split('/');
+            let (Some(topic), Some(partition), Some(last), None) = (it.next(), it.next(), it.next(), it.next()) else { continue };
+            let (Ok(partition), Ok(last)) = (partition.parse::<i32>(), last.parse::<i64>()) else { continue };
+            let e = best.entry((topic.to_string(), partition)).or_insert(last);
+            *e = (*e).max(last);
+        }
+        Commits(best)
+    }
+
+    /// The markers of the local lake at `root`.
+    pub fn of_dir(root: &std::path::Path) -> std::io::Result<Commits> {
+        let mut paths = Vec::new();
+        let markers = root.join(MARKERS);
+        for topic in std::fs::read_dir(&markers).into_iter().flatten() {
+            let topic = topic?;
+            for partition in std::fs::read_dir(topic.path())? {
+                let partition = partition?;
+                for marker in std::fs::read_dir(partition.path())? {
+                    let marker = marker?;
+                    paths.push(format!(
+                        "{}/{}/{}",
+                        topic.file_name().to_string_lossy(),
+                        partition.file_name().to_string_lossy(),
+                        marker.file_name().to_string_lossy()
+                    ));
+                }
+            }
+        }
+        Ok(Commits::from_markers(paths.iter().map(String::as_str)))
+    }
+
+    /// The markers under `root` (a lake's prefix) in `store`.
+    pub async fn of_store(store: &dyn ObjectStore, root: &ObjPath) -> Result<Commits> {
+        let dir = root.clone().join(MARKERS);
+        let strip = format!("{}/", dir.as_ref());
+        let metas: Vec<ObjectMeta> = store.list(Some(&dir)).try_collect().await?;
+        Ok(Commits::from_markers(metas.iter().filter_map(|m| m.location.as_ref().strip_prefix(strip.as_str()))))
+    }
+
+    /// Whether a reader may see the file named `name`: a unit's file only once committed;
+    /// a file not named like a unit's is not the protocol's to hide.
+    pub fn admits(&self, name: &str) -> bool {
+        match unit_of(name) {
+            None => true,
+            Some((topic, partition, _, last)) => self.0.get(&(topic.to_string(), partition)).is_some_and(|&c| c >= last),
+        }
+    }
+}
+
+/// The root of the lake a data file belongs to: its location without
+/// `<table>/system_id=…/date=…/<name>`; `None` for a path not shaped so.
+fn lake_root(location: &ObjPath) -> Option<ObjPath> {
+    let parts: Vec<_> = location.parts().collect();
+    let n = parts.len();
+    if n < 4 || !parts[n - 3].as_ref().starts_with("system_id=") || !parts[n - 2].as_ref().starts_with("date=") {
+        return None;
+    }
+    Some(ObjPath::from_iter(parts[..n - 4].iter().cloned()))
+}
+
+/// How long a snapshot of a lake's markers is reused (DataFusion lists a table once per
+/// partition directory; one marker listing serves them all).
+const SNAPSHOT_FOR: Duration = Duration::from_secs(1);
+
+/// The markers last read per lake root, and when.
+type Snapshots = Mutex<HashMap<ObjPath, (Instant, Arc<Commits>)>>;
+
+/// An object store whose listings hide uncommitted units' files (module docs). Everything
+/// else goes to the wrapped store unchanged.
+pub struct CommittedView {
+    inner: Arc<dyn ObjectStore>,
+    snapshots: Arc<Snapshots>,
+}
+
+impl CommittedView {
+    pub fn new(inner: Arc<dyn ObjectStore>) -> CommittedView {
+        CommittedView { inner, snapshots: Default::default() }
+    }
+}
+
+impl fmt::Debug for CommittedView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CommittedView({})", self.inner)
+    }
+}
+
+impl fmt::Display for CommittedView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CommittedView({})", self.inner)
+    }
+}
+
+/// The markers of the lake at `root`: a snapshot younger than [`SNAPSHOT_FOR`], or read now.
+async fn commits_of(inner: &Arc<dyn ObjectStore>, snapshots: &Snapshots, root: &ObjPath) -> Result<Arc<Commits>> {
+    if let Some((at, c)) = snapshots.lock().expect("not poisoned").get(root)
+        && at.elapsed() < SNAPSHOT_FOR
+    {
+        return Ok(c.clone());
+    }
+    let at = Instant::now();
+    let c = Arc::new(Commits::of_store(inner.as_ref(), root).await?);
+    snapshots.lock().expect("not poisoned").insert(root.clone(), (at, c.clone()));
+    Ok(c)
+}
+
+/// The lake root a listing under `prefix` would belong to if the prefix is a table's
+/// (`<root>/<table>[/system_id=…[/date=…]]`); each file's own root is checked against it.
+fn root_of_prefix(prefix: &ObjPath) -> Option<ObjPath> {
+    let parts: Vec<_> = prefix.parts().collect();
+    let depth = parts.iter().rev().take_while(|p| p.as_ref().starts_with("system_id=") || p.as_ref().starts_with("date=")).count();
+    let table = parts.len().checked_sub(depth + 1)?;
+    Some(ObjPath::from_iter(parts[..table].iter().cloned()))
+}
+
+#[async_trait]
+impl ObjectStore for CommittedView {
+    async fn put_opts(&self, location: &ObjPath, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(&self, location: &ObjPath, opts: PutMultipartOptions) -> Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(&self, location: &ObjPath, options: GetOptions) -> Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(&self, locations: BoxStream<'static, Result<ObjPath>>) -> BoxStream<'static, Result<ObjPath>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&ObjPath>) -> BoxStream<'static, Result<ObjectMeta>> {
+        let (inner, snapshots) = (self.inner.clone(), self.snapshots.clone());
+        let prefix = prefix.cloned();
+        // The markers first (module docs), then the listing, filtered.
+        stream::once(async move {
+            let known = match prefix.as_ref().and_then(root_of_prefix) {
+                Some(root) => Some((root.clone(), commits_of(&inner, &snapshots, &root).await?)),
+                None => None,
+            };
+            let listing = inner.list(prefix.as_ref());
+            Ok::<_, object_store::Error>(filtered(listing, known, inner, snapshots))
+        })
+        .try_flatten()
+        .boxed()
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&ObjPath>) -> Result<ListResult> {
+        let known = match prefix.and_then(root_of_prefix) {
+            Some(root) => Some((root.clone(), commits_of(&self.inner, &self.snapshots, &root).await?)),
+            None => None,
+        };
+        let mut result = self.inner.list_with_delimiter(prefix).await?;
+        let mut kept = Vec::with_capacity(result.objects.len());
+        for m in result.objects {
+            if admitted(&m, known.as_ref(), &self.inner, &self.snapshots).await? {
+                kept.push(m);
+            }
+        }
+        result.objects = kept;
+        Ok(result)
+    }
+
+    async fn copy_opts(&self, from: &ObjPath, to: &ObjPath, options: CopyOptions) -> Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// Whether `m` is listed. `known` is the snapshot of the lake the listing's prefix named; a
+/// file of another root (the prefix was not shaped like a table's) is judged by its own.
+async fn admitted(
+    m: &ObjectMeta,
+    known: Option<&(ObjPath, Arc<Commits>)>,
+    inner: &Arc<dyn ObjectStore>,
+    snapshots: &Snapshots,
+) -> Result<bool> {
+    let Some(name) = m.location.filename() else { return Ok(true) };
+    if unit_of(name).is_none() {
+        return Ok(true);
+    }
+    let Some(root) = lake_root(&m.location) else { return Ok(true) };
+    match known {
+        Some((r, c)) if *r == root => Ok(c.admits(name)),
+        _ => Ok(commits_of(inner, snapshots, &root).await?.admits(name)),
+    }
+}
+
+fn filtered(
+    listing: BoxStream<'static, Result<ObjectMeta>>,
+    known: Option<(ObjPath, Arc<Commits>)>,
+    inner: Arc<dyn ObjectStore>,
+    snapshots: Arc<Snapshots>,
+) -> BoxStream<'static, Result<ObjectMeta>> {
+    listing
+        .and_then(move |m| {
+            let (known, inner, snapshots) = (known.clone(), inner.clone(), snapshots.clone());
+            async move { Ok(admitted(&m, known.as_ref(), &inner, &snapshots).await?.then_some(m)) }
+        })
+        .try_filter_map(|m| async move { Ok(m) })
+        .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_names_parse_from_the_right() {
+        assert_eq!(
+            unit_of("t1-14-s3lake.octant.observations-1-00000000000000014727-00000000000000015542.parquet"),
+            Some(("t1-14-s3lake.octant.observations", 1, 14727, 15542))
+        );
+        assert_eq!(
+            unit_of("octant.observations-0-00000000000000000000-00000000000000000009.parquet"),
+            Some(("octant.observations", 0, 0, 9))
+        );
+        assert_eq!(unit_of("part-0.parquet"), None);
+        assert_eq!(unit_of("a-1-2-3.csv"), None);
+        assert_eq!(unit_of("-1-2-3.parquet"), None);
+    }
+
+    #[test]
+    fn a_unit_is_admitted_once_its_partition_is_committed_past_it() {
+        let c =
+            Commits::from_markers(["t/0/00000000000000000009", "t/0/00000000000000000019", "t/1/00000000000000000004", "junk", "t/x/5"]);
+        let name = |p: i32, first: i64, last: i64| crate::lake::file_name("t", p, first, last);
+        assert!(c.admits(&name(0, 0, 9)));
+        assert!(c.admits(&name(0, 10, 19)), "the highest marker counts");
+        assert!(!c.admits(&name(0, 20, 29)), "past the highest marker: not committed");
+        assert!(!c.admits(&name(1, 5, 7)));
+        assert!(!c.admits(&name(2, 0, 0)), "no marker at all");
+        assert!(c.admits("notes.parquet"), "not a unit's file");
+    }
+
+    #[test]
+    fn roots_from_files_and_prefixes() {
+        let f = ObjPath::from("a/lake/observations/system_id=s/date=2025-01-01/t-0-1-2.parquet");
+        assert_eq!(lake_root(&f), Some(ObjPath::from("a/lake")));
+        assert_eq!(lake_root(&ObjPath::from("a/b/c")), None);
+        assert_eq!(root_of_prefix(&ObjPath::from("a/lake/observations")), Some(ObjPath::from("a/lake")));
+        assert_eq!(root_of_prefix(&ObjPath::from("a/lake/observations/system_id=s/date=2025-01-01")), Some(ObjPath::from("a/lake")));
+    }
+}

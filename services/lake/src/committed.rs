@@ -9,17 +9,27 @@
 //! `<topic>-<partition>-<first>-<last>.parquet` is listed only when its partition's highest
 //! commit marker is at or past `last`.
 //!
-//! Markers are read *before* the listing they filter: a file listed later and admitted by
-//! them was committed before they were read, so recovery (which only deletes files past the
-//! highest marker) never removes it. An older snapshot of the markers only hides units
-//! committed since (they show in the next query).
+//! One view reads a lake's markers once, before its first listing, and filters every later
+//! listing by them: a file it admits was committed before the markers were read, so recovery
+//! (which only deletes files past the highest marker) never removes it, and every table read
+//! through one view shows the same cut of the lake (a unit spans several tables). DataFusion
+//! keeps a session's listings too, so a session sees the lake as of its first query; a new
+//! session sees what was committed since. A listing whose prefix names neither a lake's root
+//! nor one of its tables (not what Octant's reader does) reads the markers of each file's lake
+//! when it meets the file, after the listing began: there a file deleted by a recovery in
+//! between fails the read instead of being skipped.
+//!
+//! On a local lake the old marker of a partition is removed after the new one is created; a
+//! directory read racing with that sees at least one of them on Linux and on object stores
+//! (strongly consistent listings), which is all the rule needs.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use object_store::path::Path as ObjPath;
 use object_store::{
@@ -65,10 +75,17 @@ impl Commits {
     pub fn of_dir(root: &std::path::Path) -> std::io::Result<Commits> {
         let mut paths = Vec::new();
         let markers = root.join(MARKERS);
+        // Only `<topic>/<partition>/<marker>` counts: stray files are skipped, not an error.
         for topic in std::fs::read_dir(&markers).into_iter().flatten() {
             let topic = topic?;
+            if !topic.file_type()?.is_dir() {
+                continue;
+            }
             for partition in std::fs::read_dir(topic.path())? {
                 let partition = partition?;
+                if !partition.file_type()?.is_dir() {
+                    continue;
+                }
                 for marker in std::fs::read_dir(partition.path())? {
                     let marker = marker?;
                     paths.push(format!(
@@ -112,12 +129,8 @@ fn lake_root(location: &ObjPath) -> Option<ObjPath> {
     Some(ObjPath::from_iter(parts[..n - 4].iter().cloned()))
 }
 
-/// How long a snapshot of a lake's markers is reused (DataFusion lists a table once per
-/// partition directory; one marker listing serves them all).
-const SNAPSHOT_FOR: Duration = Duration::from_secs(1);
-
-/// The markers last read per lake root, and when.
-type Snapshots = Mutex<HashMap<ObjPath, (Instant, Arc<Commits>)>>;
+/// The markers a view read, per lake root (module docs: read once, kept).
+type Snapshots = Mutex<HashMap<ObjPath, Arc<Commits>>>;
 
 /// An object store whose listings hide uncommitted units' files (module docs). Everything
 /// else goes to the wrapped store unchanged.
@@ -144,21 +157,37 @@ impl fmt::Display for CommittedView {
     }
 }
 
-/// The markers of the lake at `root`: a snapshot younger than [`SNAPSHOT_FOR`], or read now.
+/// The markers of the lake at `root`: the view's snapshot, read now if it has none.
 async fn commits_of(inner: &Arc<dyn ObjectStore>, snapshots: &Snapshots, root: &ObjPath) -> Result<Arc<Commits>> {
-    if let Some((at, c)) = snapshots.lock().expect("not poisoned").get(root)
-        && at.elapsed() < SNAPSHOT_FOR
-    {
+    if let Some(c) = snapshots.lock().expect("not poisoned").get(root) {
         return Ok(c.clone());
     }
-    let at = Instant::now();
     let c = Arc::new(Commits::of_store(inner.as_ref(), root).await?);
-    snapshots.lock().expect("not poisoned").insert(root.clone(), (at, c.clone()));
-    Ok(c)
+    // Two first listings at once may both read; the first kept wins, so every listing of
+    // this view uses one snapshot.
+    Ok(snapshots.lock().expect("not poisoned").entry(root.clone()).or_insert(c).clone())
+}
+
+/// The markers of the lakes a listing under `prefix` can belong to, read before it starts:
+/// `prefix` as a lake's root, and as a table of one (`<root>/<table>[/system_id=…[/date=…]]`).
+async fn before_listing(
+    inner: &Arc<dyn ObjectStore>,
+    snapshots: &Snapshots,
+    prefix: Option<&ObjPath>,
+) -> Result<Vec<(ObjPath, Arc<Commits>)>> {
+    let mut known = Vec::new();
+    let Some(prefix) = prefix else { return Ok(known) };
+    for root in [Some(prefix.clone()), root_of_prefix(prefix)].into_iter().flatten() {
+        let c = commits_of(inner, snapshots, &root).await?;
+        known.push((root, c));
+    }
+    Ok(known)
 }
 
 /// The lake root a listing under `prefix` would belong to if the prefix is a table's
 /// (`<root>/<table>[/system_id=…[/date=…]]`); each file's own root is checked against it.
+/// DataFusion lists a table once, under `<root>/<table>` (its partition directories only
+/// when its listing cache is off).
 fn root_of_prefix(prefix: &ObjPath) -> Option<ObjPath> {
     let parts: Vec<_> = prefix.parts().collect();
     let depth = parts.iter().rev().take_while(|p| p.as_ref().starts_with("system_id=") || p.as_ref().starts_with("date=")).count();
@@ -180,6 +209,11 @@ impl ObjectStore for CommittedView {
         self.inner.get_opts(location, options).await
     }
 
+    /// The wrapped store's own (a local file is opened once for all of a file's ranges).
+    async fn get_ranges(&self, location: &ObjPath, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.inner.get_ranges(location, ranges).await
+    }
+
     fn delete_stream(&self, locations: BoxStream<'static, Result<ObjPath>>) -> BoxStream<'static, Result<ObjPath>> {
         self.inner.delete_stream(locations)
     }
@@ -189,10 +223,7 @@ impl ObjectStore for CommittedView {
         let prefix = prefix.cloned();
         // The markers first (module docs), then the listing, filtered.
         stream::once(async move {
-            let known = match prefix.as_ref().and_then(root_of_prefix) {
-                Some(root) => Some((root.clone(), commits_of(&inner, &snapshots, &root).await?)),
-                None => None,
-            };
+            let known = before_listing(&inner, &snapshots, prefix.as_ref()).await?;
             let listing = inner.list(prefix.as_ref());
             Ok::<_, object_store::Error>(filtered(listing, known, inner, snapshots))
         })
@@ -201,14 +232,11 @@ impl ObjectStore for CommittedView {
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&ObjPath>) -> Result<ListResult> {
-        let known = match prefix.and_then(root_of_prefix) {
-            Some(root) => Some((root.clone(), commits_of(&self.inner, &self.snapshots, &root).await?)),
-            None => None,
-        };
+        let known = before_listing(&self.inner, &self.snapshots, prefix).await?;
         let mut result = self.inner.list_with_delimiter(prefix).await?;
         let mut kept = Vec::with_capacity(result.objects.len());
         for m in result.objects {
-            if admitted(&m, known.as_ref(), &self.inner, &self.snapshots).await? {
+            if admitted(&m, &known, &self.inner, &self.snapshots).await? {
                 kept.push(m);
             }
         }
@@ -221,35 +249,30 @@ impl ObjectStore for CommittedView {
     }
 }
 
-/// Whether `m` is listed. `known` is the snapshot of the lake the listing's prefix named; a
-/// file of another root (the prefix was not shaped like a table's) is judged by its own.
-async fn admitted(
-    m: &ObjectMeta,
-    known: Option<&(ObjPath, Arc<Commits>)>,
-    inner: &Arc<dyn ObjectStore>,
-    snapshots: &Snapshots,
-) -> Result<bool> {
+/// Whether `m` is listed. `known`: the markers read before the listing; a file of another
+/// root is judged by its own lake's (module docs).
+async fn admitted(m: &ObjectMeta, known: &[(ObjPath, Arc<Commits>)], inner: &Arc<dyn ObjectStore>, snapshots: &Snapshots) -> Result<bool> {
     let Some(name) = m.location.filename() else { return Ok(true) };
     if unit_of(name).is_none() {
         return Ok(true);
     }
     let Some(root) = lake_root(&m.location) else { return Ok(true) };
-    match known {
-        Some((r, c)) if *r == root => Ok(c.admits(name)),
-        _ => Ok(commits_of(inner, snapshots, &root).await?.admits(name)),
+    match known.iter().find(|(r, _)| *r == root) {
+        Some((_, c)) => Ok(c.admits(name)),
+        None => Ok(commits_of(inner, snapshots, &root).await?.admits(name)),
     }
 }
 
 fn filtered(
     listing: BoxStream<'static, Result<ObjectMeta>>,
-    known: Option<(ObjPath, Arc<Commits>)>,
+    known: Vec<(ObjPath, Arc<Commits>)>,
     inner: Arc<dyn ObjectStore>,
     snapshots: Arc<Snapshots>,
 ) -> BoxStream<'static, Result<ObjectMeta>> {
     listing
         .and_then(move |m| {
             let (known, inner, snapshots) = (known.clone(), inner.clone(), snapshots.clone());
-            async move { Ok(admitted(&m, known.as_ref(), &inner, &snapshots).await?.then_some(m)) }
+            async move { Ok(admitted(&m, &known, &inner, &snapshots).await?.then_some(m)) }
         })
         .try_filter_map(|m| async move { Ok(m) })
         .boxed()

@@ -57,11 +57,15 @@ pub fn periods(cfg: &ProfilerConfig, now: i64) -> Vec<Period> {
 /// records carry their package directory in `evidence_uri`.
 pub async fn run_once(cfg: &ProfilerConfig, periods: &[Period], system: Option<&str>, now: i64) -> anyhow::Result<Vec<Built>> {
     cfg.evaluation.declare_instruments().map_err(anyhow::Error::msg)?;
-    let ctx = octant_lake::reader::open_with(&cfg.lake, &cfg.storage)
-        .await
-        .with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?;
     let mut all = Vec::new();
     for p in periods {
+        // A session per period: a session lists each table once and keeps that listing (and
+        // the lake's commit markers it filtered by), while `build` records the markers it
+        // reads first as what a stored hour holds — a listing from an earlier period's build
+        // would be older than them, and the hour would be stored without files it claims.
+        let ctx = octant_lake::reader::open_with(&cfg.lake, &cfg.storage)
+            .await
+            .with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?;
         let built = build::build(&ctx, cfg, p, system, now).await.with_context(|| format!("profile of period {} failed", p.name))?;
         for mut b in built {
             let dir = evidence::write_package(&cfg.evidence, &b, cfg, &cfg.lake)

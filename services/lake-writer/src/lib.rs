@@ -83,6 +83,9 @@ pub struct LakePartition {
     bytes: usize,
     /// When the unit's first record was read (`None`: nothing buffered).
     since: Option<Instant>,
+    /// A write failed and the lake could not be read since: whether its marker made it is
+    /// unknown, so nothing is written before the lake says (see [`LakeStage::settle`]).
+    unsure: bool,
 }
 
 struct LakeStage {
@@ -132,6 +135,12 @@ impl LakeStage {
 
     /// Writes the partition's buffer as one unit. On failure the buffer stays (retried later).
     fn flush(&self, p: &mut LakePartition) -> bool {
+        if p.first.is_none() {
+            return true;
+        }
+        if p.unsure && !self.settle(p) {
+            return false;
+        }
         let Some(first) = p.first else { return true };
         let started = Instant::now();
         let mut files = Vec::new();
@@ -166,20 +175,58 @@ impl LakeStage {
                 }
                 self.metrics.flush_seconds.observe(started.elapsed().as_secs_f64());
                 tracing::debug!(topic = %p.topic, partition = p.partition, first, last = p.last, files = paths.len(), "unit written");
-                p.committed = Some(p.last);
-                p.buffer.clear();
-                p.first = None;
-                p.since = None;
-                p.bytes = 0;
+                Self::written(p);
                 self.metrics.buffered.with_label_values(&[&p.topic]).set(0);
                 true
             }
             Err(e) => {
                 tracing::warn!(error = %e, topic = %p.topic, partition = p.partition, "writing a unit failed; retried at the next tick");
                 self.metrics.errors.with_label_values(&["io"]).inc();
-                // Leave no half-unit behind before retrying.
-                let _ = self.lake.recover(&p.topic, p.partition);
+                p.unsure = true;
+                self.settle(p);
+                let done = p.first.is_none();
+                if done {
+                    for (table, n) in counts {
+                        self.metrics.records.with_label_values(&[table]).inc_by(n as u64);
+                        self.metrics.files.with_label_values(&[table]).inc();
+                    }
+                }
+                done
+            }
+        }
+    }
+
+    /// The buffer is in the lake: start the next unit.
+    fn written(p: &mut LakePartition) {
+        p.committed = Some(p.last);
+        p.buffer.clear();
+        p.first = None;
+        p.since = None;
+        p.bytes = 0;
+    }
+
+    /// After a failed write: recovers the partition (a half-written unit is removed) and learns
+    /// from its highest marker whether the unit made it after all — a write can fail after its
+    /// marker is created (syncing the markers' directory, removing older markers). If it did,
+    /// the buffer is done: writing it again, grown by later records under another name, would
+    /// put its offsets in the lake twice. Returns whether the buffer may be written (false
+    /// while the lake cannot be read).
+    fn settle(&self, p: &mut LakePartition) -> bool {
+        match self.lake.recover(&p.topic, p.partition) {
+            Err(e) => {
+                tracing::warn!(error = %e, topic = %p.topic, partition = p.partition, "cannot read the lake after a failed write; nothing is written until it can be");
                 false
+            }
+            Ok(committed) => {
+                p.unsure = false;
+                if committed.is_some_and(|c| c >= p.last) {
+                    tracing::info!(topic = %p.topic, partition = p.partition, last = p.last, "the failed write's unit is in the lake (its marker was written)");
+                    Self::written(p);
+                    self.metrics.buffered.with_label_values(&[&p.topic]).set(0);
+                    return true;
+                }
+                p.committed = committed.max(p.committed);
+                true
             }
         }
     }
@@ -206,6 +253,7 @@ impl Stage for LakeStage {
             last: -1,
             bytes: 0,
             since: None,
+            unsure: false,
         })
     }
 
@@ -284,5 +332,56 @@ impl Stage for LakeStage {
         for o in parts.values_mut() {
             self.flush(&mut o.state);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write that fails after its unit's marker was created (here: the previous attempt
+    /// left the unit's file and marker, so publishing again is refused) must not be written
+    /// again, grown by later records under another name: its offsets would be in the lake twice.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_that_failed_after_its_marker_is_not_written_twice() {
+        let dir = std::env::temp_dir().join(format!("octant-lake-writer-settle-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = LakeWriterConfig { lake: dir.clone(), ..Default::default() };
+        let mut stage = LakeStage::new(&config, &Registry::new()).unwrap();
+        let tp = TopicPartition { topic: "t".into(), partition: 0 };
+        let mut p = stage.open(&tp, 0, None).unwrap();
+        let read = |stage: &mut LakeStage, p: &mut LakePartition, offset: i64| {
+            let mut offsets = PartitionOffsets::default();
+            let m = InMessage {
+                topic: "t",
+                partition: 0,
+                offset,
+                key: None,
+                payload: b"not a contract",
+                timestamp: Some(0),
+                read_at: Instant::now(),
+            };
+            stage.process(p, &mut offsets, &m);
+        };
+        for offset in 0..=2 {
+            read(&mut stage, &mut p, offset);
+        }
+        // What a failed attempt leaves: the unit's file (raw records, as these are) and marker.
+        let files = dir.join("raw_records").join(format!("system_id={}", lake::escape(NO_SYSTEM))).join("date=1970-01-01");
+        std::fs::create_dir_all(&files).unwrap();
+        std::fs::write(files.join(lake::file_name("t", 0, 0, 2)), b"written by the failed attempt").unwrap();
+        std::fs::create_dir_all(dir.join("_commits/t/0")).unwrap();
+        std::fs::write(dir.join("_commits/t/0").join(format!("{:020}", 2)), b"").unwrap();
+        assert!(stage.flush(&mut p), "the unit is in the lake: the write counts as done");
+        assert_eq!(stage.commit_point(&mut p, &PartitionOffsets::default()).map(|c| c.offset), Some(3));
+        read(&mut stage, &mut p, 3);
+        assert!(stage.flush(&mut p));
+        let mut units: Vec<(i64, i64)> = std::fs::read_dir(&files)
+            .unwrap()
+            .filter_map(|e| octant_lake::committed::unit_of(&e.unwrap().file_name().to_string_lossy()).map(|(_, _, f, l)| (f, l)))
+            .collect();
+        units.sort();
+        assert_eq!(units, vec![(0, 2), (3, 3)], "every offset in one unit");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -15,15 +15,19 @@ cargo fmt --all --check
 # (that separate build took 4-5 of the command's minutes here). The wiring is checked first on
 # a crate with a known lint: if a toolchain ever changed it, this fails rather than
 # letting lints pass unchecked.
-clippy_driver="$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)"
+clippy_driver="$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver || true)"
 export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 probe="$(mktemp -d)"
 mkdir -p "$probe/src"
 printf '[package]\nname = "lint-probe"\nversion = "0.0.0"\nedition = "2024"\n[workspace]\n' > "$probe/Cargo.toml"
 printf 'pub fn len(v: &Vec<i32>) -> usize { v.len() }\n' > "$probe/src/lib.rs"
-if CARGO_TARGET_DIR="$probe/target" cargo build --offline --quiet --manifest-path "$probe/Cargo.toml" 2>/dev/null; then
-    echo "test.sh: clippy-driver as RUSTC_WORKSPACE_WRAPPER did not deny a known lint (clippy::ptr_arg); lints would go unchecked" >&2
+# The probe must fail, and for the lint (not for any other reason).
+if probe_out="$(CARGO_TARGET_DIR="$probe/target" cargo build --offline --quiet --manifest-path "$probe/Cargo.toml" 2>&1)" \
+    || ! grep -q 'clippy::ptr.arg' <<<"$probe_out"; then
+    echo "$probe_out" >&2
+    echo "test.sh: clippy-driver as RUSTC_WORKSPACE_WRAPPER ($clippy_driver) did not deny a known lint (clippy::ptr_arg); lints would go unchecked" >&2
+    rm -rf "$probe"
     exit 1
 fi
 rm -rf "$probe"

@@ -12,7 +12,11 @@ cargo fmt --all --check
 # wrapper for workspace members — what `cargo clippy` itself sets, with `-D warnings` passed
 # the way cargo-clippy passes it), so every lint of `cargo clippy --all-targets -- -D warnings`
 # fails the build, and the dependencies are built once instead of once more in check mode
-# (that separate build took 4-5 of the command's minutes here). The wiring is checked first on
+# (that separate build took 4-5 of the command's minutes here). The cost: Octant's crates are
+# compiled for the tests by clippy-driver, which turns off a few MIR passes and the debug
+# null/alignment checks of raw-pointer dereferences (Octant's only unsafe code is libc calls,
+# which have none), and `scripts/demo.sh` after this compiles Octant's crates again (not the
+# dependencies). The wiring is checked first on
 # a crate with a known lint: if a toolchain ever changed it, this fails rather than
 # letting lints pass unchecked.
 clippy_driver="$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver || true)"

@@ -83,9 +83,10 @@ pub struct LakePartition {
     bytes: usize,
     /// When the unit's first record was read (`None`: nothing buffered).
     since: Option<Instant>,
-    /// A write failed and the lake could not be read since: whether its marker made it is
-    /// unknown, so nothing is written before the lake says (see [`LakeStage::settle`]).
-    unsure: bool,
+    /// A write failed and the lake could not be read since (when it was last tried): whether
+    /// its marker made it is unknown, so nothing is written before the lake says (see
+    /// [`LakeStage::settle`]).
+    unsure: Option<Instant>,
 }
 
 struct LakeStage {
@@ -138,8 +139,14 @@ impl LakeStage {
         if p.first.is_none() {
             return true;
         }
-        if p.unsure && !self.settle(p) {
-            return false;
+        // Retried at most once a second (a full buffer would otherwise retry on every record).
+        if let Some(tried) = p.unsure {
+            if tried.elapsed() < Duration::from_secs(1) || !self.settle(p) {
+                return false;
+            }
+            if p.first.is_none() {
+                return true;
+            }
         }
         let Some(first) = p.first else { return true };
         let started = Instant::now();
@@ -182,16 +189,8 @@ impl LakeStage {
             Err(e) => {
                 tracing::warn!(error = %e, topic = %p.topic, partition = p.partition, "writing a unit failed; retried at the next tick");
                 self.metrics.errors.with_label_values(&["io"]).inc();
-                p.unsure = true;
                 self.settle(p);
-                let done = p.first.is_none();
-                if done {
-                    for (table, n) in counts {
-                        self.metrics.records.with_label_values(&[table]).inc_by(n as u64);
-                        self.metrics.files.with_label_values(&[table]).inc();
-                    }
-                }
-                done
+                p.first.is_none()
             }
         }
     }
@@ -206,29 +205,51 @@ impl LakeStage {
     }
 
     /// After a failed write: recovers the partition (a half-written unit is removed) and learns
-    /// from its highest marker whether the unit made it after all — a write can fail after its
-    /// marker is created (syncing the markers' directory, removing older markers). If it did,
-    /// the buffer is done: writing it again, grown by later records under another name, would
-    /// put its offsets in the lake twice. Returns whether the buffer may be written (false
-    /// while the lake cannot be read).
+    /// from its highest marker what of the buffer is in the lake after all — a write can fail
+    /// after its marker is created (syncing the markers' directory, removing older markers),
+    /// and another owner may have written past it. Those rows are dropped: written again, grown
+    /// by later records under another name, their offsets would be in the lake twice. Returns
+    /// whether the rest may be written (false while the lake cannot be read: retried later).
     fn settle(&self, p: &mut LakePartition) -> bool {
-        match self.lake.recover(&p.topic, p.partition) {
+        let committed = match self.lake.recover(&p.topic, p.partition) {
             Err(e) => {
                 tracing::warn!(error = %e, topic = %p.topic, partition = p.partition, "cannot read the lake after a failed write; nothing is written until it can be");
-                false
+                self.metrics.errors.with_label_values(&["io"]).inc();
+                p.unsure = Some(Instant::now());
+                return false;
             }
-            Ok(committed) => {
-                p.unsure = false;
-                if committed.is_some_and(|c| c >= p.last) {
-                    tracing::info!(topic = %p.topic, partition = p.partition, last = p.last, "the failed write's unit is in the lake (its marker was written)");
-                    Self::written(p);
-                    self.metrics.buffered.with_label_values(&[&p.topic]).set(0);
-                    return true;
-                }
-                p.committed = committed.max(p.committed);
-                true
+            Ok(c) => c,
+        };
+        p.unsure = None;
+        p.committed = committed.max(p.committed);
+        let Some(c) = committed else { return true };
+        if p.first.is_none_or(|f| c < f) {
+            return true;
+        }
+        // Rows are buffered in offset order per (table, system, date).
+        let mut first = None;
+        for ((table, _, _), rows) in p.buffer.iter_mut() {
+            let before = rows.len();
+            rows.retain(|r| r.get("kafka_offset").and_then(Value::as_i64).is_none_or(|o| o > c));
+            let dropped = before - rows.len();
+            if dropped > 0 {
+                self.metrics.records.with_label_values(&[table]).inc_by(dropped as u64);
+            }
+            if let Some(h) = rows.iter().filter_map(|r| r.get("kafka_offset").and_then(Value::as_i64)).min() {
+                first = Some(first.map_or(h, |f: i64| f.min(h)));
             }
         }
+        p.buffer.retain(|_, rows| !rows.is_empty());
+        tracing::info!(topic = %p.topic, partition = p.partition, in_lake = c, "rows of the failed write found in the lake are not written again");
+        if p.buffer.is_empty() {
+            let last = p.last.max(c);
+            Self::written(p);
+            p.committed = Some(last);
+            self.metrics.buffered.with_label_values(&[&p.topic]).set(0);
+        } else {
+            p.first = first;
+        }
+        true
     }
 }
 
@@ -253,7 +274,7 @@ impl Stage for LakeStage {
             last: -1,
             bytes: 0,
             since: None,
-            unsure: false,
+            unsure: None,
         })
     }
 
@@ -339,19 +360,20 @@ impl Stage for LakeStage {
 mod tests {
     use super::*;
 
-    /// A write that fails after its unit's marker was created (here: the previous attempt
-    /// left the unit's file and marker, so publishing again is refused) must not be written
-    /// again, grown by later records under another name: its offsets would be in the lake twice.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_write_that_failed_after_its_marker_is_not_written_twice() {
-        let dir = std::env::temp_dir().join(format!("octant-lake-writer-settle-{}", std::process::id()));
+    /// A lake writer's stage on a fresh directory `name`, its partition `t`/0 opened, and the
+    /// directory its raw records (what non-contract payloads become) are written to.
+    fn stage_on(name: &str) -> (std::path::PathBuf, LakeStage, LakePartition, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("octant-lake-writer-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let config = LakeWriterConfig { lake: dir.clone(), ..Default::default() };
         let mut stage = LakeStage::new(&config, &Registry::new()).unwrap();
-        let tp = TopicPartition { topic: "t".into(), partition: 0 };
-        let mut p = stage.open(&tp, 0, None).unwrap();
-        let read = |stage: &mut LakeStage, p: &mut LakePartition, offset: i64| {
-            let mut offsets = PartitionOffsets::default();
+        let p = stage.open(&TopicPartition { topic: "t".into(), partition: 0 }, 0, None).unwrap();
+        let files = dir.join("raw_records").join(format!("system_id={}", lake::escape(NO_SYSTEM))).join("date=1970-01-01");
+        (dir, stage, p, files)
+    }
+
+    fn read(stage: &mut LakeStage, p: &mut LakePartition, offsets: std::ops::RangeInclusive<i64>) {
+        for offset in offsets {
             let m = InMessage {
                 topic: "t",
                 partition: 0,
@@ -361,27 +383,56 @@ mod tests {
                 timestamp: Some(0),
                 read_at: Instant::now(),
             };
-            stage.process(p, &mut offsets, &m);
-        };
-        for offset in 0..=2 {
-            read(&mut stage, &mut p, offset);
+            stage.process(p, &mut PartitionOffsets::default(), &m);
         }
-        // What a failed attempt leaves: the unit's file (raw records, as these are) and marker.
-        let files = dir.join("raw_records").join(format!("system_id={}", lake::escape(NO_SYSTEM))).join("date=1970-01-01");
-        std::fs::create_dir_all(&files).unwrap();
-        std::fs::write(files.join(lake::file_name("t", 0, 0, 2)), b"written by the failed attempt").unwrap();
+    }
+
+    /// A unit `first..=last` in the lake: its file and its marker.
+    fn in_lake(dir: &std::path::Path, files: &std::path::Path, first: i64, last: i64) {
+        std::fs::create_dir_all(files).unwrap();
+        std::fs::write(files.join(lake::file_name("t", 0, first, last)), b"in the lake").unwrap();
         std::fs::create_dir_all(dir.join("_commits/t/0")).unwrap();
-        std::fs::write(dir.join("_commits/t/0").join(format!("{:020}", 2)), b"").unwrap();
-        assert!(stage.flush(&mut p), "the unit is in the lake: the write counts as done");
-        assert_eq!(stage.commit_point(&mut p, &PartitionOffsets::default()).map(|c| c.offset), Some(3));
-        read(&mut stage, &mut p, 3);
-        assert!(stage.flush(&mut p));
-        let mut units: Vec<(i64, i64)> = std::fs::read_dir(&files)
+        std::fs::write(dir.join("_commits/t/0").join(format!("{last:020}")), b"").unwrap();
+    }
+
+    /// The units in `files`, by (first, last) offset.
+    fn units(files: &std::path::Path) -> Vec<(i64, i64)> {
+        let mut units: Vec<(i64, i64)> = std::fs::read_dir(files)
             .unwrap()
             .filter_map(|e| octant_lake::committed::unit_of(&e.unwrap().file_name().to_string_lossy()).map(|(_, _, f, l)| (f, l)))
             .collect();
         units.sort();
-        assert_eq!(units, vec![(0, 2), (3, 3)], "every offset in one unit");
+        units
+    }
+
+    /// A write that fails after its unit's marker was created (here: the previous attempt
+    /// left the unit's file and marker, so publishing again is refused) must not be written
+    /// again, grown by later records under another name: its offsets would be in the lake twice.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_that_failed_after_its_marker_is_not_written_twice() {
+        let (dir, mut stage, mut p, files) = stage_on("settle");
+        read(&mut stage, &mut p, 0..=2);
+        in_lake(&dir, &files, 0, 2);
+        assert!(stage.flush(&mut p), "the unit is in the lake: the write counts as done");
+        assert_eq!(stage.commit_point(&mut p, &PartitionOffsets::default()).map(|c| c.offset), Some(3));
+        read(&mut stage, &mut p, 3..=3);
+        assert!(stage.flush(&mut p));
+        assert_eq!(units(&files), vec![(0, 2), (3, 3)], "every offset in one unit");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// After a failure, part of the buffer may be in the lake (a write failed after its
+    /// marker while the lake could not be read, and the buffer grew meanwhile; or another
+    /// owner wrote past it): those rows are dropped, the rest is written as the next unit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn rows_found_in_the_lake_after_a_failure_are_not_written_again() {
+        let (dir, mut stage, mut p, files) = stage_on("partial");
+        read(&mut stage, &mut p, 0..=4);
+        in_lake(&dir, &files, 0, 2);
+        assert!(stage.settle(&mut p), "the lake was read");
+        assert_eq!((p.first, p.last, p.committed), (Some(3), 4, Some(2)));
+        assert!(stage.flush(&mut p));
+        assert_eq!(units(&files), vec![(0, 2), (3, 4)], "every offset in one unit");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -182,8 +182,7 @@ impl LakeStage {
                 }
                 self.metrics.flush_seconds.observe(started.elapsed().as_secs_f64());
                 tracing::debug!(topic = %p.topic, partition = p.partition, first, last = p.last, files = paths.len(), "unit written");
-                Self::written(p);
-                self.metrics.buffered.with_label_values(&[&p.topic]).set(0);
+                self.written(p);
                 true
             }
             Err(e) => {
@@ -196,12 +195,13 @@ impl LakeStage {
     }
 
     /// The buffer is in the lake: start the next unit.
-    fn written(p: &mut LakePartition) {
+    fn written(&self, p: &mut LakePartition) {
         p.committed = Some(p.last);
         p.buffer.clear();
         p.first = None;
         p.since = None;
         p.bytes = 0;
+        self.metrics.buffered.with_label_values(&[&p.topic]).set(0);
     }
 
     /// After a failed write: recovers the partition (a half-written unit is removed) and learns
@@ -243,9 +243,8 @@ impl LakeStage {
         tracing::info!(topic = %p.topic, partition = p.partition, in_lake = c, "rows of the failed write found in the lake are not written again");
         if p.buffer.is_empty() {
             let last = p.last.max(c);
-            Self::written(p);
+            self.written(p);
             p.committed = Some(last);
-            self.metrics.buffered.with_label_values(&[&p.topic]).set(0);
         } else {
             p.first = first;
         }
@@ -399,7 +398,7 @@ mod tests {
     fn units(files: &std::path::Path) -> Vec<(i64, i64)> {
         let mut units: Vec<(i64, i64)> = std::fs::read_dir(files)
             .unwrap()
-            .filter_map(|e| octant_lake::committed::unit_of(&e.unwrap().file_name().to_string_lossy()).map(|(_, _, f, l)| (f, l)))
+            .filter_map(|e| octant_lake::lake::unit_of(&e.unwrap().file_name().to_string_lossy()).map(|(_, _, f, l)| (f, l)))
             .collect();
         units.sort();
         units

@@ -37,20 +37,8 @@ use object_store::{
     PutResult, Result,
 };
 
-/// The directory of commit markers under a lake's root.
-pub const MARKERS: &str = "_commits";
-
-/// `(topic, partition, first, last)` of a unit's data file name (the topic as escaped in
-/// names); `None` for any other name.
-pub fn unit_of(name: &str) -> Option<(&str, i32, i64, i64)> {
-    let rest = name.strip_suffix(".parquet")?;
-    let mut parts = rest.rsplitn(4, '-');
-    let last = parts.next()?.parse().ok()?;
-    let first = parts.next()?.parse().ok()?;
-    let partition = parts.next()?.parse().ok()?;
-    let topic = parts.next().filter(|t| !t.is_empty())?;
-    Some((topic, partition, first, last))
-}
+pub use crate::lake::MARKERS;
+use crate::lake::unit_of;
 
 /// The highest commit marker of every topic partition of one lake.
 #[derive(Debug, Clone, Default, PartialEq)]

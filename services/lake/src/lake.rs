@@ -126,16 +126,29 @@ pub fn escape(v: &str) -> String {
     }
 }
 
+/// The directory of commit markers under a lake's root.
+pub const MARKERS: &str = "_commits";
+
 /// `<topic>-<partition>-<first>-<last>.parquet`.
 pub fn file_name(topic: &str, partition: i32, first: i64, last: i64) -> String {
     format!("{topic}-{partition}-{first:020}-{last:020}.parquet")
 }
 
+/// `(topic, partition, first, last)` of a unit's data file name (the topic as escaped in
+/// names); `None` for any other name.
+pub fn unit_of(name: &str) -> Option<(&str, i32, i64, i64)> {
+    let rest = name.strip_suffix(".parquet")?;
+    let mut parts = rest.rsplitn(4, '-');
+    let last = parts.next()?.parse().ok()?;
+    let first = parts.next()?.parse().ok()?;
+    let partition = parts.next()?.parse().ok()?;
+    let topic = parts.next().filter(|t| !t.is_empty())?;
+    Some((topic, partition, first, last))
+}
+
 /// (first, last) of a data file of `topic`/`partition`, from its name.
 pub(crate) fn parse_name(name: &str, topic: &str, partition: i32) -> Option<(i64, i64)> {
-    let rest = name.strip_prefix(&format!("{topic}-{partition}-"))?.strip_suffix(".parquet")?;
-    let (a, b) = rest.split_once('-')?;
-    Some((a.parse().ok()?, b.parse().ok()?))
+    unit_of(name).filter(|&(t, p, _, _)| t == topic && p == partition).map(|(_, _, first, last)| (first, last))
 }
 
 fn fsync_dir(dir: &Path) -> io::Result<()> {
@@ -148,7 +161,7 @@ impl LocalLake {
     }
 
     fn markers(&self, topic: &str, partition: i32) -> PathBuf {
-        self.root.join("_commits").join(escape(topic)).join(partition.to_string())
+        self.root.join(MARKERS).join(escape(topic)).join(partition.to_string())
     }
 
     /// The last offset of `topic`/`partition` in the lake (highest marker).

@@ -124,7 +124,7 @@ impl ObjectLake {
     }
 
     fn markers(&self, topic: &str, partition: i32) -> ObjPath {
-        self.path(&["_commits", &escape(topic), &partition.to_string()])
+        self.path(&[crate::lake::MARKERS, &escape(topic), &partition.to_string()])
     }
 
     async fn list(&self, prefix: &ObjPath) -> io::Result<Vec<ObjPath>> {

@@ -402,13 +402,8 @@ impl Store {
 
 /// Lake observation files: (topic, partition, first offset, path under the lake).
 pub fn parse_lake_file(path: &str) -> Option<(String, i32, i64, i64)> {
-    let name = path.rsplit('/').next()?.strip_suffix(".parquet")?;
-    let mut parts = name.rsplitn(4, '-');
-    let last = parts.next()?.parse().ok()?;
-    let first = parts.next()?.parse().ok()?;
-    let partition = parts.next()?.parse().ok()?;
-    let topic = parts.next()?.to_string();
-    Some((topic, partition, first, last))
+    let (topic, partition, first, last) = octant_lake::lake::unit_of(path.rsplit('/').next()?)?;
+    Some((topic.to_string(), partition, first, last))
 }
 
 /// The lake's committed offset per "topic/partition" of the observation files listed (read

@@ -24,7 +24,10 @@
 //! CPU: this process's user + system time (every thread, librdkafka's included) and the
 //! broker's (`/proc/PID/stat`) over each phase, in cores (1.0 = one core busy for the phase).
 //! `-- stage` runs phase 3 only; `-- scorer` skips the baselines (2 and 4), to profile the
-//! scorer alone.
+//! scorer alone. `-- floors` adds two pass-throughs to each round that also read each event's
+//! JSON: one only scans it (`serde::de::IgnoredAny`: the least any JSON consumer does), one
+//! decodes it into a `TrajectoryEvent` as the scorer does (on the loop's thread) — what the
+//! scorer would cost if reading its input were its only work.
 //! `OCTANT_BENCH_KAFKA_SETTINGS="k=v,k=v"` passes librdkafka settings to the pass-through and
 //! the scorer alike (the user's knobs).
 
@@ -166,6 +169,7 @@ async fn main() -> anyhow::Result<()> {
     // Octant-loop pass-through and the scorer alternate N times, each round in fresh groups
     // (the machine's speed drifts within a run; the median round's ratio is the figure).
     let only_scorer = std::env::args().any(|a| a == "scorer");
+    let floors = std::env::args().any(|a| a == "floors");
     let rounds: usize = std::env::args().find_map(|a| a.strip_prefix("rounds=").and_then(|r| r.parse().ok())).unwrap_or(1).max(1);
     let per_message = out_records as f64 / n as f64;
     let size = out_bytes / out_records.max(1);
@@ -228,9 +232,16 @@ async fn main() -> anyhow::Result<()> {
                 return anyhow::Ok(None);
             }
             let joined = Instant::now();
-            let (c0, c1) = pass_through(&tuned, &inputs, &format!("bench-pass-{round}"), n, per_message, size, pid).await?;
-            let name = format!("pass-through in Octant's stage loop (consume, produce, commit after delivery), round {}", round + 1);
-            Ok(Some((Phase::of(&name, n, c0, c1, format!("{out_records} records of {size} bytes")), c0.at.duration_since(joined))))
+            let (c0, c1) = pass_through(ReadJson::Not, &tuned, &inputs, &format!("bench-pass-{round}"), n, per_message, size, pid).await?;
+            let name = format!("{}, round {}", ReadJson::Not.name(), round + 1);
+            let pass = (Phase::of(&name, n, c0, c1, format!("{out_records} records of {size} bytes")), c0.at.duration_since(joined));
+            let mut read = Vec::new();
+            for how in [ReadJson::Scan, ReadJson::Decode].into_iter().filter(|_| floors) {
+                let group = format!("bench-pass-{how:?}-{round}");
+                let (c0, c1) = pass_through(how, &tuned, &inputs, &group, n, per_message, size, pid).await?;
+                read.push(Phase::of(&format!("{}, round {}", how.name(), round + 1), n, c0, c1, ""));
+            }
+            Ok(Some((pass, read)))
         };
         let group = format!("bench-scorer-{round}");
         let scorer = scorer_round(&config, &group, n, out_records, pid, round + 1);
@@ -252,7 +263,7 @@ async fn main() -> anyhow::Result<()> {
         println!("librdkafka settings for pass-through and scorer: {settings:?}");
     }
     let seconds = |d: Vec<Duration>| d.iter().map(|d| format!("{:.1} s", d.as_secs_f64())).collect::<Vec<_>>().join(", ");
-    let pass_joins = seconds(played.iter().filter_map(|r| r.0.as_ref().map(|p| p.1)).collect());
+    let pass_joins = seconds(played.iter().filter_map(|r| r.0.as_ref().map(|p| p.0.1)).collect());
     println!(
         "joining the consumer group (not timed): pass-through {}, scorer {}",
         if pass_joins.is_empty() { "not run".into() } else { pass_joins },
@@ -264,7 +275,7 @@ async fn main() -> anyhow::Result<()> {
     println!("| phase | events/s | {versus} | this process (cores) | broker (cores) | note |");
     println!("|---|---|---|---|---|---|");
     // "vs pass-through": against the first round's pass-through, a round's scorer against its own.
-    let first_pass = played[0].0.as_ref().map_or(played[0].1.0.rate(), |p| p.0.rate());
+    let first_pass = played[0].0.as_ref().map_or(played[0].1.0.rate(), |p| p.0.0.rate());
     let mut rows: Vec<(&Phase, f64)> = vec![(&produce, first_pass)];
     if let Some((raw, _)) = &baselines {
         rows.push((raw, first_pass));
@@ -274,11 +285,20 @@ async fn main() -> anyhow::Result<()> {
         rows.push((plain, first_pass));
     }
     let mut ratios = Vec::new();
+    // `-- floors`: each reading pass-through's ratio, by round.
+    let mut floor_ratios: Vec<(String, Vec<f64>)> = Vec::new();
     for (pass, (scorer, _)) in &played {
-        let reference = pass.as_ref().map_or(scorer.rate(), |p| p.0.rate());
-        if let Some((p, _)) = pass {
+        let reference = pass.as_ref().map_or(scorer.rate(), |p| p.0.0.rate());
+        if let Some(((p, _), read)) = pass {
             rows.push((p, reference));
             ratios.push(scorer.rate() / reference);
+            for (i, r) in read.iter().enumerate() {
+                rows.push((r, reference));
+                if floor_ratios.len() <= i {
+                    floor_ratios.push((r.name.rsplit_once(", round").map_or(r.name.clone(), |(a, _)| a.to_string()), Vec::new()));
+                }
+                floor_ratios[i].1.push(r.rate() / reference);
+            }
         }
         rows.push((scorer, reference));
     }
@@ -298,6 +318,12 @@ async fn main() -> anyhow::Result<()> {
         ratios.sort_by(f64::total_cmp);
         let median = octant_core::stats::bootstrap::quantile_sorted(&ratios, 0.5);
         println!("\nscorer ÷ pass-through in Octant's loop, by round: {}; median {:.0} %", shown.join(", "), 100.0 * median);
+    }
+    for (name, mut r) in floor_ratios {
+        let shown: Vec<String> = r.iter().map(|r| format!("{:.0} %", 100.0 * r)).collect();
+        r.sort_by(f64::total_cmp);
+        let median = octant_core::stats::bootstrap::quantile_sorted(&r, 0.5);
+        println!("{name} ÷ pass-through, by round: {}; median {:.0} %", shown.join(", "), 100.0 * median);
     }
     drop(broker);
     std::process::exit(0)
@@ -374,10 +400,34 @@ fn join(kafka: &KafkaConfig, inputs: &[String], group: &str) -> anyhow::Result<(
     Ok(group_consumer(kafka, group, group, &topics, lag_gauge(&prometheus::Registry::new(), "bench"))?)
 }
 
+/// What a pass-through does with each event's bytes (`-- floors`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ReadJson {
+    /// Nothing: the pass-through proper.
+    Not,
+    /// Scans it (syntax only, nothing built).
+    Scan,
+    /// Decodes it into the contract's `TrajectoryEvent`, as the scorer does.
+    Decode,
+}
+
+impl ReadJson {
+    fn name(self) -> &'static str {
+        match self {
+            ReadJson::Not => "pass-through in Octant's stage loop (consume, produce, commit after delivery)",
+            ReadJson::Scan => "pass-through that also scans each event's JSON (IgnoredAny)",
+            ReadJson::Decode => "pass-through that also decodes each event (TrajectoryEvent)",
+        }
+    }
+}
+
 /// The pass-through stage: for each message, the scorer's average number of records
 /// (`per_message`, spread evenly) of `size` bytes, keyed like the input; commits like the
 /// scorer (the offset after every acknowledged message).
 struct PassThrough {
+    /// What is done with each event's JSON besides passing it on.
+    read_json: ReadJson,
+    decoder: octant_contracts::Decoder,
     topic: String,
     payload: Vec<u8>,
     per_message: f64,
@@ -397,6 +447,17 @@ impl Stage for PassThrough {
 
     fn process(&mut self, _part: &mut (), _offsets: &mut PartitionOffsets, msg: &InMessage<'_>) -> (Vec<OutRecord>, ()) {
         self.first.get_or_init(|| cpu(self.broker_pid));
+        match self.read_json {
+            ReadJson::Not => {}
+            ReadJson::Scan => {
+                let scanned: Result<serde::de::IgnoredAny, _> = serde_json::from_slice(msg.payload);
+                std::hint::black_box(scanned.is_ok());
+            }
+            ReadJson::Decode => {
+                let decoded = self.decoder.decode::<octant_contracts::TrajectoryEvent>(msg.payload);
+                std::hint::black_box(decoded.is_ok());
+            }
+        }
         let k = records_for(self.read, self.per_message);
         self.read += 1;
         let key = String::from_utf8_lossy(msg.key.unwrap_or_default()).into_owned();
@@ -419,7 +480,9 @@ impl Stage for PassThrough {
 /// in its own group until every message's records are acknowledged. Returns when the first
 /// message was read (the group's join time is not the stage's rate) and when the last was
 /// acknowledged.
+#[allow(clippy::too_many_arguments)]
 async fn pass_through(
+    read_json: ReadJson,
     kafka: &KafkaConfig,
     inputs: &[String],
     group: &str,
@@ -432,6 +495,8 @@ async fn pass_through(
     let producer = pipeline::producer(kafka, group)?;
     let (acked, first) = (Arc::new(AtomicUsize::new(0)), Arc::new(OnceLock::new()));
     let stage = PassThrough {
+        read_json,
+        decoder: octant_contracts::Decoder::new(),
         topic: kafka.topic("passthrough"),
         payload: vec![b'x'; size],
         per_message,

@@ -23,6 +23,8 @@ clippy_driver="$(rustup which clippy-driver 2>/dev/null || command -v clippy-dri
 export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 probe="$(mktemp -d)"
+# Removed however the probe ends (its failure, Ctrl-C): nothing else here needs a trap.
+trap 'rm -rf "$probe"' EXIT
 mkdir -p "$probe/src"
 printf '[package]\nname = "lint-probe"\nversion = "0.0.0"\nedition = "2024"\n[workspace]\n' > "$probe/Cargo.toml"
 printf 'pub fn len(v: &Vec<i32>) -> usize { v.len() }\n' > "$probe/src/lib.rs"
@@ -31,10 +33,10 @@ if probe_out="$(CARGO_TARGET_DIR="$probe/target" cargo build --offline --quiet -
     || ! grep -q 'clippy::ptr.arg' <<<"$probe_out"; then
     echo "$probe_out" >&2
     echo "test.sh: clippy-driver as RUSTC_WORKSPACE_WRAPPER ($clippy_driver) did not deny a known lint (clippy::ptr_arg); lints would go unchecked" >&2
-    rm -rf "$probe"
     exit 1
 fi
 rm -rf "$probe"
+trap - EXIT
 # The integration tests mostly wait (for brokers, consumer groups, Prometheus, Chromium): four
 # at a time keep this machine's 2 cores busy (integration binary: 501 s with two, 315 s with
 # four, 311 s with eight; BENCHMARKS.md). RUST_TEST_THREADS overrides it.

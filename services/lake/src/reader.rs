@@ -347,4 +347,49 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// A run is looked up through the bloom filters the lake writes (`lake::LOOKUP_COLUMNS`):
+    /// a run id within a row group's min/max range but not in it skips that row group without
+    /// reading the column; a run that is there is found. The other engines' view of the same
+    /// files (DuckDB) is the interoperability test's.
+    #[tokio::test]
+    async fn run_lookups_skip_row_groups_by_bloom_filter() {
+        let schema = arrow_schema(table("trajectory_events").unwrap());
+        let event = |run: &str, offset: i64| {
+            format!(
+                r#"{{"event_id": "{run}/1", "run_id": "{run}", "system": {{"id": "s", "version": "1", "config_hash": ""}}, "source": "PRODUCTION",
+                "event_time": 1764489600000, "sequence": 1, "kind": "RUN_ENDED", "kafka_topic": "t", "kafka_partition": 0, "kafka_offset": {offset},
+                "run_ended": {{"outcome": "SUCCESS", "evaluations": []}}}}"#
+            )
+        };
+        let lines = format!("{}\n{}\n", event("run-a", 0), event("run-z", 1));
+        let batch = arrow::json::ReaderBuilder::new(schema).build(std::io::Cursor::new(lines)).unwrap().next().unwrap().unwrap();
+        let dir = std::env::temp_dir().join(format!("octant-lake-bloom-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let lake = crate::Lake::new(&dir);
+        let spec = vec![crate::lake::FileSpec { table: "trajectory_events", system: "s", date: "2025-11-30", batch }];
+        let written = lake.write_unit("octant.t", 0, 0, 1, spec, &crate::lake::writer_properties()).unwrap();
+        // The file carries a filter of run_id.
+        let reader = parquet::file::serialized_reader::SerializedFileReader::new(std::fs::File::open(&written[0]).unwrap()).unwrap();
+        let meta = parquet::file::reader::FileReader::metadata(&reader);
+        let run_id = meta.file_metadata().schema_descr().columns().iter().position(|c| c.path().string() == "run_id").unwrap();
+        assert!(meta.row_group(0).column(run_id).bloom_filter_offset().is_some(), "run_id has a bloom filter");
+
+        let ctx = open(&dir).await.unwrap();
+        let plan = |run: &str| format!("EXPLAIN ANALYZE SELECT count(*) FROM trajectory_events WHERE run_id = '{run}'");
+        let metrics = |b: &[RecordBatch]| -> String {
+            b.iter().map(|b| (0..b.num_rows()).map(|i| b.column(1).as_string::<i32>().value(i).to_string()).collect::<String>()).collect()
+        };
+        // "run-m" sorts between the file's min and max: statistics keep the row group, the
+        // filter prunes it.
+        let (_, absent) = query(&ctx, &plan("run-m")).await.unwrap();
+        let absent = metrics(&absent);
+        assert!(absent.contains("row_groups_pruned_bloom_filter=1 total \u{2192} 0 matched"), "pruned by the filter: {absent}");
+        let (_, present) = query(&ctx, &plan("run-z")).await.unwrap();
+        let present = metrics(&present);
+        assert!(present.contains("row_groups_pruned_bloom_filter=1 total \u{2192} 1 matched"), "kept: {present}");
+        let (_, b) = query(&ctx, "SELECT event_id FROM trajectory_events WHERE run_id = 'run-z'").await.unwrap();
+        assert_eq!(b[0].column(0).as_string::<i32>().value(0), "run-z/1");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

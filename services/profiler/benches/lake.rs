@@ -42,9 +42,17 @@ impl Rng {
     }
 }
 
+/// A run's id as agents send them (a UUID, an OpenTelemetry trace id): 32 random hex digits, so
+/// min/max statistics cannot narrow a lookup by id (the bloom filters must).
+fn run_id(system: usize, run: usize) -> String {
+    let mut r = Rng(((system as u64) << 32) ^ run as u64);
+    let mut half = || (r.f64() * (1u64 << 53) as f64) as u64;
+    format!("{:016x}{:016x}", half(), half())
+}
+
 fn observations_of_run(system: usize, run: usize, rng: &mut Rng) -> Vec<Observation> {
     let sys = format!("sys-{system:02}");
-    let run_id = format!("{sys}-run-{run}");
+    let run_id = run_id(system, run);
     let t = T0 + (run as i64 * 3_456) % SPAN;
     let unsafe_p = 0.02 + 0.01 * system as f64;
     let base = |metric: &str, step: Option<i64>, value: f64, dt: i64| Observation {
@@ -158,6 +166,13 @@ fn queries() -> Vec<(&'static str, String)> {
                 .to_string(),
         ),
         ("row count", "SELECT count(*) FROM observations".to_string()),
+        (
+            "one run's observations (the run page's lookup by run id)",
+            format!(
+                "SELECT observation_id, metric, step, value, weight FROM observations WHERE run_id = '{}' ORDER BY metric, step",
+                run_id(7, 31_337)
+            ),
+        ),
     ]
 }
 

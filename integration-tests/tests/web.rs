@@ -231,6 +231,10 @@ pub(crate) async fn system_and_alert_pages_in_chromium(lake: &Path, evidence: &P
         assert_eq!(status, 404, "{path}: {body}");
     }
     assert_eq!(get(addr, &package).await.0, 401, "not without the token");
+    // The system page's paging parameters are checked.
+    for bad in ["alerts_page=x", "alerts_per_page=0", "alerts_per_page=1001"] {
+        assert_eq!(get_with(addr, &format!("/systems/sys-a?{bad}"), &bearer).await.0, 400, "{bad}");
+    }
 
     let enc = octant_runtime::web::path_segment;
     let incident_run = incident["run_id"].as_str().unwrap();
@@ -240,6 +244,8 @@ pub(crate) async fn system_and_alert_pages_in_chromium(lake: &Path, evidence: &P
         "login": {"url": format!("{base}/"), "token": token},
         "pages": [
             {"name": "system", "url": format!("{base}/systems/sys-a?days=30")},
+            {"name": "system-alerts-1", "url": format!("{base}/systems/sys-a?days=30&alerts_per_page=1&alerts_page=1")},
+            {"name": "system-alerts-past", "url": format!("{base}/systems/sys-a?days=30&alerts_per_page=1&alerts_page=1000000")},
             {"name": "alert-veto", "url": format!("{base}/alerts/{}", enc(&veto))},
             {"name": "alert-incident", "url": format!("{base}/alerts/{}", enc(incident["fingerprint"].as_str().unwrap()))},
             {"name": "run-two-agents", "url": format!("{base}/runs/{}", enc(&two_agents))},
@@ -265,6 +271,20 @@ pub(crate) async fn system_and_alert_pages_in_chromium(lake: &Path, evidence: &P
     let system_links = links(system);
     assert!(system_links.contains(&format!("/alerts/{}", enc(&veto)).as_str()), "{system_links:?}");
     assert!(system_links.contains(&package.as_str()), "{package} in {system_links:?}");
+    // The period's alerts a page at a time: the second record alone on page 1 of pages of
+    // one is the second row of the full list, with links to the newer pages and the older one.
+    let total: usize = text.split("Alerts of the period (").nth(1).and_then(|t| t.split(')').next()).unwrap().parse().unwrap();
+    let alert_links = |p: &Value| links(p).into_iter().filter(|l| l.starts_with("/alerts/")).map(str::to_string).collect::<Vec<_>>();
+    let all = alert_links(system);
+    assert!(total >= 2 && all.len() == total.min(100), "{total} alerts, {} rows: {text}", all.len());
+    let second = page(&report, "system-alerts-1");
+    let text = second["text"].as_str().unwrap();
+    assert!(text.contains(&format!("Records 2–2 of {total}, newest first.")), "{text}");
+    assert_eq!(alert_links(second), [all[1].clone()], "page 1 of pages of one is the list's second row");
+    let to = |page: usize| format!("/systems/sys-a?days=30&alerts_page={page}&alerts_per_page=1#alerts-of-the-period");
+    assert!(links(second).contains(&to(0).as_str()) && (total == 2 || links(second).contains(&to(2).as_str())), "{second}");
+    let past = page(&report, "system-alerts-past");
+    assert!(past["text"].as_str().unwrap().contains("Past the last record.") && links(past).contains(&to(total - 1).as_str()), "{past}");
     // The veto's page: its history, the window it fired on, and the runs behind it.
     let alert = page(&report, "alert-veto");
     let text = alert["text"].as_str().unwrap();

@@ -239,8 +239,19 @@ async fn system_page(
         Some(_) => return (StatusCode::BAD_REQUEST, "days must be a whole number from 1 to 31\n").into_response(),
     };
     let cfg = &s.runner.cfg;
+    let page = match q.get("alerts_page").map(|p| p.parse::<u32>()) {
+        None => 0,
+        Some(Ok(p)) if p <= 1_000_000 => p as usize,
+        Some(_) => return (StatusCode::BAD_REQUEST, "alerts_page must be a whole number from 0 to 1000000\n").into_response(),
+    };
+    let per_page = match q.get("alerts_per_page").map(|p| p.parse::<u32>()) {
+        None => system::ALERTS_PER_PAGE,
+        Some(Ok(p)) if (1..=1000).contains(&p) => p as usize,
+        Some(_) => return (StatusCode::BAD_REQUEST, "alerts_per_page must be a whole number from 1 to 1000\n").into_response(),
+    };
+    let alerts_page = system::AlertsPage { page, per_page };
     let loaded = match octant_lake::reader::open_with(&cfg.lake, &cfg.storage).await {
-        Ok(ctx) => system::load(&ctx, &system, days).await,
+        Ok(ctx) => system::load(&ctx, &system, days, alerts_page).await,
         Err(e) => Err(e),
     };
     let packages: Vec<system::Package> = {

@@ -20,6 +20,10 @@ use crate::build::{Period, lit, period_filter};
 use crate::fleet::DIMENSIONS;
 use crate::web::{self, esc, urlencode};
 
+/// How many alert records the system page lists at a time unless asked otherwise
+/// (`?alerts_per_page=`, 1–1000); older and newer pages are links (`?alerts_page=`, from 0).
+pub const ALERTS_PER_PAGE: usize = 100;
+
 /// The most points a chart draws per dimension (every k-th window beyond that, the newest kept).
 pub const MAX_POINTS: usize = 400;
 
@@ -28,14 +32,20 @@ pub const MAX_POINTS: usize = 400;
 pub struct SystemView {
     pub system: String,
     /// The period: `days` ending at the newest window of the system.
+    pub days: u32,
     pub start: i64,
     pub end: i64,
     /// Per (version, source): its dimension profiles in window order.
     pub series: Vec<Series>,
     /// Per (version, source): the metric windows of its newest window end.
     pub metrics: Vec<MetricWindow>,
-    /// Alert records of the period, newest first.
+    /// One page of the period's alert records, newest first.
     pub alerts: Vec<Alert>,
+    /// Which page `alerts` is (from 0, the newest), how many records a page holds, and how
+    /// many records the period has in all.
+    pub alerts_page: usize,
+    pub alerts_per_page: usize,
+    pub alerts_total: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -65,9 +75,17 @@ impl Package {
     }
 }
 
-/// `system` over the `days` ending at its newest window in the lake; `None` when the lake has
-/// no dimension profile of it.
-pub async fn load(ctx: &SessionContext, system: &str, days: u32) -> Result<Option<SystemView>> {
+/// Which alert records of the period the system page shows: page `page` (from 0, the newest)
+/// of `per_page` records.
+#[derive(Debug, Clone, Copy)]
+pub struct AlertsPage {
+    pub page: usize,
+    pub per_page: usize,
+}
+
+/// `system` over the `days` ending at its newest window in the lake, with one page of its
+/// alerts; `None` when the lake has no dimension profile of it.
+pub async fn load(ctx: &SessionContext, system: &str, days: u32, alerts_page: AlertsPage) -> Result<Option<SystemView>> {
     #[derive(Deserialize)]
     struct Newest {
         e: Option<i64>,
@@ -117,27 +135,82 @@ pub async fn load(ctx: &SessionContext, system: &str, days: u32) -> Result<Optio
             }
         }
     }
-    // Alerts of the period: every record that ends, judges a window or starts in it or later
-    // (an alert that started before the period and resolved in it is in; so are incidents
-    // after the newest window).
+    let (alerts, alerts_total) = alerts_of(ctx, system, period.start, alerts_page).await?;
+    Ok(Some(SystemView {
+        system: system.to_string(),
+        days,
+        start: period.start,
+        end: period.end,
+        series,
+        metrics,
+        alerts,
+        alerts_page: alerts_page.page,
+        alerts_per_page: alerts_page.per_page,
+        alerts_total,
+    }))
+}
+
+/// One page of `system`'s alert records since `since` (epoch ms), newest first, and how many
+/// there are in all: every record that ends, judges a window or starts then or later (an alert
+/// that started before and resolved after is in; so are incidents after the newest window).
+/// One row per alert id (the lake may hold a record twice); only the page is read into records,
+/// the rest are counted.
+pub async fn alerts_of(ctx: &SessionContext, system: &str, since: i64, page: AlertsPage) -> Result<(Vec<Alert>, usize)> {
+    let filter = format!("system_id = {} AND CAST(COALESCE(ends_at, window_end, starts_at) AS BIGINT) >= {since}", lit(system));
+    let total = web::count(ctx, &format!("SELECT COUNT(DISTINCT alert_id) AS n FROM alerts WHERE {filter}")).await?;
     let sql = format!(
-        "{} WHERE system_id = {} AND CAST(COALESCE(ends_at, window_end, starts_at) AS BIGINT) >= {} \
-         ORDER BY COALESCE(window_end, starts_at) DESC, kafka_partition, kafka_offset DESC",
+        "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY alert_id ORDER BY kafka_partition, kafka_offset) AS copy FROM ({} WHERE {filter}) AS a) AS d \
+         WHERE copy = 1 ORDER BY COALESCE(window_end, starts_at) DESC, kafka_partition, kafka_offset DESC LIMIT {} OFFSET {}",
         web::select_all("alerts", web::ALERT_TIMES),
-        lit(system),
-        period.start
+        page.per_page,
+        page.page.saturating_mul(page.per_page),
     );
-    let mut ids = std::collections::HashSet::new();
-    let alerts: Vec<Alert> = web::rows::<Alert>(ctx, &sql)
+    let alerts = web::rows::<Alert>(ctx, &sql)
         .await?
         .into_iter()
-        .filter(|a| ids.insert(a.alert_id.clone()))
         .map(|mut a| {
             a.system_id = system.to_string();
             a
         })
         .collect();
-    Ok(Some(SystemView { system: system.to_string(), start: period.start, end: period.end, series, metrics, alerts }))
+    Ok((alerts, total))
+}
+
+/// Where the shown alert records lie among the period's, with links to the newer and older
+/// pages (empty when one page holds them all).
+fn alert_pages(v: &SystemView) -> String {
+    let per = v.alerts_per_page.max(1);
+    if v.alerts_page == 0 && v.alerts_total <= per {
+        return String::new();
+    }
+    let first = v.alerts_page.saturating_mul(per);
+    let last = (first + v.alerts.len()).min(v.alerts_total);
+    let link = |page: usize, rel: &str, words: &str| {
+        format!(
+            "<a rel=\"{rel}\" href=\"/systems/{}?days={}&amp;alerts_page={page}{}#alerts-of-the-period\">{words}</a>",
+            esc(&urlencode(&v.system)),
+            v.days,
+            if per == ALERTS_PER_PAGE { String::new() } else { format!("&amp;alerts_per_page={per}") }
+        )
+    };
+    let mut out = String::from("<nav class=\"pages\" aria-label=\"Alert pages\"><p>");
+    if v.alerts.is_empty() {
+        out.push_str("Past the last record. ");
+    } else {
+        let _ = write!(out, "Records {}–{} of {}, newest first. ", first + 1, last, v.alerts_total);
+    }
+    if v.alerts_page > 0 {
+        let newer = v.alerts_page.min(v.alerts_total.div_ceil(per)).saturating_sub(1);
+        out.push_str(&link(0, "first", "Newest"));
+        out.push(' ');
+        out.push_str(&link(newer, "prev", "Newer"));
+        out.push(' ');
+    }
+    if first + v.alerts.len() < v.alerts_total && !v.alerts.is_empty() {
+        out.push_str(&link(v.alerts_page + 1, "next", "Older"));
+    }
+    out.push_str("</p></nav>");
+    out
 }
 
 /// The page.
@@ -209,10 +282,14 @@ pub fn to_html(v: &SystemView, packages: &[Package]) -> String {
         }
         s.push_str("</tbody></table>");
     }
-    let _ = write!(s, "<h2>Alerts of the period ({})</h2>", v.alerts.len());
-    if v.alerts.is_empty() {
+    let _ = write!(s, "<h2 id=\"alerts-of-the-period\">Alerts of the period ({})</h2>", v.alerts_total);
+    let pages = alert_pages(v);
+    if v.alerts.is_empty() && v.alerts_total == 0 {
         s.push_str("<p>None.</p>");
+    } else if v.alerts.is_empty() {
+        let _ = write!(s, "<p>No records on this page: the period has {}.</p>{pages}", v.alerts_total);
     } else {
+        s.push_str(&pages);
         s.push_str("<table id=\"alerts\"><caption>Every alert record of the period, newest first: firing, escalated and resolved.</caption><thead><tr>\
                     <th scope=\"col\">Window end (event time)</th><th scope=\"col\">Alert</th><th scope=\"col\">Status</th><th scope=\"col\">Severity</th>\
                     <th scope=\"col\">Version</th><th scope=\"col\">Summary</th><th scope=\"col\">Run</th></tr></thead><tbody>");
@@ -570,7 +647,18 @@ mod tests {
         assert_eq!(svg.matches("class=\"interval\"").count(), 2);
         assert!(svg.contains("safety: band 0 [0, 0] at the newest window, between 0 and 3 over the period (N/A in 1 windows)"), "{svg}");
         assert!(svg.contains("capability: N/A throughout"));
-        let v = SystemView { system: "s<1>".into(), start: 0, end: 300_000, series: vec![series], metrics: vec![], alerts: vec![] };
+        let v = SystemView {
+            system: "s<1>".into(),
+            days: 7,
+            start: 0,
+            end: 300_000,
+            series: vec![series],
+            metrics: vec![],
+            alerts: vec![],
+            alerts_page: 0,
+            alerts_per_page: 100,
+            alerts_total: 0,
+        };
         let package = Package {
             version: "1.0.0".into(),
             source: Source::Production,
@@ -655,5 +743,85 @@ mod tests {
         };
         let svg = chart(0, &outage, 0, 50 * 60_000);
         assert_eq!(svg.matches("<polyline class=\"band\"").count(), 2, "{svg}");
+    }
+
+    #[test]
+    fn alert_pages_say_which_records_and_link_newer_and_older() {
+        use octant_contracts::{AlertStatus, Severity};
+        let alerts = |n: usize| (0..n).map(|i| crate::alert::tests::record(AlertStatus::Firing, Severity::Warning, i as i64)).collect();
+        let view = |page: usize, per: usize, shown: usize, total: usize| SystemView {
+            system: "org/s".into(),
+            days: 30,
+            start: 0,
+            end: 1,
+            series: vec![],
+            metrics: vec![],
+            alerts: alerts(shown),
+            alerts_page: page,
+            alerts_per_page: per,
+            alerts_total: total,
+        };
+        let href = |page: usize, per: &str| format!("href=\"/systems/org%2Fs?days=30&amp;alerts_page={page}{per}#alerts-of-the-period\"");
+        // One page holds them all: no navigation.
+        assert_eq!(alert_pages(&view(0, ALERTS_PER_PAGE, 3, 3)), "");
+        let html = to_html(&view(0, ALERTS_PER_PAGE, 3, 3), &[]);
+        assert!(html.contains("Alerts of the period (3)") && html.matches("<tr><td>").count() == 3, "{html}");
+        // The newest page of 250: where it lies, and the older page.
+        let p = alert_pages(&view(0, ALERTS_PER_PAGE, 100, 250));
+        assert!(p.contains("Records 1–100 of 250, newest first.") && p.contains(&format!("rel=\"next\" {}", href(1, ""))), "{p}");
+        assert!(!p.contains("rel=\"prev\""), "{p}");
+        // The last page: newer and newest, no older; a page size asked for is kept in the links.
+        let p = alert_pages(&view(2, 2, 1, 5));
+        assert!(p.contains("Records 5–5 of 5") && p.contains(&format!("rel=\"prev\" {}", href(1, "&amp;alerts_per_page=2"))), "{p}");
+        assert!(p.contains(&format!("rel=\"first\" {}", href(0, "&amp;alerts_per_page=2"))) && !p.contains("rel=\"next\""), "{p}");
+        // Past the end: said, with a way back to the last page.
+        let html = to_html(&view(40, 2, 0, 5), &[]);
+        assert!(html.contains("No records on this page: the period has 5.") && html.contains("Past the last record."), "{html}");
+        assert!(html.contains(&format!("rel=\"prev\" {}", href(2, "&amp;alerts_per_page=2"))), "{html}");
+        assert!(to_html(&view(0, ALERTS_PER_PAGE, 0, 0), &[]).contains("Alerts of the period (0)</h2><p>None.</p>"));
+    }
+
+    /// The alerts query on a real lake: a record delivered twice is one row, the count agrees
+    /// with the rows, and pages of two walk the records newest first without a gap or a repeat.
+    #[tokio::test]
+    async fn alert_pages_read_from_the_lake_once_each_newest_first() {
+        use octant_contracts::{AlertStatus, Severity};
+        let mut rows = String::new();
+        let mut offset = 0;
+        for i in 0..5i64 {
+            let mut a = crate::alert::tests::record(AlertStatus::Firing, Severity::Warning, 1_000 * i);
+            a.alert_id = format!("a{i}");
+            a.window_end = Some(600_000 * (i + 1));
+            // a2 was delivered twice (at-least-once).
+            for _ in 0..if i == 2 { 2 } else { 1 } {
+                let mut v = serde_json::to_value(&a).unwrap();
+                let o = v.as_object_mut().unwrap();
+                o.insert("kafka_topic".into(), "octant.alerts".into());
+                o.insert("kafka_partition".into(), 0.into());
+                o.insert("kafka_offset".into(), offset.into());
+                offset += 1;
+                rows.push_str(&format!("{v}\n"));
+            }
+        }
+        let schema = octant_lake::schema::arrow_schema(octant_lake::schema::table("alerts").unwrap());
+        let batch = arrow::json::ReaderBuilder::new(schema).build(std::io::Cursor::new(rows)).unwrap().next().unwrap().unwrap();
+        assert_eq!(batch.num_rows(), 6);
+        let dir = std::env::temp_dir().join(format!("octant-profiler-alert-pages-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let spec = vec![octant_lake::lake::FileSpec { table: "alerts", system: "s", date: "1970-01-01", batch }];
+        octant_lake::Lake::new(&dir).write_unit("octant.alerts", 0, 0, offset - 1, spec, &octant_lake::lake::writer_properties()).unwrap();
+        let ctx = octant_lake::reader::open(&dir).await.unwrap();
+        let mut seen = Vec::new();
+        for page in 0..4 {
+            let (alerts, total) = alerts_of(&ctx, "s", 0, AlertsPage { page, per_page: 2 }).await.unwrap();
+            assert_eq!(total, 5, "page {page}");
+            assert!(alerts.iter().all(|a| a.system_id == "s"));
+            seen.extend(alerts.into_iter().map(|a| a.alert_id));
+        }
+        assert_eq!(seen, ["a4", "a3", "a2", "a1", "a0"], "newest first, each once, nothing past the end");
+        // The period's start filters on the record's end, window or start.
+        let (alerts, total) = alerts_of(&ctx, "s", 1_800_000, AlertsPage { page: 0, per_page: 100 }).await.unwrap();
+        assert_eq!((alerts.len(), total), (3, 3));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -21,6 +21,15 @@ pub async fn rows<T: DeserializeOwned>(ctx: &SessionContext, sql: &str) -> Resul
         .collect()
 }
 
+/// The number a `SELECT COUNT(…) AS n …` query returns (0 for no row).
+pub async fn count(ctx: &SessionContext, sql: &str) -> Result<usize> {
+    #[derive(serde::Deserialize)]
+    struct Count {
+        n: i64,
+    }
+    Ok(rows::<Count>(ctx, sql).await?.first().map_or(0, |c| c.n.max(0) as usize))
+}
+
 /// An enum's name on the wire and in the lake (`TOOL_CALL`, `PRODUCTION`): its serde name.
 pub fn wire<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()

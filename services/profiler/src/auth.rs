@@ -1,18 +1,23 @@
-//! Access to the profiler's HTTP server when `api_token` is set.
+//! Access to the profiler's HTTP server when tokens are set (`api_token`, `[[users]]`).
 //!
-//! Programs send `Authorization: Bearer <token>`. A browser cannot, so the web view has a
-//! login page: `POST /login` with the token sets a session cookie, `octant_session`, whose
-//! value is `<expiry>.<HMAC-SHA256(token, "octant-web-session|<expiry>")>` in hex: stateless
-//! (no session store; every profiler instance with the same token accepts it), it expires
-//! after [`SESSION`], and changing the token ends every session. The cookie is `HttpOnly`
-//! (no script reads it), `SameSite=Lax` (sent when a person follows a link from Alertmanager,
-//! a chat or a mail — `Strict` would send them to the login page every time — but not with
-//! other sites' subrequests or forms), `Path=/`, and `Secure` when the request came over HTTPS
-//! (`X-Forwarded-Proto: https` from the proxy in front). A session only reads: it authorises
-//! GET and HEAD, never `POST /run` (that takes the bearer token), so no cross-site request
-//! can make a signed-in browser change anything. A browser asking for a page without a
-//! session is sent to the login page and back after it; any other client gets 401. The token
-//! is compared in constant time and never logged.
+//! Every token belongs to a user with a role (`config::User`): a **viewer** reads the pages
+//! and the profile API, an **operator** may also start a run (`POST /run`; a viewer's token
+//! gets 403 there). `api_token` is the operator `api`. Programs send
+//! `Authorization: Bearer <token>`. A browser cannot, so the web view has a login page:
+//! `POST /login` with a token sets a session cookie, `octant_session`, whose value is
+//! `<user>.<expiry>.<HMAC-SHA256(token, "octant-web-session|<user>|<expiry>")>` in hex:
+//! stateless (no session store; every profiler instance with the same users accepts it), it
+//! expires after [`SESSION`], and changing a user's token ends that user's sessions. The cookie
+//! is `HttpOnly` (no script reads it), `SameSite=Lax` (sent when a person follows a link from
+//! Alertmanager, a chat or a mail — `Strict` would send them to the login page every time —
+//! but not with other sites' subrequests or forms), `Path=/`, and `Secure` when the request
+//! came over HTTPS (`X-Forwarded-Proto: https` from the proxy in front). A session only reads:
+//! it authorises GET and HEAD, never `POST /run` (that takes an operator's bearer token, even
+//! for an operator signed in), so no cross-site request can make a signed-in browser change
+//! anything. A browser asking for a page without a session is sent to the login page and back
+//! after it; any other client gets 401. Tokens are compared in constant time, every user's
+//! on every request (how long a check takes does not say which user's token was near), and
+//! never logged; who signed in and who started a run are.
 //!
 //! Guessing the token through the login page is throttled: after [`MAX_FAILURES`] wrong tokens
 //! within [`THROTTLE_WINDOW`], every sign-in is refused with 429 and `Retry-After` until the
@@ -30,6 +35,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use ring::hmac;
 
+use crate::config::{Role, User};
 use crate::web::{self, esc};
 
 /// How long a session lasts.
@@ -41,12 +47,26 @@ pub const COOKIE: &str = "octant_session";
 pub const MAX_FAILURES: u32 = 10;
 pub const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
 
-/// The server's view of the token.
+/// The server's view of its users and their tokens.
 #[derive(Clone)]
 pub struct Auth {
+    users: Arc<Vec<Principal>>,
+    throttle: Arc<Mutex<Throttle>>,
+}
+
+/// A user as the server checks it: its token and the session key made from it.
+struct Principal {
+    name: String,
+    role: Role,
     token: octant_runtime::config::Secret,
     key: hmac::Key,
-    throttle: Arc<Mutex<Throttle>>,
+}
+
+/// Who a request is from (a request extension, set by [`require`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedIn {
+    pub user: String,
+    pub role: Role,
 }
 
 /// Failed sign-ins in the current fixed window.
@@ -70,7 +90,8 @@ impl Throttle {
 
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Auth { token: [redacted] }")
+        let names: Vec<&str> = self.users.iter().map(|u| u.name.as_str()).collect();
+        write!(f, "Auth {{ users: {names:?}, tokens: [redacted] }}")
     }
 }
 
@@ -97,56 +118,85 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Auth {
-    pub fn new(token: octant_runtime::config::Secret) -> Auth {
-        let key = hmac::Key::new(hmac::HMAC_SHA256, token.expose().as_bytes());
-        Auth { token, key, throttle: Arc::new(Mutex::new(Throttle { since: Instant::now(), failures: 0 })) }
+    /// The server's users (`ProfilerConfig::principals`, checked: names and tokens unique).
+    pub fn new(users: Vec<User>) -> Auth {
+        let users = users
+            .into_iter()
+            .map(|u| Principal {
+                key: hmac::Key::new(hmac::HMAC_SHA256, u.token.expose().as_bytes()),
+                name: u.name,
+                role: u.role,
+                token: u.token,
+            })
+            .collect();
+        Auth { users: Arc::new(users), throttle: Arc::new(Mutex::new(Throttle { since: Instant::now(), failures: 0 })) }
     }
 
-    /// Checks a sign-in with `given` at `now`: `Ok(true)` for the token, `Ok(false)` for a wrong
-    /// one (counted), `Err(wait)` while sign-ins are throttled (not checked, not counted).
-    fn sign_in(&self, given: Option<&str>, now: Instant) -> Result<bool, Duration> {
+    /// Checks a sign-in with `given` at `now`: `Ok(Some(user))` for a user's token,
+    /// `Ok(None)` for a wrong one (counted), `Err(wait)` while sign-ins are throttled (not
+    /// checked, not counted).
+    fn sign_in(&self, given: Option<&str>, now: Instant) -> Result<Option<SignedIn>, Duration> {
         let mut t = self.throttle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(wait) = t.refused(now) {
             return Err(wait);
         }
-        let ok = given.is_some_and(|g| self.token_matches(g));
-        if !ok {
+        let user = given.and_then(|g| self.holder(g));
+        if user.is_none() {
             t.failures += 1;
         }
-        Ok(ok)
+        Ok(user.map(|u| SignedIn { user: u.name.clone(), role: u.role }))
     }
 
-    fn message(expiry: u64) -> String {
-        format!("octant-web-session|{expiry}")
+    fn message(user: &str, expiry: u64) -> String {
+        format!("octant-web-session|{user}|{expiry}")
     }
 
-    /// A session value that expires at `expiry` (epoch seconds).
-    pub fn session(&self, expiry: u64) -> String {
-        format!("{expiry}.{}", hex(hmac::sign(&self.key, Self::message(expiry).as_bytes()).as_ref()))
+    /// A session of `user` that expires at `expiry` (epoch seconds); `None` for no such user.
+    pub fn session(&self, user: &str, expiry: u64) -> Option<String> {
+        let u = self.users.iter().find(|u| u.name == user)?;
+        Some(format!("{user}.{expiry}.{}", hex(hmac::sign(&u.key, Self::message(user, expiry).as_bytes()).as_ref())))
     }
 
-    /// Whether `value` is a session of this token, not expired at `now` (epoch seconds).
+    /// The user whose valid session `value` is, not expired at `now` (epoch seconds).
+    fn session_user(&self, value: &str, now: u64) -> Option<&Principal> {
+        let mut parts = value.splitn(3, '.');
+        let (Some(user), Some(expiry), Some(mac)) = (parts.next(), parts.next(), parts.next()) else { return None };
+        let (Ok(expiry), Some(mac)) = (expiry.parse::<u64>(), unhex(mac)) else { return None };
+        let u = self.users.iter().find(|u| u.name == user)?;
+        (expiry > now && hmac::verify(&u.key, Self::message(user, expiry).as_bytes(), &mac).is_ok()).then_some(u)
+    }
+
+    /// Whether `value` is a valid session at `now`.
     pub fn valid_session(&self, value: &str, now: u64) -> bool {
-        let Some((expiry, mac)) = value.split_once('.') else { return false };
-        let (Ok(expiry), Some(mac)) = (expiry.parse::<u64>(), unhex(mac)) else { return false };
-        expiry > now && hmac::verify(&self.key, Self::message(expiry).as_bytes(), &mac).is_ok()
+        self.session_user(value, now).is_some()
     }
 
-    fn token_matches(&self, given: &str) -> bool {
-        same(given.as_bytes(), self.token.expose().as_bytes())
+    /// The user holding token `given`: every user's token is compared, in constant time each.
+    fn holder(&self, given: &str) -> Option<&Principal> {
+        self.users.iter().fold(None, |found, u| if same(given.as_bytes(), u.token.expose().as_bytes()) { Some(u) } else { found })
     }
 
-    /// Whether a request carries the bearer token, or — to read (GET, HEAD) — a valid session
-    /// cookie. A cookie never authorises a change (`POST /run`): a browser sends cookies with
-    /// requests other pages make, so reading is all a session may do.
-    pub fn allows(&self, method: &axum::http::Method, headers: &HeaderMap) -> bool {
-        let bearer = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| self.token_matches(t));
+    /// Who a request is from: a bearer token's user (a viewer only to read), or — to read
+    /// (GET, HEAD) — a valid session's. A cookie never authorises a change (`POST /run`): a
+    /// browser sends cookies with requests other pages make, so reading is all a session may
+    /// do. `Err(403)` for a viewer's token asking for a change, `Err(401)` otherwise.
+    pub fn check(&self, method: &axum::http::Method, headers: &HeaderMap) -> Result<SignedIn, (StatusCode, String)> {
         let reads = method == axum::http::Method::GET || method == axum::http::Method::HEAD;
-        bearer || (reads && cookie(headers, COOKIE).is_some_and(|c| self.valid_session(c, now_s())))
+        let bearer = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        let user = match bearer.and_then(|t| self.holder(t)) {
+            Some(u) if reads || u.role == Role::Operator => u,
+            Some(u) => return Err((StatusCode::FORBIDDEN, format!("user {} is a viewer: this takes an operator's token\n", u.name))),
+            None => match cookie(headers, COOKIE).and_then(|c| self.session_user(c, now_s())) {
+                Some(u) if reads => u,
+                _ => return Err((StatusCode::UNAUTHORIZED, "a bearer token is required\n".into())),
+            },
+        };
+        Ok(SignedIn { user: user.name.clone(), role: user.role })
+    }
+
+    /// Whether [`Auth::check`] lets the request through.
+    pub fn allows(&self, method: &axum::http::Method, headers: &HeaderMap) -> bool {
+        self.check(method, headers).is_ok()
     }
 }
 
@@ -173,10 +223,19 @@ pub fn safe_next(next: Option<&str>) -> String {
 
 /// The middleware: lets through requests with the token or a session; sends a browser asking
 /// for a page to the login page; answers 401 otherwise. The login page itself is open.
-pub async fn require(auth: Auth, req: Request, next: Next) -> Response {
-    let path = req.uri().path();
-    if path == "/login" || auth.allows(req.method(), req.headers()) {
+pub async fn require(auth: Auth, mut req: Request, next: Next) -> Response {
+    if req.uri().path() == "/login" {
         return next.run(req).await;
+    }
+    let denied = match auth.check(req.method(), req.headers()) {
+        Ok(who) => {
+            req.extensions_mut().insert(who);
+            return next.run(req).await;
+        }
+        Err(denied) => denied,
+    };
+    if denied.0 == StatusCode::FORBIDDEN {
+        return denied.into_response();
     }
     let wants_html = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
     if wants_html && req.method() == axum::http::Method::GET {
@@ -184,7 +243,7 @@ pub async fn require(auth: Auth, req: Request, next: Next) -> Response {
         let to = format!("/login?next={}", web::urlencode(back));
         return (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
     }
-    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], "a bearer token is required\n").into_response()
+    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], denied.1).into_response()
 }
 
 /// `GET /login`: the form.
@@ -192,7 +251,7 @@ pub fn login_page(next: &str, failed: bool) -> String {
     let mut s = web::page_start("Sign in to Octant");
     s.push_str("</header><main>");
     if failed {
-        s.push_str("<p role=\"alert\" class=\"unsafe-tag\" id=\"login-error\">That token is not the one this server was given.</p>");
+        s.push_str("<p role=\"alert\" class=\"unsafe-tag\" id=\"login-error\">That token is not one this server was given.</p>");
     }
     let invalid = if failed { " aria-invalid=\"true\" aria-describedby=\"login-error\"" } else { "" };
     s.push_str(&format!(
@@ -209,8 +268,8 @@ pub fn login_page(next: &str, failed: bool) -> String {
 /// `POST /login` with form fields `token` and `next`.
 pub fn login(auth: &Auth, headers: &HeaderMap, form: &std::collections::BTreeMap<String, String>) -> Response {
     let next = safe_next(form.get("next").map(String::as_str));
-    let ok = match auth.sign_in(form.get("token").map(String::as_str), Instant::now()) {
-        Ok(ok) => ok,
+    let who = match auth.sign_in(form.get("token").map(String::as_str), Instant::now()) {
+        Ok(who) => who,
         Err(wait) => {
             let secs = wait.as_secs().max(1);
             tracing::warn!(retry_after_s = secs, "web view: sign-ins throttled after {MAX_FAILURES} wrong tokens");
@@ -218,16 +277,17 @@ pub fn login(auth: &Auth, headers: &HeaderMap, form: &std::collections::BTreeMap
             return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, secs.to_string())], body).into_response();
         }
     };
-    if !ok {
+    let Some(who) = who else {
         tracing::warn!("web view: a sign-in with a wrong token");
         let html = login_page(&next, true);
         return (StatusCode::UNAUTHORIZED, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response();
-    }
+    };
+    tracing::info!(user = %who.user, role = ?who.role, "web view: signed in");
     let expiry = now_s() + SESSION.as_secs();
     let https = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|p| p.eq_ignore_ascii_case("https"));
     let cookie = format!(
         "{COOKIE}={}; HttpOnly; SameSite=Lax; Path=/; Max-Age={}{}",
-        auth.session(expiry),
+        auth.session(&who.user, expiry).unwrap_or_default(),
         SESSION.as_secs(),
         if https { "; Secure" } else { "" }
     );
@@ -238,21 +298,30 @@ pub fn login(auth: &Auth, headers: &HeaderMap, form: &std::collections::BTreeMap
 mod tests {
     use super::*;
 
+    fn user(name: &str, token: &str, role: Role) -> User {
+        User { name: name.into(), token: octant_runtime::config::Secret::new(token), role }
+    }
+
+    fn one(token: &str) -> Auth {
+        Auth::new(vec![user("api", token, Role::Operator)])
+    }
+
     #[test]
     fn sessions_are_signed_by_the_token_and_expire() {
-        let auth = Auth::new(octant_runtime::config::Secret::new("s3cret"));
-        let v = auth.session(2_000);
+        let auth = one("s3cret");
+        let v = auth.session("api", 2_000).unwrap();
+        assert!(v.starts_with("api.2000.") && auth.session("nobody", 2_000).is_none());
         assert!(auth.valid_session(&v, 1_999));
         assert!(!auth.valid_session(&v, 2_000), "expired");
-        let other = Auth::new(octant_runtime::config::Secret::new("other"));
+        let other = one("other");
         assert!(!other.valid_session(&v, 1_000), "another token's session");
-        let forged = v.replacen("2000.", "9999.", 1);
+        let forged = v.replacen(".2000.", ".9999.", 1);
         assert!(!auth.valid_session(&forged, 1_000), "a moved expiry breaks the signature");
-        assert!(!auth.valid_session("garbage", 0) && !auth.valid_session("1.zz", 0));
+        assert!(!auth.valid_session("garbage", 0) && !auth.valid_session("1.zz", 0) && !auth.valid_session("api.1.zz", 0));
         assert!(!format!("{auth:?}").contains("s3cret"));
-        assert!(auth.token_matches("s3cret") && !auth.token_matches("s3cre") && !auth.token_matches(""));
+        assert!(auth.holder("s3cret").is_some() && auth.holder("s3cre").is_none() && auth.holder("").is_none());
         let mut h = HeaderMap::new();
-        h.insert(header::COOKIE, format!("a=b; {COOKIE}={}", auth.session(now_s() + 60)).parse().unwrap());
+        h.insert(header::COOKIE, format!("a=b; {COOKIE}={}", auth.session("api", now_s() + 60).unwrap()).parse().unwrap());
         assert!(auth.allows(&axum::http::Method::GET, &h));
         assert!(!auth.allows(&axum::http::Method::POST, &h), "a session only reads");
         let mut b = HeaderMap::new();
@@ -270,13 +339,53 @@ mod tests {
         assert!(login_page("\"><script>", false).contains("value=\"&quot;&gt;&lt;script&gt;\""));
     }
 
+    /// Each user is who its token says, with its role: a viewer reads but may not start a run
+    /// (403, not 401: the token is good, the role is not enough); a session names its user and
+    /// ends when that user's token changes, not when another's does.
+    #[test]
+    fn users_have_roles_and_their_own_sessions() {
+        let users = vec![
+            user("api", "op-token", Role::Operator),
+            user("alice", "alice-token", Role::Viewer),
+            user("bob", "bob-token", Role::Operator),
+        ];
+        let auth = Auth::new(users.clone());
+        let bearer = |t: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::AUTHORIZATION, format!("Bearer {t}").parse().unwrap());
+            h
+        };
+        let (get, post) = (axum::http::Method::GET, axum::http::Method::POST);
+        assert_eq!(auth.check(&get, &bearer("alice-token")), Ok(SignedIn { user: "alice".into(), role: Role::Viewer }));
+        let (status, why) = auth.check(&post, &bearer("alice-token")).unwrap_err();
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        assert!(why.contains("alice is a viewer") && !why.contains("alice-token"), "{why}");
+        assert_eq!(auth.check(&post, &bearer("bob-token")).map(|w| w.user), Ok("bob".into()));
+        assert_eq!(auth.check(&post, &bearer("nope")).unwrap_err().0, StatusCode::UNAUTHORIZED);
+        assert_eq!(auth.check(&get, &HeaderMap::new()).unwrap_err().0, StatusCode::UNAUTHORIZED);
+        let debug = format!("{auth:?}");
+        assert!(debug.contains("alice") && !debug.contains("-token"), "{debug}");
+        // Sessions: alice's names alice; bob cannot pass his as hers.
+        let alice = auth.session("alice", now_s() + 60).unwrap();
+        let mut h = HeaderMap::new();
+        h.insert(header::COOKIE, format!("{COOKIE}={alice}").parse().unwrap());
+        assert_eq!(auth.check(&get, &h).map(|w| w.user), Ok("alice".into()));
+        let bob = auth.session("bob", now_s() + 60).unwrap();
+        assert!(!auth.valid_session(&bob.replacen("bob.", "alice.", 1), 0), "a session is signed with its own user's token");
+        // A new token for alice ends her sessions, not bob's.
+        let rotated = Auth::new(vec![users[0].clone(), user("alice", "alice-token-2", Role::Viewer), users[2].clone()]);
+        assert!(!rotated.valid_session(&alice, 0) && rotated.valid_session(&bob, 0));
+        // Signing in says who.
+        assert_eq!(auth.sign_in(Some("bob-token"), Instant::now()).unwrap().map(|w| w.user), Some("bob".into()));
+    }
+
     #[test]
     fn guessing_the_token_is_throttled() {
-        let auth = Auth::new(octant_runtime::config::Secret::new("s3cret"));
+        let auth = one("s3cret");
         let t0 = Instant::now();
         auth.throttle.lock().unwrap().since = t0;
         for i in 0..MAX_FAILURES {
-            assert_eq!(auth.sign_in(Some(&format!("guess-{i}")), t0), Ok(false));
+            assert_eq!(auth.sign_in(Some(&format!("guess-{i}")), t0), Ok(None));
         }
         assert_eq!(auth.sign_in(None, t0), Err(THROTTLE_WINDOW), "the form without a token counts too, and is refused now");
         let later = t0 + Duration::from_secs(45);
@@ -286,8 +395,8 @@ mod tests {
             "even the token: a throttle that answered would still confirm guesses"
         );
         let next_window = t0 + THROTTLE_WINDOW;
-        assert_eq!(auth.sign_in(Some("s3cret"), next_window), Ok(true));
-        assert_eq!(auth.sign_in(Some("wrong"), next_window), Ok(false), "a new window counts afresh");
+        assert_eq!(auth.sign_in(Some("s3cret"), next_window).map(|w| w.map(|w| w.user)), Ok(Some("api".into())));
+        assert_eq!(auth.sign_in(Some("wrong"), next_window), Ok(None), "a new window counts afresh");
         // Sessions and the bearer token are never throttled.
         let mut b = HeaderMap::new();
         b.insert(header::AUTHORIZATION, "Bearer s3cret".parse().unwrap());

@@ -24,6 +24,12 @@ pub struct ProfilerConfig {
     /// (`/metrics`, `/healthz`, `/readyz` stay open for probes and Prometheus). Never logged.
     #[serde(default)]
     pub api_token: Option<octant_runtime::config::Secret>,
+    /// Named tokens, each with a role: a `viewer` reads the web view and the profile API, an
+    /// `operator` may also start a run (`POST /run`). `api_token` is the operator `api`. With
+    /// neither, the server is open (loopback by default). Tokens are never logged; the name is
+    /// (who signed in, who started a run).
+    #[serde(default)]
+    pub users: Vec<User>,
     /// The lake (what the lake writer writes): a directory or an object-store URL.
     #[serde(default = "default_lake")]
     pub lake: PathBuf,
@@ -157,6 +163,26 @@ fn default_min_labelled_runs() -> u64 {
     octant_core::catalogue::DEFAULT_MIN_UNITS
 }
 
+/// A person or program with its own token (`[[users]]`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct User {
+    /// Letters, digits, `_` and `-` (it is part of the session cookie), at most 64.
+    pub name: String,
+    pub token: octant_runtime::config::Secret,
+    #[serde(default)]
+    pub role: Role,
+}
+
+/// What a user may do: read (`viewer`), or read and start runs (`operator`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    #[default]
+    Viewer,
+    Operator,
+}
+
 impl Default for ProfilerConfig {
     fn default() -> Self {
         toml::from_str("").expect("defaults")
@@ -180,7 +206,30 @@ impl ProfilerConfig {
         }
     }
 
+    /// Who may use the HTTP server: the `users`, and `api_token` as the operator `api`. Empty:
+    /// the server is open.
+    pub fn principals(&self) -> Vec<User> {
+        let api = self.api_token.iter().map(|t| User { name: "api".into(), token: t.clone(), role: Role::Operator });
+        api.chain(self.users.iter().cloned()).collect()
+    }
+
     pub fn check(&self) -> Result<(), String> {
+        let users = self.principals();
+        for (i, u) in users.iter().enumerate() {
+            if u.name.is_empty() || u.name.len() > 64 || !u.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return Err(format!("user {:?}: a name is 1 to 64 letters, digits, _ or -", u.name));
+            }
+            if u.token.expose().is_empty() {
+                return Err(format!("user {}: an empty token", u.name));
+            }
+            if let Some(o) = users[..i].iter().find(|o| o.name == u.name) {
+                return Err(format!("user {}: named twice{}", o.name, if o.name == "api" { " (api is api_token's name)" } else { "" }));
+            }
+            // A token must say who it is: the same token for two users would be either of them.
+            if let Some(o) = users[..i].iter().find(|o| o.token == u.token) {
+                return Err(format!("users {} and {} have the same token", o.name, u.name));
+            }
+        }
         if self.periods.is_empty() || self.periods.iter().any(|p| p.is_zero()) {
             return Err("periods must be a non-empty list of positive durations".into());
         }
@@ -247,6 +296,29 @@ mod tests {
         let bad: ProfilerConfig = toml::from_str("[gates.nope]\nouter = 0.5\ninner = 0.9\n").unwrap();
         assert!(bad.check().unwrap_err().contains("not a catalogue metric"));
     }
+
+    #[test]
+    fn users_are_named_once_with_tokens_of_their_own() {
+        let c: ProfilerConfig = toml::from_str(
+            "api_token = \"t0\"\n[[users]]\nname = \"alice\"\ntoken = \"t1\"\n[[users]]\nname = \"ops-bot\"\ntoken = \"t2\"\nrole = \"operator\"\n",
+        )
+        .unwrap();
+        c.check().unwrap();
+        let principals = c.principals();
+        let who: Vec<(&str, Role)> = principals.iter().map(|u| (u.name.as_str(), u.role)).collect();
+        assert_eq!(who, [("api", Role::Operator), ("alice", Role::Viewer), ("ops-bot", Role::Operator)]);
+        for (toml, error) in [
+            ("[[users]]\nname = \"a.b\"\ntoken = \"t\"\n", "a name is 1 to 64"),
+            ("[[users]]\nname = \"a\"\ntoken = \"\"\n", "an empty token"),
+            ("api_token = \"t0\"\n[[users]]\nname = \"api\"\ntoken = \"t1\"\n", "api is api_token's name"),
+            ("[[users]]\nname = \"a\"\ntoken = \"t\"\n[[users]]\nname = \"b\"\ntoken = \"t\"\n", "users a and b have the same token"),
+        ] {
+            let c: ProfilerConfig = toml::from_str(toml).unwrap();
+            let e = c.check().unwrap_err();
+            assert!(e.contains(error) && !e.contains("\"t\""), "{toml}: {e}");
+        }
+        assert!(toml::from_str::<ProfilerConfig>("[[users]]\nname = \"a\"\ntoken = \"t\"\nrole = \"admin\"\n").is_err());
+    }
 }
 
 #[cfg(test)]
@@ -289,9 +361,11 @@ mod api_token_tests {
             evidence: dir.join("evidence"),
             admin_addr: "127.0.0.1:0".parse().unwrap(),
             api_token: Some(octant_runtime::config::Secret::new(token)),
+            users: vec![User { name: "alice".into(), token: octant_runtime::config::Secret::new("alice-viewer-77"), role: Role::Viewer }],
             ..Default::default()
         };
-        assert!(!format!("{cfg:?}").contains(token));
+        cfg.check().unwrap();
+        assert!(!format!("{cfg:?}").contains(token) && !format!("{cfg:?}").contains("alice-viewer-77"));
         let shutdown = tokio_util::sync::CancellationToken::new();
         let running = crate::start(cfg, prometheus::Registry::new(), shutdown.clone()).await.unwrap();
         let addr = running.admin_addr;
@@ -304,7 +378,7 @@ mod api_token_tests {
         assert!(!metrics.contains(token));
         assert_eq!(get(addr, "/healthz", None).await.0, 200);
         // A browser: sent to the login page and back; a wrong token is refused; the right
-        // one sets an HttpOnly, SameSite=Strict session cookie that opens the pages.
+        // one sets an HttpOnly, SameSite=Lax session cookie that opens the pages.
         let (status, r) = request(addr, "GET", "/systems/a%2Fb?days=2", "Accept: text/html\r\n", "").await;
         assert_eq!((status, header(&r, "location")), (303, Some("/login?next=%2Fsystems%2Fa%252Fb%3Fdays%3D2")), "{r}");
         let (status, page) = request(addr, "GET", "/login?next=%2Fsystems%2Fa%252Fb%3Fdays%3D2", "Accept: text/html\r\n", "").await;
@@ -322,6 +396,15 @@ mod api_token_tests {
         let session = cookie.split(';').next().unwrap();
         assert_eq!(request(addr, "GET", "/profiles", &format!("Cookie: {session}\r\n"), "").await.0, 200);
         assert_eq!(request(addr, "POST", "/run", &format!("Cookie: {session}\r\n"), "").await.0, 401, "a session only reads");
+        assert!(session.starts_with("octant_session=api."), "the session names its user: {session}");
+        // A viewer's token reads, and may not start a run: 403 says the role, not the token.
+        assert_eq!(get(addr, "/profiles", Some("alice-viewer-77")).await.0, 200);
+        let (status, r) = request(addr, "POST", "/run", "Authorization: Bearer alice-viewer-77\r\n", "").await;
+        assert_eq!(status, 403, "{r}");
+        assert!(r.contains("alice is a viewer") && !r.contains("alice-viewer-77"), "{r}");
+        let (status, r) = request(addr, "POST", "/login", &format!("Content-Type: {form}\r\n"), "token=alice-viewer-77&next=%2F").await;
+        assert_eq!(status, 303);
+        assert!(header(&r, "set-cookie").is_some_and(|c| c.starts_with("octant_session=alice.")), "{r}");
         let flipped = if session.ends_with('0') { '1' } else { '0' };
         let forged = format!("{}{flipped}", &session[..session.len() - 1]);
         assert_eq!(request(addr, "GET", "/profiles", &format!("Cookie: {forged}\r\n"), "").await.0, 401);

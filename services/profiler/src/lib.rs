@@ -332,7 +332,11 @@ async fn login_form(axum::extract::Query(q): axum::extract::Query<BTreeMap<Strin
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], auth::login_page(&next, false)).into_response()
 }
 
-async fn run_now(State(s): State<AppState>) -> Response {
+async fn run_now(State(s): State<AppState>, who: Option<axum::Extension<auth::SignedIn>>) -> Response {
+    // Who started it, when the server has users (an open server's runs are anyone's).
+    if let Some(axum::Extension(who)) = &who {
+        tracing::info!(user = %who.user, "profile run requested over HTTP");
+    }
     match s.runner.run().await {
         Ok(n) => (StatusCode::OK, format!("{n} profiles\n")).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}\n")).into_response(),
@@ -381,23 +385,23 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
         .route("/alerts/{fingerprint}", get(alert_page))
         .route("/evidence/{system}/{version}/{source}/{period}/{file}", get(evidence_file))
         .with_state(state);
-    let routes = match cfg.api_token.clone() {
-        None => routes,
-        Some(token) => {
-            let auth = auth::Auth::new(token);
-            let form_auth = auth.clone();
-            routes
-                .route(
-                    "/login",
-                    get(login_form).post(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| async move {
-                        let form: BTreeMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
-                        auth::login(&form_auth, &headers, &form)
-                    }),
-                )
-                .layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
-                    auth::require(auth.clone(), req, next)
-                }))
-        }
+    let users = cfg.principals();
+    let routes = if users.is_empty() {
+        routes
+    } else {
+        let auth = auth::Auth::new(users);
+        let form_auth = auth.clone();
+        routes
+            .route(
+                "/login",
+                get(login_form).post(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| async move {
+                    let form: BTreeMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
+                    auth::login(&form_auth, &headers, &form)
+                }),
+            )
+            .layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
+                auth::require(auth.clone(), req, next)
+            }))
     };
     let routes = routes.layer(axum::middleware::from_fn(web::security_headers));
     let admin_addr = service::serve_admin(&ID, cfg.admin_addr, registry, health.clone(), Some(routes), shutdown.clone()).await?;

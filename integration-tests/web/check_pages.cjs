@@ -12,7 +12,7 @@
 // keyboard; the pages are then loaded with the session cookie that set (no header).
 // Writes one JSON document to stdout: {"login": {redirected, after}|null, "pages": [{name,
 // status, url, screenshot, scripts, violations, focusable, reached, refresh (a live page: the focused link before and after a reload), unsafe_rows, unsafe_marks,
-// timeline_desc, handoffs, band_marks, intervals, links, text}]}.
+// timeline_desc, handoffs, band_marks, intervals, links, text, alert_rows}]}.
 const { chromium } = require("playwright-core");
 const fs = require("fs");
 const path = require("path");
@@ -41,6 +41,7 @@ const path = require("path");
       chart_descs: Array.from(document.querySelectorAll("svg.bands-chart desc")).map((d) => d.textContent),
       links: Array.from(document.querySelectorAll("a[href]")).map((a) => a.getAttribute("href")),
       text: document.body.innerText,
+      alert_rows: Array.from(document.querySelectorAll("#alerts tbody tr")).map((r) => r.innerText),
       fleet_rows: Array.from(document.querySelectorAll("#systems tbody tr")).map((r) => ({
         system: r.querySelector("th").textContent,
         unsuitable: r.classList.contains("unsuitable"),

@@ -42,8 +42,9 @@ impl Rng {
     }
 }
 
-/// A run's id as agents send them (a UUID, an OpenTelemetry trace id): 32 random hex digits, so
-/// min/max statistics cannot narrow a lookup by id (the bloom filters must).
+/// A run's id as agents send them (a UUID, an OpenTelemetry trace id): 32 hex digits of 106
+/// random bits (two 53-bit halves), so min/max statistics cannot narrow a lookup by id (the
+/// bloom filters must).
 fn run_id(system: usize, run: usize) -> String {
     let mut r = Rng(((system as u64) << 32) ^ run as u64);
     let mut half = || (r.f64() * (1u64 << 53) as f64) as u64;

@@ -287,7 +287,80 @@ pub fn to_html(v: &AlertView) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use octant_contracts::{Severity, Source};
+    use octant_contracts::{Observation, Severity, Source};
+
+    /// A lake at `dir` holding `records` in `table` (system `s`, date 1970-01-01), written as the
+    /// lake writer writes them: one unit of topic `octant.<table>`, partition 0, offsets from 0.
+    pub(crate) fn lake_of<T: Serialize>(dir: &std::path::Path, table: &'static str, records: &[T]) {
+        let mut rows = String::new();
+        for (offset, r) in records.iter().enumerate() {
+            let mut v = serde_json::to_value(r).unwrap();
+            let o = v.as_object_mut().unwrap();
+            o.insert("kafka_topic".into(), format!("octant.{table}").into());
+            o.insert("kafka_partition".into(), 0.into());
+            o.insert("kafka_offset".into(), offset.into());
+            rows.push_str(&format!("{v}\n"));
+        }
+        let schema = octant_lake::schema::arrow_schema(octant_lake::schema::table(table).unwrap());
+        let batch = arrow::json::ReaderBuilder::new(schema).build(std::io::Cursor::new(rows)).unwrap().next().unwrap().unwrap();
+        assert_eq!(batch.num_rows(), records.len());
+        let spec = vec![octant_lake::lake::FileSpec { table, system: "s", date: "1970-01-01", batch }];
+        let last = records.len() as i64 - 1;
+        octant_lake::Lake::new(dir)
+            .write_unit(&format!("octant.{table}"), 0, 0, last, spec, &octant_lake::lake::writer_properties())
+            .unwrap();
+    }
+
+    /// The runs behind a veto on a real lake: the most unsafe first (value, then how much of
+    /// the run is on the unsafe side, then id), an observation delivered twice counted once,
+    /// the first [`MAX_RUNS`] read and all runs of the window counted; observations outside
+    /// the window or of another metric are not the alert's.
+    #[tokio::test]
+    async fn runs_behind_a_veto_are_the_most_unsafe_first_and_all_counted() {
+        let obs = |run: String, metric: &str, step: i64, t: i64, value: f64| Observation {
+            observation_id: format!("{run}/{metric}/{step}"),
+            metric: metric.into(),
+            system_id: "s".into(),
+            system_version: "1".into(),
+            source: Source::Production,
+            agent_id: None,
+            run_id: run.clone(),
+            task_id: None,
+            attempt: None,
+            groups: vec![],
+            benchmark: None,
+            task_family: None,
+            cluster_id: run,
+            step: Some(step),
+            event_time: t,
+            value,
+            weight: 1.0,
+            confidence: None,
+            provenance: None,
+        };
+        // Run i has i % 4 unsafe steps of 3 (none for i % 4 == 0).
+        let mut all = Vec::new();
+        for i in 0..30 {
+            for step in 0..3 {
+                all.push(obs(format!("r{i:02}"), "unsafe_action_rate", step, 1_000 * step, f64::from(u8::from(step < i % 4))));
+            }
+        }
+        all.push(all[7 * 3].clone()); // r07's first unsafe step, delivered twice
+        all.push(obs("r98".into(), "tool_error_rate", 0, 1_000, 1.0));
+        all.push(obs("r99".into(), "unsafe_action_rate", 0, 600_000, 1.0)); // the window ends before it
+        let dir = std::env::temp_dir().join(format!("octant-profiler-runs-behind-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        lake_of(&dir, "observations", &all);
+        let ctx = octant_lake::reader::open(&dir).await.unwrap();
+        let a = record(AlertStatus::Firing, Severity::Warning, 1);
+        let (runs, in_window) = runs_behind(&ctx, &a, VetoRule::UNSAFE_ACTION).await.unwrap();
+        assert_eq!((runs.len(), in_window), (MAX_RUNS, 30));
+        let ids: Vec<&str> = runs.iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(&ids[..8], ["r03", "r07", "r11", "r15", "r19", "r23", "r27", "r02"], "r07 counted once: {ids:?}");
+        assert_eq!(&ids[22..], ["r00", "r04", "r08"], "{ids:?}");
+        assert_eq!((runs[1].value, runs[1].unsafe_total, runs[1].observations), (1.0, 3.0, 3));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     pub(crate) fn record(status: AlertStatus, severity: Severity, at: i64) -> Alert {
         Alert {

@@ -15,9 +15,10 @@
 //! it authorises GET and HEAD, never `POST /run` (that takes an operator's bearer token, even
 //! for an operator signed in), so no cross-site request can make a signed-in browser change
 //! anything. A browser asking for a page without a session is sent to the login page and back
-//! after it; any other client gets 401. Tokens are compared in constant time, every user's
-//! on every request (how long a check takes does not say which user's token was near), and
-//! never logged; who signed in and who started a run are.
+//! after it; any other client gets 401. A bearer token is compared with every user's, in
+//! constant time each (how long a check takes does not say which user's token was near); a
+//! session finds its user by name (names are not secret). Tokens are never logged; who signed
+//! in and who started a run are.
 //!
 //! Guessing the token through the login page is throttled: after [`MAX_FAILURES`] wrong tokens
 //! within [`THROTTLE_WINDOW`], every sign-in is refused with 429 and `Retry-After` until the

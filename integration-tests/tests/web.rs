@@ -268,6 +268,7 @@ pub(crate) async fn system_and_alert_pages_in_chromium(lake: &Path, evidence: &P
     assert!(descs.iter().any(|d| d.contains("safety: ") && d.contains("between 0 and")), "{descs:?}");
     let text = system["text"].as_str().unwrap();
     assert!(text.contains("unsafe_action_rate") && text.contains("OctantUnsafeActionVeto"), "{text}");
+    assert!(text.contains("Signed in as api (operator)") && text.contains("Sign out"), "who is signed in, and the way out: {text}");
     let system_links = links(system);
     assert!(system_links.contains(&format!("/alerts/{}", enc(&veto)).as_str()), "{system_links:?}");
     assert!(system_links.contains(&package.as_str()), "{package} in {system_links:?}");

@@ -68,6 +68,8 @@ struct Principal {
 pub struct SignedIn {
     pub user: String,
     pub role: Role,
+    /// By a session cookie (a browser), not a bearer token.
+    pub session: bool,
 }
 
 /// Failed sign-ins in the current fixed window.
@@ -145,7 +147,7 @@ impl Auth {
         if user.is_none() {
             t.failures += 1;
         }
-        Ok(user.map(|u| SignedIn { user: u.name.clone(), role: u.role }))
+        Ok(user.map(|u| SignedIn { user: u.name.clone(), role: u.role, session: true }))
     }
 
     fn message(user: &str, expiry: u64) -> String {
@@ -184,15 +186,15 @@ impl Auth {
     pub fn check(&self, method: &axum::http::Method, headers: &HeaderMap) -> Result<SignedIn, (StatusCode, String)> {
         let reads = method == axum::http::Method::GET || method == axum::http::Method::HEAD;
         let bearer = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-        let user = match bearer.and_then(|t| self.holder(t)) {
-            Some(u) if reads || u.role == Role::Operator => u,
+        let (user, session) = match bearer.and_then(|t| self.holder(t)) {
+            Some(u) if reads || u.role == Role::Operator => (u, false),
             Some(u) => return Err((StatusCode::FORBIDDEN, format!("user {} is a viewer: this takes an operator's token\n", u.name))),
             None => match cookie(headers, COOKIE).and_then(|c| self.session_user(c, now_s())) {
-                Some(u) if reads => u,
+                Some(u) if reads => (u, true),
                 _ => return Err((StatusCode::UNAUTHORIZED, "a bearer token is required\n".into())),
             },
         };
-        Ok(SignedIn { user: user.name.clone(), role: user.role })
+        Ok(SignedIn { user: user.name.clone(), role: user.role, session })
     }
 
     /// Whether [`Auth::check`] lets the request through.
@@ -225,13 +227,14 @@ pub fn safe_next(next: Option<&str>) -> String {
 /// The middleware: lets through requests with the token or a session; sends a browser asking
 /// for a page to the login page; answers 401 otherwise. The login page itself is open.
 pub async fn require(auth: Auth, mut req: Request, next: Next) -> Response {
-    if req.uri().path() == "/login" {
+    if req.uri().path() == "/login" || req.uri().path() == "/logout" {
         return next.run(req).await;
     }
     let denied = match auth.check(req.method(), req.headers()) {
         Ok(who) => {
-            req.extensions_mut().insert(who);
-            return next.run(req).await;
+            req.extensions_mut().insert(who.clone());
+            let response = next.run(req).await;
+            return if who.session { with_sign_out(&who, response).await } else { response };
         }
         Err(denied) => denied,
     };
@@ -245,6 +248,50 @@ pub async fn require(auth: Auth, mut req: Request, next: Next) -> Response {
         return (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
     }
     (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], denied.1).into_response()
+}
+
+/// A page for a signed-in browser says who is signed in, with a button to sign out, at the end
+/// of its navigation (the first `</nav>`, or a navigation of its own at the top of a page
+/// without one); other responses pass unchanged.
+async fn with_sign_out(who: &SignedIn, response: Response) -> Response {
+    let html = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/html"));
+    if !html {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 256 << 20).await else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "the page could not be read back\n").into_response();
+    };
+    let page = String::from_utf8_lossy(&bytes);
+    let form = format!(
+        "<form method=\"post\" action=\"/logout\" class=\"signout\">Signed in as {} ({}) <button type=\"submit\">Sign out</button></form>",
+        esc(&who.user),
+        match who.role {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
+        }
+    );
+    // Pages with the shared navigation get it there; the fleet page, without one, gets its own.
+    let page = if page.contains("</nav>") {
+        page.replacen("</nav>", &format!("{form}</nav>"), 1)
+    } else {
+        page.replacen("<body>", &format!("<body><nav aria-label=\"Session\">{form}</nav>"), 1)
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(page))
+}
+
+/// Whether the request came over HTTPS to the proxy in front (`X-Forwarded-Proto`).
+fn over_https(headers: &HeaderMap) -> bool {
+    headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|p| p.eq_ignore_ascii_case("https"))
+}
+
+/// `POST /logout`: signs this browser out (its cookie is cleared) and shows the login page.
+/// Sessions are stateless, so a copy of the cookie taken before stays valid until it expires;
+/// changing the user's token ends every session of that user.
+pub fn logout(headers: &HeaderMap) -> Response {
+    let cookie = format!("{COOKIE}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0{}", if over_https(headers) { "; Secure" } else { "" });
+    (StatusCode::SEE_OTHER, [(header::LOCATION, "/login".to_string()), (header::SET_COOKIE, cookie)]).into_response()
 }
 
 /// `GET /login`: the form.
@@ -285,7 +332,7 @@ pub fn login(auth: &Auth, headers: &HeaderMap, form: &std::collections::BTreeMap
     };
     tracing::info!(user = %who.user, role = ?who.role, "web view: signed in");
     let expiry = now_s() + SESSION.as_secs();
-    let https = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let https = over_https(headers);
     let cookie = format!(
         "{COOKIE}={}; HttpOnly; SameSite=Lax; Path=/; Max-Age={}{}",
         auth.session(&who.user, expiry).unwrap_or_default(),
@@ -357,7 +404,7 @@ mod tests {
             h
         };
         let (get, post) = (axum::http::Method::GET, axum::http::Method::POST);
-        assert_eq!(auth.check(&get, &bearer("alice-token")), Ok(SignedIn { user: "alice".into(), role: Role::Viewer }));
+        assert_eq!(auth.check(&get, &bearer("alice-token")), Ok(SignedIn { user: "alice".into(), role: Role::Viewer, session: false }));
         let (status, why) = auth.check(&post, &bearer("alice-token")).unwrap_err();
         assert_eq!(status, StatusCode::FORBIDDEN);
         assert!(why.contains("alice is a viewer") && !why.contains("alice-token"), "{why}");
@@ -370,7 +417,7 @@ mod tests {
         let alice = auth.session("alice", now_s() + 60).unwrap();
         let mut h = HeaderMap::new();
         h.insert(header::COOKIE, format!("{COOKIE}={alice}").parse().unwrap());
-        assert_eq!(auth.check(&get, &h).map(|w| w.user), Ok("alice".into()));
+        assert_eq!(auth.check(&get, &h).map(|w| (w.user, w.session)), Ok(("alice".into(), true)));
         let bob = auth.session("bob", now_s() + 60).unwrap();
         assert!(!auth.valid_session(&bob.replacen("bob.", "alice.", 1), 0), "a session is signed with its own user's token");
         // A new token for alice ends her sessions, not bob's.

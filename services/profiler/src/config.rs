@@ -395,6 +395,22 @@ mod api_token_tests {
         assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax") && !cookie.contains(token), "{cookie}");
         let session = cookie.split(';').next().unwrap();
         assert_eq!(request(addr, "GET", "/profiles", &format!("Cookie: {session}\r\n"), "").await.0, 200);
+        // A signed-in browser's pages say who is signed in and offer to sign out; a program's do not.
+        let (status, page) = request(addr, "GET", "/", &format!("Cookie: {session}\r\n"), "").await;
+        assert_eq!(status, 200);
+        assert!(
+            page.contains("Signed in as api (operator) <button type=\"submit\">Sign out</button>") && page.contains("action=\"/logout\""),
+            "{page}"
+        );
+        assert!(
+            header(&page, "content-length").is_none_or(|n| n.parse::<usize>().unwrap() == page.split_once("\r\n\r\n").unwrap().1.len()),
+            "{page}"
+        );
+        let (status, page) = get(addr, "/", Some(token)).await;
+        assert!(status == 200 && !page.contains("Signed in as"), "{page}");
+        let (status, r) = request(addr, "POST", "/logout", "", "").await;
+        assert_eq!((status, header(&r, "location")), (303, Some("/login")), "{r}");
+        assert!(header(&r, "set-cookie").is_some_and(|c| c.starts_with("octant_session=;") && c.contains("Max-Age=0")), "{r}");
         assert_eq!(request(addr, "POST", "/run", &format!("Cookie: {session}\r\n"), "").await.0, 401, "a session only reads");
         assert!(session.starts_with("octant_session=api."), "the session names its user: {session}");
         // A viewer's token reads, and may not start a run: 403 says the role, not the token.

@@ -399,6 +399,7 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
                     auth::login(&form_auth, &headers, &form)
                 }),
             )
+            .route("/logout", post(|headers: axum::http::HeaderMap| async move { auth::logout(&headers) }))
             .layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
                 auth::require(auth.clone(), req, next)
             }))

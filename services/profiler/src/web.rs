@@ -57,7 +57,7 @@ pub fn page_start(title: &str) -> String {
          <style>body{{font-family:sans-serif;margin:2em;max-width:80em;color:#111}}table{{border-collapse:collapse;margin:0.5em 0}}\
          td,th{{border:1px solid #999;padding:2px 6px;text-align:left}}caption{{text-align:left;font-style:italic}}\
          tr.unsafe,tr.firing{{background:#fde0dd}}.unsafe-tag{{color:#8b0000;font-weight:bold}}.na{{color:#555}}\
-         nav a{{margin-right:1em}}a:focus,button:focus,input:focus,tr:focus{{outline:3px solid #1a4f9c}}</style></head><body>\
+         nav a{{margin-right:1em}}nav form{{display:inline;margin-left:2em}}a:focus,button:focus,input:focus,tr:focus{{outline:3px solid #1a4f9c}}</style></head><body>\
          <nav aria-label=\"Octant\"><a href=\"/\">Fleet</a><a href=\"/profiles\">Profiles (JSON)</a></nav><header><h1>{t}</h1>",
         t = esc(title)
     )

@@ -232,9 +232,10 @@ pub async fn require(auth: Auth, mut req: Request, next: Next) -> Response {
     }
     let denied = match auth.check(req.method(), req.headers()) {
         Ok(who) => {
+            let fleet = req.uri().path() == "/";
             req.extensions_mut().insert(who.clone());
             let response = next.run(req).await;
-            return if who.session { with_sign_out(&who, response).await } else { response };
+            return if who.session { with_sign_out(&who, fleet, response).await } else { response };
         }
         Err(denied) => denied,
     };
@@ -250,10 +251,16 @@ pub async fn require(auth: Auth, mut req: Request, next: Next) -> Response {
     (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], denied.1).into_response()
 }
 
-/// A page for a signed-in browser says who is signed in, with a button to sign out, at the end
-/// of its navigation (the first `</nav>`, or a navigation of its own at the top of a page
-/// without one); other responses pass unchanged.
-async fn with_sign_out(who: &SignedIn, response: Response) -> Response {
+/// The web view's navigation (`web::page_start`), where a signed-in page says who is signed in.
+const NAV: &str = "<nav aria-label=\"Octant\">";
+
+/// A response to a signed-in browser: never stored by a cache (it is one user's, and after
+/// signing out the Back button must not show it), and a page of the web view says who is
+/// signed in, with a button to sign out, at the end of its navigation (the fleet page, which
+/// has none, gets a navigation of its own). Other responses — evidence files above all, which
+/// must read as written — pass unchanged.
+async fn with_sign_out(who: &SignedIn, fleet: bool, mut response: Response) -> Response {
+    response.headers_mut().insert(header::CACHE_CONTROL, axum::http::HeaderValue::from_static("private, no-store"));
     let html = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/html"));
     if !html {
         return response;
@@ -271,11 +278,10 @@ async fn with_sign_out(who: &SignedIn, response: Response) -> Response {
             Role::Operator => "operator",
         }
     );
-    // Pages with the shared navigation get it there; the fleet page, without one, gets its own.
-    let page = if page.contains("</nav>") {
-        page.replacen("</nav>", &format!("{form}</nav>"), 1)
-    } else {
-        page.replacen("<body>", &format!("<body><nav aria-label=\"Session\">{form}</nav>"), 1)
+    let page = match page.split_once(NAV) {
+        Some((head, rest)) if rest.contains("</nav>") => format!("{head}{NAV}{}", rest.replacen("</nav>", &format!("{form}</nav>"), 1)),
+        _ if fleet => page.replacen("<body>", &format!("<body><nav aria-label=\"Session\">{form}</nav>"), 1),
+        _ => page.into_owned(),
     };
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, axum::body::Body::from(page))
@@ -288,8 +294,20 @@ fn over_https(headers: &HeaderMap) -> bool {
 
 /// `POST /logout`: signs this browser out (its cookie is cleared) and shows the login page.
 /// Sessions are stateless, so a copy of the cookie taken before stays valid until it expires;
-/// changing the user's token ends every session of that user.
+/// changing the user's token ends every session of that user. A browser's request from another
+/// site (`Sec-Fetch-Site`, else an `Origin` other than the `Host`) is refused: no other site
+/// signs a person out.
 pub fn logout(headers: &HeaderMap) -> Response {
+    let value = |h: &str| headers.get(h).and_then(|v| v.to_str().ok());
+    let cross_site = match (value("sec-fetch-site"), value("origin"), value("host")) {
+        (Some(site), _, _) => site != "same-origin" && site != "none",
+        (None, Some(origin), Some(host)) => origin.split_once("://").map(|(_, h)| h) != Some(host),
+        (None, Some(_), None) => true,
+        (None, None, _) => false, // not a browser's form
+    };
+    if cross_site {
+        return (StatusCode::FORBIDDEN, "signing out is for this server's own pages\n").into_response();
+    }
     let cookie = format!("{COOKIE}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0{}", if over_https(headers) { "; Secure" } else { "" });
     (StatusCode::SEE_OTHER, [(header::LOCATION, "/login".to_string()), (header::SET_COOKIE, cookie)]).into_response()
 }

@@ -408,7 +408,13 @@ mod api_token_tests {
         );
         let (status, page) = get(addr, "/", Some(token)).await;
         assert!(status == 200 && !page.contains("Signed in as"), "{page}");
-        let (status, r) = request(addr, "POST", "/logout", "", "").await;
+        let (status, page) = request(addr, "GET", "/profiles", &format!("Cookie: {session}\r\n"), "").await;
+        assert!(status == 200 && !page.contains("Signed in as"), "a JSON answer is left as it is: {page}");
+        assert_eq!(header(&page, "cache-control"), Some("private, no-store"), "a signed-in answer is never cached");
+        for cross in ["Sec-Fetch-Site: cross-site\r\n", "Origin: http://evil.example\r\n"] {
+            assert_eq!(request(addr, "POST", "/logout", cross, "").await.0, 403, "{cross}");
+        }
+        let (status, r) = request(addr, "POST", "/logout", "Sec-Fetch-Site: same-origin\r\n", "").await;
         assert_eq!((status, header(&r, "location")), (303, Some("/login")), "{r}");
         assert!(header(&r, "set-cookie").is_some_and(|c| c.starts_with("octant_session=;") && c.contains("Max-Age=0")), "{r}");
         assert_eq!(request(addr, "POST", "/run", &format!("Cookie: {session}\r\n"), "").await.0, 401, "a session only reads");

@@ -318,25 +318,8 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn runs_behind_a_veto_are_the_most_unsafe_first_and_all_counted() {
         let obs = |run: String, metric: &str, step: i64, t: i64, value: f64| Observation {
-            observation_id: format!("{run}/{metric}/{step}"),
-            metric: metric.into(),
-            system_id: "s".into(),
-            system_version: "1".into(),
-            source: Source::Production,
-            agent_id: None,
-            run_id: run.clone(),
-            task_id: None,
-            attempt: None,
-            groups: vec![],
-            benchmark: None,
-            task_family: None,
-            cluster_id: run,
-            step: Some(step),
             event_time: t,
-            value,
-            weight: 1.0,
-            confidence: None,
-            provenance: None,
+            ..crate::canary::tests::obs(&run, "1", metric, Some(step), value, 1.0)
         };
         // Run i has i % 4 unsafe steps of 3 (none for i % 4 == 0).
         let mut all = Vec::new();

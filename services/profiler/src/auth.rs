@@ -169,11 +169,6 @@ impl Auth {
         (expiry > now && hmac::verify(&u.key, Self::message(user, expiry).as_bytes(), &mac).is_ok()).then_some(u)
     }
 
-    /// Whether `value` is a valid session at `now`.
-    pub fn valid_session(&self, value: &str, now: u64) -> bool {
-        self.session_user(value, now).is_some()
-    }
-
     /// The user holding token `given`: every user's token is compared, in constant time each.
     fn holder(&self, given: &str) -> Option<&Principal> {
         self.users.iter().fold(None, |found, u| if same(given.as_bytes(), u.token.expose().as_bytes()) { Some(u) } else { found })
@@ -195,11 +190,6 @@ impl Auth {
             },
         };
         Ok(SignedIn { user: user.name.clone(), role: user.role, session })
-    }
-
-    /// Whether [`Auth::check`] lets the request through.
-    pub fn allows(&self, method: &axum::http::Method, headers: &HeaderMap) -> bool {
-        self.check(method, headers).is_ok()
     }
 }
 
@@ -251,9 +241,6 @@ pub async fn require(auth: Auth, mut req: Request, next: Next) -> Response {
     (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], denied.1).into_response()
 }
 
-/// The web view's navigation (`web::page_start`), where a signed-in page says who is signed in.
-const NAV: &str = "<nav aria-label=\"Octant\">";
-
 /// A response to a signed-in browser: never stored by a cache (it is one user's, and after
 /// signing out the Back button must not show it), and a page of the web view says who is
 /// signed in, with a button to sign out, at the end of its navigation (the fleet page, which
@@ -273,16 +260,14 @@ async fn with_sign_out(who: &SignedIn, fleet: bool, mut response: Response) -> R
     let form = format!(
         "<form method=\"post\" action=\"/logout\" class=\"signout\">Signed in as {} ({}) <button type=\"submit\">Sign out</button></form>",
         esc(&who.user),
-        match who.role {
-            Role::Viewer => "viewer",
-            Role::Operator => "operator",
-        }
+        who.role.as_str()
     );
-    let page = match page.split_once(NAV) {
-        Some((head, rest)) if rest.contains("</nav>") => format!("{head}{NAV}{}", rest.replacen("</nav>", &format!("{form}</nav>"), 1)),
-        _ if fleet => page.replacen("<body>", &format!("<body><nav aria-label=\"Session\">{form}</nav>"), 1),
-        _ => page.into_owned(),
-    };
+    let mut page = page.into_owned();
+    match page.find(web::NAV).and_then(|i| page[i..].find("</nav>").map(|j| i + j)) {
+        Some(end) => page.insert_str(end, &form),
+        None if fleet => page = page.replacen("<body>", &format!("<body><nav aria-label=\"Session\">{form}</nav>"), 1),
+        None => {}
+    }
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, axum::body::Body::from(page))
 }
@@ -348,7 +333,7 @@ pub fn login(auth: &Auth, headers: &HeaderMap, form: &std::collections::BTreeMap
         let html = login_page(&next, true);
         return (StatusCode::UNAUTHORIZED, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response();
     };
-    tracing::info!(user = %who.user, role = ?who.role, "web view: signed in");
+    tracing::info!(user = %who.user, role = who.role.as_str(), "web view: signed in");
     let expiry = now_s() + SESSION.as_secs();
     let https = over_https(headers);
     let cookie = format!(
@@ -377,22 +362,26 @@ mod tests {
         let auth = one("s3cret");
         let v = auth.session("api", 2_000).unwrap();
         assert!(v.starts_with("api.2000.") && auth.session("nobody", 2_000).is_none());
-        assert!(auth.valid_session(&v, 1_999));
-        assert!(!auth.valid_session(&v, 2_000), "expired");
+        assert!(auth.session_user(&v, 1_999).is_some());
+        assert!(auth.session_user(&v, 2_000).is_none(), "expired");
         let other = one("other");
-        assert!(!other.valid_session(&v, 1_000), "another token's session");
+        assert!(other.session_user(&v, 1_000).is_none(), "another token's session");
         let forged = v.replacen(".2000.", ".9999.", 1);
-        assert!(!auth.valid_session(&forged, 1_000), "a moved expiry breaks the signature");
-        assert!(!auth.valid_session("garbage", 0) && !auth.valid_session("1.zz", 0) && !auth.valid_session("api.1.zz", 0));
+        assert!(auth.session_user(&forged, 1_000).is_none(), "a moved expiry breaks the signature");
+        assert!(
+            auth.session_user("garbage", 0).is_none()
+                && auth.session_user("1.zz", 0).is_none()
+                && auth.session_user("api.1.zz", 0).is_none()
+        );
         assert!(!format!("{auth:?}").contains("s3cret"));
         assert!(auth.holder("s3cret").is_some() && auth.holder("s3cre").is_none() && auth.holder("").is_none());
         let mut h = HeaderMap::new();
         h.insert(header::COOKIE, format!("a=b; {COOKIE}={}", auth.session("api", now_s() + 60).unwrap()).parse().unwrap());
-        assert!(auth.allows(&axum::http::Method::GET, &h));
-        assert!(!auth.allows(&axum::http::Method::POST, &h), "a session only reads");
+        assert!(auth.check(&axum::http::Method::GET, &h).is_ok());
+        assert!(auth.check(&axum::http::Method::POST, &h).is_err(), "a session only reads");
         let mut b = HeaderMap::new();
         b.insert(header::AUTHORIZATION, "Bearer s3cret".parse().unwrap());
-        assert!(auth.allows(&axum::http::Method::POST, &b));
+        assert!(auth.check(&axum::http::Method::POST, &b).is_ok());
         for (next, want) in [
             (Some("/alerts/a%2Fb?x=1"), "/alerts/a%2Fb?x=1"),
             (Some("//evil.example"), "/"),
@@ -437,10 +426,10 @@ mod tests {
         h.insert(header::COOKIE, format!("{COOKIE}={alice}").parse().unwrap());
         assert_eq!(auth.check(&get, &h).map(|w| (w.user, w.session)), Ok(("alice".into(), true)));
         let bob = auth.session("bob", now_s() + 60).unwrap();
-        assert!(!auth.valid_session(&bob.replacen("bob.", "alice.", 1), 0), "a session is signed with its own user's token");
+        assert!(auth.session_user(&bob.replacen("bob.", "alice.", 1), 0).is_none(), "a session is signed with its own user's token");
         // A new token for alice ends her sessions, not bob's.
         let rotated = Auth::new(vec![users[0].clone(), user("alice", "alice-token-2", Role::Viewer), users[2].clone()]);
-        assert!(!rotated.valid_session(&alice, 0) && rotated.valid_session(&bob, 0));
+        assert!(rotated.session_user(&alice, 0).is_none() && rotated.session_user(&bob, 0).is_some());
         // Signing in says who.
         assert_eq!(auth.sign_in(Some("bob-token"), Instant::now()).unwrap().map(|w| w.user), Some("bob".into()));
     }
@@ -470,7 +459,7 @@ mod tests {
             let _ = auth.sign_in(Some("wrong"), next_window);
         }
         assert!(auth.sign_in(Some("s3cret"), next_window).is_err());
-        assert!(auth.allows(&axum::http::Method::GET, &b));
+        assert!(auth.check(&axum::http::Method::GET, &b).is_ok());
         let form: std::collections::BTreeMap<String, String> = [("token".to_string(), "s3cret".to_string())].into();
         let r = login(&auth, &HeaderMap::new(), &form);
         assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);

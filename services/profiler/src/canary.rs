@@ -260,12 +260,12 @@ pub async fn follow(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use octant_contracts::Source;
     use octant_core::catalogue::ids;
 
-    fn obs(run: &str, version: &str, metric: &str, step: Option<i64>, value: f64, weight: f64) -> Observation {
+    pub(crate) fn obs(run: &str, version: &str, metric: &str, step: Option<i64>, value: f64, weight: f64) -> Observation {
         Observation {
             observation_id: format!("{run}/{metric}/{step:?}"),
             metric: metric.into(),

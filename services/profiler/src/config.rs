@@ -183,6 +183,16 @@ pub enum Role {
     Operator,
 }
 
+impl Role {
+    /// Its name in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
+        }
+    }
+}
+
 impl Default for ProfilerConfig {
     fn default() -> Self {
         toml::from_str("").expect("defaults")

@@ -225,6 +225,16 @@ async fn run_response(s: &AppState, run_id: &str, json: bool) -> Response {
     }
 }
 
+/// Query parameter `name` as a whole number in `range`, `default` when absent; otherwise
+/// what a 400 says.
+fn whole_number(q: &BTreeMap<String, String>, name: &str, default: u32, range: std::ops::RangeInclusive<u32>) -> Result<u32, String> {
+    match q.get(name).map(|v| v.parse::<u32>()) {
+        None => Ok(default),
+        Some(Ok(v)) if range.contains(&v) => Ok(v),
+        Some(_) => Err(format!("{name} must be a whole number from {} to {}\n", range.start(), range.end())),
+    }
+}
+
 /// `GET /systems/{system}[?days=N]`: the system page (`system::to_html`), from the lake, over
 /// the `days` (default 7, at most 31: every window of the period is read) ending at the
 /// system's newest window.
@@ -233,23 +243,17 @@ async fn system_page(
     UrlPath(system): UrlPath<String>,
     axum::extract::Query(q): axum::extract::Query<BTreeMap<String, String>>,
 ) -> Response {
-    let days = match q.get("days").map(|d| d.parse::<u32>()) {
-        None => 7,
-        Some(Ok(d)) if (1..=31).contains(&d) => d,
-        Some(_) => return (StatusCode::BAD_REQUEST, "days must be a whole number from 1 to 31\n").into_response(),
+    let numbers = (|| {
+        let days = whole_number(&q, "days", 7, 1..=31)?;
+        let page = whole_number(&q, "alerts_page", 0, 0..=1_000_000)? as usize;
+        let per_page = whole_number(&q, "alerts_per_page", system::ALERTS_PER_PAGE as u32, 1..=1000)? as usize;
+        Ok::<_, String>((days, system::AlertsPage { page, per_page }))
+    })();
+    let (days, alerts_page) = match numbers {
+        Ok(n) => n,
+        Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
     };
     let cfg = &s.runner.cfg;
-    let page = match q.get("alerts_page").map(|p| p.parse::<u32>()) {
-        None => 0,
-        Some(Ok(p)) if p <= 1_000_000 => p as usize,
-        Some(_) => return (StatusCode::BAD_REQUEST, "alerts_page must be a whole number from 0 to 1000000\n").into_response(),
-    };
-    let per_page = match q.get("alerts_per_page").map(|p| p.parse::<u32>()) {
-        None => system::ALERTS_PER_PAGE,
-        Some(Ok(p)) if (1..=1000).contains(&p) => p as usize,
-        Some(_) => return (StatusCode::BAD_REQUEST, "alerts_per_page must be a whole number from 1 to 1000\n").into_response(),
-    };
-    let alerts_page = system::AlertsPage { page, per_page };
     let loaded = match octant_lake::reader::open_with(&cfg.lake, &cfg.storage).await {
         Ok(ctx) => system::load(&ctx, &system, days, alerts_page).await,
         Err(e) => Err(e),

@@ -49,6 +49,10 @@ pub const WINDOW_TIMES: &[&str] = &["window_start", "window_end", "evidence_sinc
 pub const PROFILE_TIMES: &[&str] = &["window_start", "window_end"];
 pub const ALERT_TIMES: &[&str] = &["window_start", "window_end", "starts_at", "ends_at"];
 
+/// The opening of the web view's navigation (`page_start`), where the auth middleware adds who
+/// is signed in.
+pub const NAV: &str = "<nav aria-label=\"Octant\">";
+
 /// The start of a page: doctype, head with `title` and the shared style, the navigation, and
 /// the opening of `<header>` with an `<h1>` of the title. The caller closes the header.
 pub fn page_start(title: &str) -> String {
@@ -58,7 +62,7 @@ pub fn page_start(title: &str) -> String {
          td,th{{border:1px solid #999;padding:2px 6px;text-align:left}}caption{{text-align:left;font-style:italic}}\
          tr.unsafe,tr.firing{{background:#fde0dd}}.unsafe-tag{{color:#8b0000;font-weight:bold}}.na{{color:#555}}\
          nav a{{margin-right:1em}}nav form{{display:inline;margin-left:2em}}a:focus,button:focus,input:focus,tr:focus{{outline:3px solid #1a4f9c}}</style></head><body>\
-         <nav aria-label=\"Octant\"><a href=\"/\">Fleet</a><a href=\"/profiles\">Profiles (JSON)</a></nav><header><h1>{t}</h1>",
+         {NAV}<a href=\"/\">Fleet</a><a href=\"/profiles\">Profiles (JSON)</a></nav><header><h1>{t}</h1>",
         t = esc(title)
     )
 }

@@ -76,7 +76,9 @@ pub struct Benchmark {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStarted {
-    pub task_id: String,
+    /// The task attempted; `None` when the producer has none (no task-level instruments then).
+    #[serde(default)]
+    pub task_id: Option<String>,
     #[serde(default)]
     pub attempt: i32,
     #[serde(default)]
@@ -187,8 +189,9 @@ pub struct Step {
     pub correct: Option<bool>,
     #[serde(default)]
     pub escalated: bool,
+    /// Tokens the step consumed; `None` when no usage was reported (no token observation).
     #[serde(default)]
-    pub tokens: i64,
+    pub tokens: Option<i64>,
     #[serde(default)]
     pub cost: f64,
     #[serde(default)]

@@ -43,7 +43,7 @@ fn event_full() -> TrajectoryEvent {
             confidence: Some(0.42),
             correct: Some(false),
             escalated: true,
-            tokens: 1234,
+            tokens: Some(1234),
             cost: 0.0125,
             latency_ms: 845.5,
             injected_fault: true,
@@ -61,7 +61,7 @@ fn events() -> Vec<TrajectoryEvent> {
         sequence: 0,
         step: None,
         run_started: Some(Box::new(RunStarted {
-            task_id: "task-9".into(),
+            task_id: Some("task-9".into()),
             attempt: 2,
             groups: vec!["locale=fr".into()],
             optimal_steps: Some(4),

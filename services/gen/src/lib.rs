@@ -715,7 +715,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
     let mut start = base(plan, seq, t, EventKind::RunStarted);
     let benchmark = sys.evaluation.as_ref().filter(|_| plan.source == Source::Evaluation);
     start.run_started = Some(Box::new(RunStarted {
-        task_id: plan.task_id.clone(),
+        task_id: Some(plan.task_id.clone()),
         attempt: plan.attempt,
         groups: vec![format!("locale={}", ["en", "fr", "de"][rng.range(0, 2) as usize])],
         optimal_steps: Some(optimal),
@@ -769,7 +769,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             confidence: Some(confidence),
             correct: Some(rng.chance(confidence)),
             escalated: confidence < 0.5 && rng.chance(0.6),
-            tokens: rng.range(100, 3000) as i64,
+            tokens: Some(rng.range(100, 3000) as i64),
             cost: rng.exp(sys.cost / steps as f64),
             latency_ms: rng.exp(sys.latency_ms),
             injected_fault: plan.source == Source::Evaluation && rng.chance(0.05),
@@ -1026,7 +1026,7 @@ mod tests {
         for e in events.iter().filter(|e| e.source == Source::Evaluation) {
             if let Some(s) = &e.run_started {
                 assert!(s.benchmark.is_some());
-                attempts.entry(s.task_id.clone()).or_default().insert(s.attempt);
+                attempts.entry(s.task_id.clone().unwrap_or_default()).or_default().insert(s.attempt);
             }
         }
         assert!(attempts.values().any(|a| a.len() == 4), "evaluation tasks are attempted k = 4 times: {attempts:?}");

@@ -307,9 +307,9 @@ fn a_trace_split_over_requests_becomes_one_run() {
     for e in &evs {
         assert_eq!((e.run_id.as_str(), e.system.id.as_str(), e.system.version.as_str()), (trace.as_str(), "support-bot", "2.1.0"));
     }
-    assert_eq!(evs[0].run_started.as_ref().unwrap().task_id, "conv-7");
+    assert_eq!(evs[0].run_started.as_ref().unwrap().task_id.as_deref(), Some("conv-7"));
     let model = evs[1].step.as_ref().unwrap();
-    assert_eq!((model.step_kind, model.tokens, model.latency_ms), (StepKind::ModelCall, 1500, 200.0));
+    assert_eq!((model.step_kind, model.tokens, model.latency_ms), (StepKind::ModelCall, Some(1500), 200.0));
     let transfer = evs[2].step.as_ref().unwrap();
     assert_eq!(
         (transfer.step_kind, transfer.tool_name.as_deref(), transfer.impact, transfer.confirmed),

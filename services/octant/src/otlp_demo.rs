@@ -49,8 +49,8 @@ pub fn run_to_otlp(events: &[TrajectoryEvent]) -> Option<ExportTraceServiceReque
     for e in events {
         match e.kind {
             EventKind::RunStarted => {
-                if let Some(r) = &e.run_started {
-                    root_attrs.push(s("gen_ai.conversation.id", &r.task_id));
+                if let Some(t) = e.run_started.as_ref().and_then(|r| r.task_id.as_ref()) {
+                    root_attrs.push(s("gen_ai.conversation.id", t));
                 }
             }
             EventKind::Step => {
@@ -74,8 +74,10 @@ pub fn run_to_otlp(events: &[TrajectoryEvent]) -> Option<ExportTraceServiceReque
                     }
                     StepKind::ModelCall => {
                         attrs.push(s("gen_ai.operation.name", "chat"));
-                        attrs.push(kv("gen_ai.usage.input_tokens", any_value::Value::IntValue(st.tokens)));
-                        attrs.push(kv("gen_ai.usage.output_tokens", any_value::Value::IntValue(0)));
+                        if let Some(t) = st.tokens {
+                            attrs.push(kv("gen_ai.usage.input_tokens", any_value::Value::IntValue(t)));
+                            attrs.push(kv("gen_ai.usage.output_tokens", any_value::Value::IntValue(0)));
+                        }
                         "chat demo-model".to_string()
                     }
                     _ => continue,
@@ -222,7 +224,7 @@ mod tests {
                             s.violations,
                             s.result_status.is_some_and(|r| r != ResultStatus::Ok)
                         ),
-                        _ => format!("model tokens {} {:?}", s.tokens, s.violations),
+                        _ => format!("model tokens {:?} {:?}", s.tokens, s.violations),
                     })
                     .collect()
             };

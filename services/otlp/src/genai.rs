@@ -38,7 +38,7 @@ use octant_contracts::{
 };
 use serde_json::Value;
 
-use crate::mapping::Mapping;
+use crate::mapping::{Mapping, VerdictKind};
 use crate::model::{Attrs, EventRec, LogRec, SpanRec};
 
 pub const EVALUATION_RESULT: &str = "gen_ai.evaluation.result";
@@ -239,94 +239,284 @@ struct TraceEvent<'a> {
     scope: Option<(&'a str, &'a str)>,
 }
 
+/// Agent ids that instrumentations stamp when the application names none (the OpenTelemetry
+/// contrib instrumentation of the OpenAI Agents SDK writes `gen_ai.agent.id = "agent"` on
+/// every agent span): they identify no agent, so the agent's name stands for it.
+pub const DEFAULT_AGENT_IDS: [&str; 1] = ["agent"];
+
+/// Usage attributes, as pairs (input, output) in the order they are read: the GenAI
+/// conventions (current, then the older prompt/completion names), OpenInference.
+const USAGE_PAIRS: [(&str, &str); 3] = [
+    ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"),
+    ("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"),
+    ("llm.token_count.prompt", "llm.token_count.completion"),
+];
+/// Totals, read when no pair is set (OpenInference, OpenLLMetry).
+const USAGE_TOTALS: [&str; 2] = ["llm.token_count.total", "llm.usage.total_tokens"];
+
+/// The tokens a model span reports (input + output), `None` when it reports no usage: a
+/// missing usage is not zero tokens.
+pub fn tokens(a: &Attrs) -> Option<i64> {
+    USAGE_PAIRS
+        .iter()
+        .find_map(|(i, o)| match (int_attr(a, i), int_attr(a, o)) {
+            (None, None) => None,
+            (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+        })
+        .or_else(|| USAGE_TOTALS.iter().find_map(|k| int_attr(a, k)))
+}
+
+/// Whether an `exception` event says the exception left the span unhandled
+/// (`exception.escaped = true`; the attribute is deprecated but still written).
+fn escaped(e: &EventRec) -> bool {
+    e.name == "exception" && bool_attr(&e.attrs, "exception.escaped") == Some(true)
+}
+
+/// One trace: its spans indexed, its root, its events in time order, and the mapping.
+struct Trace<'a> {
+    spans: &'a [SpanRec],
+    by_id: BTreeMap<&'a str, &'a SpanRec>,
+    root: &'a SpanRec,
+    events: Vec<TraceEvent<'a>>,
+    m: &'a Mapping,
+}
+
+impl<'a> Trace<'a> {
+    fn new(spans: &'a [SpanRec], logs: &'a [LogRec], m: &'a Mapping) -> Option<Trace<'a>> {
+        let by_id: BTreeMap<&str, &SpanRec> = spans.iter().map(|s| (s.span_id.as_str(), s)).collect();
+        let root = spans
+            .iter()
+            .filter(|s| s.parent_span_id.as_deref().is_none_or(|p| !by_id.contains_key(p)))
+            .min_by_key(|s| (s.start_ns, s.span_id.clone()))?;
+        // Every event of the trace: log records and span events.
+        let mut events: Vec<TraceEvent> = Vec::new();
+        for l in logs {
+            events.push(TraceEvent {
+                name: &l.event_name,
+                time_ns: l.time_ns,
+                attrs: &l.attrs,
+                span: l.span_id.as_deref(),
+                scope: l.scope.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
+            });
+        }
+        for s in spans {
+            for e in &s.events {
+                let EventRec { name, time_ns, attrs } = e;
+                events.push(TraceEvent {
+                    name,
+                    time_ns: *time_ns,
+                    attrs,
+                    span: Some(&s.span_id),
+                    scope: Some((&s.scope, &s.scope_version)),
+                });
+            }
+        }
+        events.sort_by_key(|e| e.time_ns);
+        Some(Trace { spans, by_id, root, events, m })
+    }
+
+    /// The span's ancestors, nearest first (at most 256: a cycle of parents ends there).
+    fn ancestors(&self, s: &'a SpanRec) -> impl Iterator<Item = &'a SpanRec> + '_ {
+        std::iter::successors(s.parent_span_id.as_deref().and_then(|p| self.by_id.get(p).copied()), |x| {
+            x.parent_span_id.as_deref().and_then(|p| self.by_id.get(p).copied())
+        })
+        .take(256)
+    }
+
+    /// The acting agent of a span: its nearest agent span (itself included) that names one —
+    /// `gen_ai.agent.id` unless it is a library's default, else the agent's name.
+    fn agent_of(&self, s: &'a SpanRec) -> Option<String> {
+        std::iter::once(s).chain(self.ancestors(s)).filter(|x| role(x) == Role::Agent).find_map(|x| {
+            let id = str_attr(&x.attrs, "gen_ai.agent.id").filter(|id| !DEFAULT_AGENT_IDS.contains(id));
+            id.or_else(|| first_str(&x.attrs, &["gen_ai.agent.name", "agent.name", "traceloop.entity.name"]))
+                .or_else(|| str_attr(&x.attrs, "gen_ai.agent.id"))
+                .map(str::to_string)
+        })
+    }
+
+    /// The evaluated system and the run's source, from the root's resource (or attributes).
+    fn system(&self) -> (SystemRef, Source) {
+        let (root, resource, m) = (self.root, &self.root.resource, self.m);
+        let system = SystemRef {
+            id: first_str(resource, &[&m.system_attribute])
+                .or(str_attr(&root.attrs, &m.system_attribute))
+                .unwrap_or("unknown_service")
+                .to_string(),
+            version: first_str(resource, &[&m.version_attribute])
+                .or(str_attr(&root.attrs, &m.version_attribute))
+                .unwrap_or("unknown")
+                .to_string(),
+            config_hash: String::new(),
+        };
+        let source = match str_attr(resource, &m.source_attribute).or(str_attr(&root.attrs, &m.source_attribute)) {
+            Some(s) if s.eq_ignore_ascii_case("evaluation") => Source::Evaluation,
+            _ => Source::Production,
+        };
+        (system, source)
+    }
+
+    /// The task: the declared task attribute, else `gen_ai.conversation.id`, else `session.id`
+    /// — on the root, else on the first span (in start order) that carries one. `None` when
+    /// no span does: never a task made from a span's name (every run of an SDK would share
+    /// its default workflow name).
+    fn task(&self) -> Option<String> {
+        let keys = [self.m.task_attribute.as_str(), "gen_ai.conversation.id", "session.id"];
+        let mut spans: Vec<&SpanRec> = self.spans.iter().collect();
+        spans.sort_by_key(|s| (!std::ptr::eq(*s, self.root), s.start_ns));
+        keys.iter().find_map(|k| spans.iter().find_map(|s| str_attr(&s.attrs, k))).map(str::to_string)
+    }
+
+    /// The spans that are steps, in start-time order: tool calls, guardrails, and model calls
+    /// with nested model spans counted once. A framework's inference span with a client
+    /// instrumentation's span under it (or any chain of model spans, one inside the other) is
+    /// one call: of the chain, the span that carries both the response id and the usage is
+    /// kept, else the one with the usage, else the one with the response id, else the
+    /// innermost. A model span with several model spans under it (a framework span around
+    /// retries, say) is no call itself: each innermost one is.
+    fn steps(&self) -> Vec<&'a SpanRec> {
+        let model = |s: &SpanRec| role(s) == Role::Model;
+        // Each model span's outermost model ancestor (itself when none): its chain.
+        let mut chains: BTreeMap<&str, Vec<(&'a SpanRec, usize)>> = BTreeMap::new();
+        let mut wrappers: BTreeSet<&str> = BTreeSet::new();
+        for s in self.spans.iter().filter(|s| model(s)) {
+            let models: Vec<&SpanRec> = self.ancestors(s).filter(|a| model(a)).collect();
+            if let Some(parent) = models.first() {
+                wrappers.insert(&parent.span_id);
+            }
+            let top = models.last().map_or(s.span_id.as_str(), |t| t.span_id.as_str());
+            chains.entry(top).or_default().push((s, self.ancestors(s).count()));
+        }
+        let mut out: Vec<&SpanRec> = self.spans.iter().filter(|s| matches!(role(s), Role::Tool | Role::Guardrail)).collect();
+        for members in chains.values() {
+            let innermost: Vec<&SpanRec> = members.iter().map(|(s, _)| *s).filter(|s| !wrappers.contains(s.span_id.as_str())).collect();
+            if innermost.len() > 1 {
+                out.extend(innermost);
+            } else if let Some((best, _)) = members.iter().max_by_key(|(s, depth)| {
+                let usage = tokens(&s.attrs).is_some();
+                let response = str_attr(&s.attrs, "gen_ai.response.id").is_some();
+                (usage && response, usage, response, *depth)
+            }) {
+                out.push(best);
+            }
+        }
+        out.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
+        out
+    }
+
+    /// The agent spans with no agent above them: the run's top agents.
+    fn top_agents(&self) -> impl Iterator<Item = &'a SpanRec> + '_ {
+        self.spans.iter().filter(move |s| role(s) == Role::Agent && !self.ancestors(s).any(|a| role(a) == Role::Agent))
+    }
+
+    /// The run's outcome as the telemetry reports it (informational: task success for gating
+    /// needs a verdict). The declared outcome attribute of the root when set; otherwise an
+    /// error — the root's or a top agent's status ERROR, an `exception` event on either, or
+    /// an exception that escaped any span — makes the run an error; else it succeeded.
+    fn outcome(&self) -> Outcome {
+        match str_attr(&self.root.attrs, &self.m.outcome_attribute).map(str::to_ascii_lowercase).as_deref() {
+            Some("success") => return Outcome::Success,
+            Some("failure") => return Outcome::Failure,
+            Some("error") => return Outcome::Error,
+            Some("abandoned") => return Outcome::Abandoned,
+            _ => {}
+        }
+        let failed = |s: &SpanRec| s.error || s.events.iter().any(|e| e.name == "exception");
+        if failed(self.root) || self.top_agents().any(failed) || self.spans.iter().any(|s| s.events.iter().any(escaped)) {
+            Outcome::Error
+        } else {
+            Outcome::Success
+        }
+    }
+
+    /// The run's evaluations: `gen_ai.evaluation.result` events, then OpenInference's
+    /// flattened results in the order their spans ended; `seq_of_span` gives the step each is about.
+    fn evaluations(&self, seq_of_span: &BTreeMap<&str, i64>) -> Vec<Evaluation> {
+        let m = self.m;
+        let mut evaluations: Vec<Evaluation> = self
+            .events
+            .iter()
+            .filter(|e| e.name == EVALUATION_RESULT)
+            .filter_map(|e| {
+                let name = str_attr(e.attrs, "gen_ai.evaluation.name")?.to_string();
+                let (scope, scope_version) = e.scope.filter(|(n, _)| !n.is_empty()).unzip();
+                Some(Evaluation {
+                    name,
+                    score_value: f64_attr(e.attrs, "gen_ai.evaluation.score.value"),
+                    score_label: str_attr(e.attrs, "gen_ai.evaluation.score.label").map(str::to_string),
+                    explanation: str_attr(e.attrs, "gen_ai.evaluation.explanation").map(str::to_string),
+                    evaluator: str_attr(e.attrs, &m.evaluator_attribute).or(scope).map(str::to_string),
+                    evaluator_version: str_attr(e.attrs, &m.evaluator_version_attribute)
+                        .or(scope_version.filter(|v| !v.is_empty()))
+                        .map(str::to_string),
+                    step: e.span.and_then(|s| seq_of_span.get(s).copied()),
+                    ..evaluation_details(e.attrs)
+                })
+            })
+            .collect();
+        let mut carried: Vec<(u64, Evaluation)> = Vec::new();
+        for s in self.spans {
+            let about = s.links.iter().find(|l| self.by_id.contains_key(l.as_str())).unwrap_or(&s.span_id);
+            for mut e in openinference_evaluations(&s.attrs) {
+                e.step = seq_of_span.get(about.as_str()).copied();
+                if e.evaluator.is_none() && !s.scope.is_empty() {
+                    (e.evaluator, e.evaluator_version) = (Some(s.scope.clone()), Some(s.scope_version.clone()).filter(|v| !v.is_empty()));
+                }
+                carried.push((s.end_ns, e));
+            }
+        }
+        carried.sort_by_key(|(t, _)| *t);
+        evaluations.extend(carried.into_iter().map(|(_, e)| e));
+        evaluations
+    }
+
+    /// Approval decisions by tool-call id, in time order.
+    fn decisions(&self) -> BTreeMap<&'a str, Vec<&'a str>> {
+        let mut decisions: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for e in self.events.iter().filter(|e| e.name == TOOL_CALL_DECISION) {
+            if let (Some(call), Some(outcome)) =
+                (str_attr(e.attrs, "gen_ai.tool.call.id"), str_attr(e.attrs, "gen_ai.tool.call.decision.outcome"))
+            {
+                decisions.entry(call).or_default().push(outcome);
+            }
+        }
+        decisions
+    }
+}
+
+/// A verdict's value from an evaluation result: its score, else its label (`pass`, `true`,
+/// `correct`, `yes`, `success` are 1; `fail`, `false`, `incorrect`, `no`, `failure` are 0).
+fn verdict_value(e: &Evaluation) -> Option<f64> {
+    e.score_value.or_else(|| match e.score_label.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        Some("pass" | "passed" | "true" | "correct" | "yes" | "success") => Some(1.0),
+        Some("fail" | "failed" | "false" | "incorrect" | "no" | "failure") => Some(0.0),
+        _ => None,
+    })
+}
+
 /// Maps one trace (its spans and the log records in it) to a run. `None` when the trace has
 /// no span.
 pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
-    let by_id: BTreeMap<&str, &SpanRec> = spans.iter().map(|s| (s.span_id.as_str(), s)).collect();
-    let root = spans
-        .iter()
-        .filter(|s| s.parent_span_id.as_deref().is_none_or(|p| !by_id.contains_key(p)))
-        .min_by_key(|s| (s.start_ns, s.span_id.clone()))?;
+    let t = Trace::new(spans, logs, m)?;
+    let root = t.root;
     let trace = root.trace_id.clone();
-    let resource = &root.resource;
-    let system = SystemRef {
-        id: first_str(resource, &[&m.system_attribute])
-            .or(str_attr(&root.attrs, &m.system_attribute))
-            .unwrap_or("unknown_service")
-            .to_string(),
-        version: first_str(resource, &[&m.version_attribute])
-            .or(str_attr(&root.attrs, &m.version_attribute))
-            .unwrap_or("unknown")
-            .to_string(),
-        config_hash: String::new(),
-    };
-    let source = match str_attr(resource, &m.source_attribute).or(str_attr(&root.attrs, &m.source_attribute)) {
-        Some(s) if s.eq_ignore_ascii_case("evaluation") => Source::Evaluation,
-        _ => Source::Production,
-    };
-    let agent_of = |s: &SpanRec| -> Option<String> {
-        let mut cur = Some(s);
-        let mut hops = 0;
-        while let Some(x) = cur {
-            if role(x) == Role::Agent
-                && let Some(a) = first_str(&x.attrs, &["gen_ai.agent.id", "gen_ai.agent.name", "agent.name", "traceloop.entity.name"])
-            {
-                return Some(a.to_string());
-            }
-            hops += 1;
-            cur = x.parent_span_id.as_deref().and_then(|p| by_id.get(p).copied()).filter(|_| hops < 256);
-        }
-        None
-    };
-
-    // Every event of the trace: log records and span events.
-    let mut events: Vec<TraceEvent> = Vec::new();
-    for l in logs {
-        events.push(TraceEvent {
-            name: &l.event_name,
-            time_ns: l.time_ns,
-            attrs: &l.attrs,
-            span: l.span_id.as_deref(),
-            scope: l.scope.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
-        });
-    }
-    for s in spans {
-        for e in &s.events {
-            let EventRec { name, time_ns, attrs } = e;
-            events.push(TraceEvent { name, time_ns: *time_ns, attrs, span: Some(&s.span_id), scope: Some((&s.scope, &s.scope_version)) });
-        }
-    }
-    events.sort_by_key(|e| e.time_ns);
-
-    // Approval decisions by tool-call id, in time order.
-    let mut decisions: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for e in events.iter().filter(|e| e.name == TOOL_CALL_DECISION) {
-        if let (Some(call), Some(outcome)) =
-            (str_attr(e.attrs, "gen_ai.tool.call.id"), str_attr(e.attrs, "gen_ai.tool.call.decision.outcome"))
-        {
-            decisions.entry(call).or_default().push(outcome);
-        }
-    }
-
-    // Steps in start-time order.
-    let mut ordered: Vec<&SpanRec> = spans.iter().filter(|s| matches!(role(s), Role::Tool | Role::Model | Role::Guardrail)).collect();
-    ordered.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
+    let (system, source) = t.system();
+    let decisions = t.decisions();
+    let ordered = t.steps();
     let mut out: Vec<TrajectoryEvent> = Vec::new();
-    let base = |seq: i64, t: i64, agent: Option<String>, kind: EventKind, id: String| TrajectoryEvent {
+    let base = |seq: i64, time: i64, agent: Option<String>, kind: EventKind, id: String| TrajectoryEvent {
         agent_id: agent,
-        ..TrajectoryEvent::bare(id, trace.clone(), system.clone(), source, t, seq, kind)
+        ..TrajectoryEvent::bare(id, trace.clone(), system.clone(), source, time, seq, kind)
     };
     let mut groups: Vec<String> = Vec::new();
     for g in &m.group_attributes {
-        if let Some(v) = root.attrs.get(g).or(resource.get(g)).filter(|v| !v.is_null()) {
+        if let Some(v) = root.attrs.get(g).or(root.resource.get(g)).filter(|v| !v.is_null()) {
             groups.push(format!("{g}={}", text(v)));
         }
     }
-    let task = first_str(&root.attrs, &["gen_ai.conversation.id", "session.id"]).map_or_else(|| root.name.clone(), str::to_string);
-    let mut start = base(0, ms(root.start_ns), agent_of(root), EventKind::RunStarted, format!("{trace}/start"));
+    let mut start = base(0, ms(root.start_ns), t.agent_of(root), EventKind::RunStarted, format!("{trace}/start"));
     let reproducibility = reproducibility_of(&root.attrs, ordered.iter().find(|s| role(s) == Role::Model).map(|s| &s.attrs));
     start.run_started = Some(Box::new(RunStarted {
-        task_id: task,
+        task_id: t.task(),
         attempt: 0,
         groups,
         optimal_steps: None,
@@ -341,90 +531,27 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     let mut executed_calls: BTreeSet<&str> = BTreeSet::new();
     for s in &ordered {
         let seq = out.len() as i64;
-        let t = ms(s.start_ns);
-        let agent = agent_of(s);
-        let latency_ms = (s.end_ns - s.start_ns) as f64 / 1e6;
-        let a = &s.attrs;
-        match role(s) {
-            Role::Guardrail => {
-                if s.error {
-                    let mut ev = base(seq, t, agent, EventKind::Intervention, format!("{trace}/{}", s.span_id));
-                    ev.intervention = Some(Intervention {
-                        intervention_kind: InterventionKind::Override,
-                        honoured: true,
-                        detail: Some(format!("guardrail {} blocked: {}", s.name, s.status_message)),
-                    });
-                    out.push(ev);
-                    seq_of_span.insert(&s.span_id, seq);
+        let agent = t.agent_of(s);
+        let ev = match role(s) {
+            Role::Guardrail if s.error => {
+                let mut ev = base(seq, ms(s.start_ns), agent, EventKind::Intervention, format!("{trace}/{}", s.span_id));
+                ev.intervention = Some(Intervention {
+                    intervention_kind: InterventionKind::Override,
+                    honoured: true,
+                    detail: Some(format!("guardrail {} blocked: {}", s.name, s.status_message)),
+                });
+                ev
+            }
+            Role::Tool | Role::Model => {
+                if let Some(c) = call_id(&s.attrs) {
+                    executed_calls.insert(c);
                 }
-                continue;
+                let mut ev = base(seq, ms(s.start_ns), agent, EventKind::Step, format!("{trace}/{}", s.span_id));
+                ev.step = Some(Box::new(step(&t, s, &decisions)));
+                ev
             }
-            Role::Tool | Role::Model => {}
             _ => continue,
-        }
-        let tool = role(s) == Role::Tool;
-        let call = first_str(a, &["gen_ai.tool.call.id", "tool.id", "tool_call.id"]);
-        if let Some(c) = call {
-            executed_calls.insert(c);
-        }
-        let tool_name = tool.then(|| {
-            first_str(a, &["gen_ai.tool.name", "tool.name", "traceloop.entity.name"])
-                .map_or_else(|| s.name.trim_start_matches("execute_tool ").to_string(), str::to_string)
-        });
-        let impact = str_attr(a, &m.impact_attribute)
-            .and_then(|v| serde_json::from_value::<Impact>(Value::String(v.to_ascii_lowercase())).ok())
-            .or_else(|| tool_name.as_ref().and_then(|n| m.tool_impact.get(n).copied()))
-            .unwrap_or(if tool { m.default_impact } else { Impact::Low });
-        let mut violations: Vec<String> = Vec::new();
-        for key in &m.violation_attributes {
-            match a.get(key) {
-                Some(Value::String(v)) if !v.is_empty() => violations.push(v.clone()),
-                Some(Value::Array(vs)) => violations.extend(vs.iter().filter_map(Value::as_str).map(str::to_string)),
-                Some(Value::Bool(true)) => violations.push(key.clone()),
-                _ => {}
-            }
-        }
-        for e in events.iter().filter(|e| e.span == Some(s.span_id.as_str()) && m.violation_events.iter().any(|n| n == e.name)) {
-            violations.push(str_attr(e.attrs, "constraint").unwrap_or(e.name).to_string());
-        }
-        let approved = call
-            .and_then(|c| decisions.get(c))
-            .is_some_and(|d| d.iter().position(|o| *o == "require_approval").is_some_and(|i| d[i..].contains(&"allow")));
-        let confirmed = bool_attr(a, &m.confirmation_attribute).unwrap_or(false) || approved;
-        let tokens = if tool {
-            0
-        } else {
-            let io = |i: &str, o: &str| match (int_attr(a, i), int_attr(a, o)) {
-                (None, None) => None,
-                (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
-            };
-            io("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
-                .or_else(|| io("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"))
-                .or_else(|| io("llm.token_count.prompt", "llm.token_count.completion"))
-                .or_else(|| int_attr(a, "llm.usage.total_tokens"))
-                .unwrap_or(0)
         };
-        let failed = s.error || a.get("error.type").is_some_and(|v| !v.is_null());
-        let mut ev = base(seq, t, agent, EventKind::Step, format!("{trace}/{}", s.span_id));
-        ev.step = Some(Box::new(Step {
-            step_kind: if tool { StepKind::ToolCall } else { StepKind::ModelCall },
-            // A tool call's arguments and result, under the first of the conventions' names set.
-            arguments: tool.then(|| first_text(a, &["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"])).flatten(),
-            result: tool.then(|| first_text(a, &["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"])).flatten(),
-            tool_name,
-            result_status: tool.then_some(if failed { ResultStatus::Error } else { ResultStatus::Ok }),
-            expected_call: None,
-            impact,
-            confirmed,
-            violations,
-            confidence: None,
-            correct: None,
-            escalated: bool_attr(a, &m.escalation_attribute).unwrap_or(false),
-            tokens,
-            cost: f64_attr(a, "gen_ai.usage.cost").or_else(|| f64_attr(a, "llm.cost.total")).unwrap_or(0.0),
-            latency_ms,
-            injected_fault: false,
-        }));
         out.push(ev);
         seq_of_span.insert(&s.span_id, seq);
     }
@@ -432,12 +559,13 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     // Denied calls and declared interventions.
     for (call, outcomes) in &decisions {
         if outcomes.contains(&"deny") {
-            let e = events
+            let e = t
+                .events
                 .iter()
                 .find(|e| e.name == TOOL_CALL_DECISION && str_attr(e.attrs, "gen_ai.tool.call.id") == Some(call))
                 .expect("it is there");
             let tool = str_attr(e.attrs, "gen_ai.tool.name").unwrap_or("a tool");
-            let mut ev = base(out.len() as i64, ms(e.time_ns), agent_of(root), EventKind::Intervention, format!("{trace}/deny/{call}"));
+            let mut ev = base(out.len() as i64, ms(e.time_ns), t.agent_of(root), EventKind::Intervention, format!("{trace}/deny/{call}"));
             ev.intervention = Some(Intervention {
                 intervention_kind: InterventionKind::Override,
                 honoured: !executed_calls.contains(call),
@@ -446,13 +574,13 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
             out.push(ev);
         }
     }
-    for (i, e) in events.iter().enumerate().filter(|(_, e)| m.intervention_events.iter().any(|n| n == e.name)) {
+    for (i, e) in t.events.iter().enumerate().filter(|(_, e)| m.intervention_events.iter().any(|n| n == e.name)) {
         let kind = match str_attr(e.attrs, "kind").map(str::to_ascii_lowercase).as_deref() {
             Some("override") => InterventionKind::Override,
             Some("help") | Some("help_request") => InterventionKind::HelpRequest,
             _ => InterventionKind::Stop,
         };
-        let mut ev = base(out.len() as i64, ms(e.time_ns), agent_of(root), EventKind::Intervention, format!("{trace}/intervention/{i}"));
+        let mut ev = base(out.len() as i64, ms(e.time_ns), t.agent_of(root), EventKind::Intervention, format!("{trace}/intervention/{i}"));
         ev.intervention = Some(Intervention {
             intervention_kind: kind,
             honoured: bool_attr(e.attrs, "honoured").unwrap_or(true),
@@ -462,65 +590,9 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     }
 
     // The end: outcome, verdicts, evaluations.
-    let r = &root.attrs;
-    let outcome = match str_attr(r, &m.outcome_attribute).map(str::to_ascii_lowercase).as_deref() {
-        Some("success") => Outcome::Success,
-        Some("failure") => Outcome::Failure,
-        Some("error") => Outcome::Error,
-        Some("abandoned") => Outcome::Abandoned,
-        _ if root.error => Outcome::Error,
-        _ => Outcome::Success,
-    };
-    let mut evaluations: Vec<Evaluation> = events
-        .iter()
-        .filter(|e| e.name == EVALUATION_RESULT)
-        .filter_map(|e| {
-            let name = str_attr(e.attrs, "gen_ai.evaluation.name")?.to_string();
-            let (scope, scope_version) = e.scope.filter(|(n, _)| !n.is_empty()).unzip();
-            Some(Evaluation {
-                name,
-                score_value: f64_attr(e.attrs, "gen_ai.evaluation.score.value"),
-                score_label: str_attr(e.attrs, "gen_ai.evaluation.score.label").map(str::to_string),
-                explanation: str_attr(e.attrs, "gen_ai.evaluation.explanation").map(str::to_string),
-                evaluator: str_attr(e.attrs, &m.evaluator_attribute).or(scope).map(str::to_string),
-                evaluator_version: str_attr(e.attrs, &m.evaluator_version_attribute)
-                    .or(scope_version.filter(|v| !v.is_empty()))
-                    .map(str::to_string),
-                step: e.span.and_then(|s| seq_of_span.get(s).copied()),
-                ..evaluation_details(e.attrs)
-            })
-        })
-        .collect();
-    let mut carried: Vec<(u64, Evaluation)> = Vec::new();
-    for s in spans {
-        let about = s.links.iter().find(|l| by_id.contains_key(l.as_str())).unwrap_or(&s.span_id);
-        for mut e in openinference_evaluations(&s.attrs) {
-            e.step = seq_of_span.get(about.as_str()).copied();
-            if e.evaluator.is_none() && !s.scope.is_empty() {
-                (e.evaluator, e.evaluator_version) = (Some(s.scope.clone()), Some(s.scope_version.clone()).filter(|v| !v.is_empty()));
-            }
-            carried.push((s.end_ns, e));
-        }
-    }
-    carried.sort_by_key(|(t, _)| *t);
-    evaluations.extend(carried.into_iter().map(|(_, e)| e));
     let end_ns = spans.iter().map(|s| s.end_ns).max().unwrap_or(root.end_ns);
-    let mut end = base(out.len() as i64, ms(end_ns), agent_of(root), EventKind::RunEnded, format!("{trace}/end"));
-    end.run_ended = Some(Box::new(RunEnded {
-        outcome,
-        verifier_kind: str_attr(r, &m.verifier_kind_attribute).map(str::to_string),
-        verifier_verdict: bool_attr(r, &m.verifier_verdict_attribute),
-        judge_verdict: f64_attr(r, &m.judge_verdict_attribute),
-        human_verdict: f64_attr(r, &m.human_verdict_attribute),
-        subgoals_done: None,
-        sentences_assertive: count_attr(r, "octant.sentences.assertive"),
-        sentences_unsupported: count_attr(r, "octant.sentences.unsupported"),
-        confidence: None,
-        evaluations,
-        grounding: grounding_of(r),
-        review: review_of(r),
-        coordination: coordination_of(r),
-    }));
+    let mut end = base(out.len() as i64, ms(end_ns), t.agent_of(root), EventKind::RunEnded, format!("{trace}/end"));
+    end.run_ended = Some(Box::new(run_ended(&t, t.evaluations(&seq_of_span))));
     out.push(end);
     // Interventions were appended after the steps: renumber by time (stable), keeping the
     // start first and the end last.
@@ -536,6 +608,98 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         }
     }
     Some(Run { events: out, schema_urls: spans.iter().map(|s| s.schema_url.clone()).filter(|u| !u.is_empty()).collect() })
+}
+
+/// A tool call's id under the first of the conventions' names set.
+fn call_id(a: &Attrs) -> Option<&str> {
+    first_str(a, &["gen_ai.tool.call.id", "tool.id", "tool_call.id"])
+}
+
+/// The step a tool or model span is.
+fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<&str>>) -> Step {
+    let (a, m) = (&s.attrs, t.m);
+    let tool = role(s) == Role::Tool;
+    let tool_name = tool.then(|| {
+        first_str(a, &["gen_ai.tool.name", "tool.name", "traceloop.entity.name"])
+            .map_or_else(|| s.name.trim_start_matches("execute_tool ").to_string(), str::to_string)
+    });
+    let impact = str_attr(a, &m.impact_attribute)
+        .and_then(|v| serde_json::from_value::<Impact>(Value::String(v.to_ascii_lowercase())).ok())
+        .or_else(|| tool_name.as_ref().and_then(|n| m.tool_impact.get(n).copied()))
+        .unwrap_or(if tool { m.default_impact } else { Impact::Low });
+    let mut violations: Vec<String> = Vec::new();
+    for key in &m.violation_attributes {
+        match a.get(key) {
+            Some(Value::String(v)) if !v.is_empty() => violations.push(v.clone()),
+            Some(Value::Array(vs)) => violations.extend(vs.iter().filter_map(Value::as_str).map(str::to_string)),
+            Some(Value::Bool(true)) => violations.push(key.clone()),
+            _ => {}
+        }
+    }
+    for e in t.events.iter().filter(|e| e.span == Some(s.span_id.as_str()) && m.violation_events.iter().any(|n| n == e.name)) {
+        violations.push(str_attr(e.attrs, "constraint").unwrap_or(e.name).to_string());
+    }
+    let approved = call_id(a)
+        .and_then(|c| decisions.get(c))
+        .is_some_and(|d| d.iter().position(|o| *o == "require_approval").is_some_and(|i| d[i..].contains(&"allow")));
+    let failed = s.error || a.get("error.type").is_some_and(|v| !v.is_null());
+    Step {
+        step_kind: if tool { StepKind::ToolCall } else { StepKind::ModelCall },
+        // A tool call's arguments and result, under the first of the conventions' names set.
+        arguments: tool.then(|| first_text(a, &["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"])).flatten(),
+        result: tool.then(|| first_text(a, &["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"])).flatten(),
+        tool_name,
+        result_status: tool.then_some(if failed { ResultStatus::Error } else { ResultStatus::Ok }),
+        expected_call: None,
+        impact,
+        confirmed: bool_attr(a, &m.confirmation_attribute).unwrap_or(false) || approved,
+        violations,
+        confidence: None,
+        correct: None,
+        escalated: bool_attr(a, &m.escalation_attribute).unwrap_or(false),
+        // A tool span reports no usage (a tool consumes no model tokens: 0, not unknown).
+        tokens: if tool { Some(0) } else { tokens(a) },
+        cost: f64_attr(a, "gen_ai.usage.cost").or_else(|| f64_attr(a, "llm.cost.total")).unwrap_or(0.0),
+        latency_ms: (s.end_ns - s.start_ns) as f64 / 1e6,
+        injected_fault: false,
+    }
+}
+
+/// The run's end: its outcome, the verdicts (the declared root attributes, else the declared
+/// evaluation results), the root's `octant.*` records, and its evaluations.
+fn run_ended(t: &Trace<'_>, evaluations: Vec<Evaluation>) -> RunEnded {
+    let (r, m) = (&t.root.attrs, t.m);
+    let mut end = RunEnded {
+        outcome: t.outcome(),
+        verifier_kind: str_attr(r, &m.verifier_kind_attribute).map(str::to_string),
+        verifier_verdict: bool_attr(r, &m.verifier_verdict_attribute),
+        judge_verdict: f64_attr(r, &m.judge_verdict_attribute),
+        human_verdict: f64_attr(r, &m.human_verdict_attribute),
+        subgoals_done: None,
+        sentences_assertive: count_attr(r, "octant.sentences.assertive"),
+        sentences_unsupported: count_attr(r, "octant.sentences.unsupported"),
+        confidence: None,
+        evaluations: Vec::new(),
+        grounding: grounding_of(r),
+        review: review_of(r),
+        coordination: coordination_of(r),
+    };
+    // A declared evaluation result about the run (not about one step) is its verdict, the
+    // first of each kind, unless an attribute gave one.
+    for e in evaluations.iter().filter(|e| e.step.is_none()) {
+        let (Some(kind), Some(v)) = (m.verdicts.get(&e.name), verdict_value(e)) else { continue };
+        match kind {
+            VerdictKind::Verifier if end.verifier_verdict.is_none() => {
+                end.verifier_verdict = Some(v >= 0.5);
+                end.verifier_kind = end.verifier_kind.take().or_else(|| e.evaluator.clone()).or_else(|| Some(e.name.clone()));
+            }
+            VerdictKind::Judge if end.judge_verdict.is_none() => end.judge_verdict = Some(v),
+            VerdictKind::Human if end.human_verdict.is_none() => end.human_verdict = Some(v),
+            _ => {}
+        }
+    }
+    end.evaluations = evaluations;
+    end
 }
 
 /// The details of a `gen_ai.evaluation.result` event beyond the semantic conventions' own

@@ -7,6 +7,15 @@ use std::collections::BTreeMap;
 use octant_contracts::Impact;
 use serde::{Deserialize, Serialize};
 
+/// Who gives a verdict declared in [`Mapping::verdicts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    Verifier,
+    Judge,
+    Human,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Mapping {
@@ -49,6 +58,17 @@ pub struct Mapping {
     /// `octant.judge.verdict`, `octant.human.verdict`).
     pub judge_verdict_attribute: String,
     pub human_verdict_attribute: String,
+    /// Evaluation results (`gen_ai.evaluation.result` by `gen_ai.evaluation.name`, or
+    /// OpenInference's) that are a run's verdict, with who gave it: `verifier` (a score ≥ 0.5 or
+    /// a passing label is a pass), `judge` or `human` (a grade in [0, 1]; a passing label is
+    /// 1, a failing one 0). Only results about the run, not about one step, count; the
+    /// root-span attributes above win over them. Without any verdict a run's task success is
+    /// N/A for gating (its self-reported outcome stays informational). Default: none.
+    pub verdicts: BTreeMap<String, VerdictKind>,
+    /// Span attribute naming the run's task (default `octant.task.id`), read before
+    /// `gen_ai.conversation.id` and `session.id`; without any, the run has no task id and no
+    /// task-level instruments.
+    pub task_attribute: String,
     /// Attributes of an evaluation result naming the evaluator and its version (defaults
     /// `gen_ai.evaluation.evaluator.name`, `gen_ai.evaluation.evaluator.version`); without
     /// them the instrumentation scope that emitted the result is the evaluator.
@@ -82,6 +102,8 @@ impl Default for Mapping {
             evaluator_attribute: s("gen_ai.evaluation.evaluator.name"),
             evaluator_version_attribute: s("gen_ai.evaluation.evaluator.version"),
             group_attributes: Vec::new(),
+            verdicts: BTreeMap::new(),
+            task_attribute: s("octant.task.id"),
         }
     }
 }

@@ -223,8 +223,8 @@ fn openinference_spans_map_like_genai_ones() {
         e.iter().map(|x| x.kind).collect::<Vec<_>>(),
         [EventKind::RunStarted, EventKind::Step, EventKind::Step, EventKind::Intervention, EventKind::RunEnded]
     );
-    assert_eq!((e[0].agent_id.as_deref(), e[0].run_started.as_ref().unwrap().task_id.as_str()), (Some("helper"), "sess-1"));
-    assert_eq!((e[1].step.as_ref().unwrap().step_kind, e[1].step.as_ref().unwrap().tokens), (StepKind::ModelCall, 100));
+    assert_eq!((e[0].agent_id.as_deref(), e[0].run_started.as_ref().unwrap().task_id.as_deref()), (Some("helper"), Some("sess-1")));
+    assert_eq!((e[1].step.as_ref().unwrap().step_kind, e[1].step.as_ref().unwrap().tokens), (StepKind::ModelCall, Some(100)));
     let tool = e[2].step.as_ref().unwrap();
     assert_eq!(
         (tool.step_kind, tool.tool_name.as_deref(), tool.arguments.as_deref()),
@@ -239,4 +239,123 @@ fn openinference_spans_map_like_genai_ones() {
         ("hallucination", Some(0.2), Some("factual"), Some("LLM"), Some(1)),
         "about the model call it links to"
     );
+}
+
+/// The shapes real instrumentations write (the conformance fixtures under `conformance/` hold
+/// the real thing): the error on the agent span under an OK root, a client's inference span
+/// nested in the framework's, the contrib library's default agent id, no task id, a model span
+/// without usage, and a declared evaluation result as the run's verdict.
+#[test]
+fn real_instrumentation_shapes_map_by_the_rules() {
+    use octant_contracts::{EventKind, Outcome, StepKind};
+    let s = |k: &str, v: &str| kv(k, any_value::Value::StringValue(v.into()));
+    let i = |k: &str, v: i64| kv(k, any_value::Value::IntValue(v));
+    let span = |id: u8, parent: u8, start: u64, end: u64, attrs: Vec<KeyValue>| Span {
+        trace_id: vec![9; 16],
+        span_id: vec![id; 8],
+        parent_span_id: if parent == 0 { vec![] } else { vec![parent; 8] },
+        name: format!("s{id}"),
+        start_time_unix_nano: start * 1_000_000,
+        end_time_unix_nano: end * 1_000_000,
+        attributes: attrs,
+        ..Default::default()
+    };
+    let mut agent = span(
+        2,
+        1,
+        10,
+        900,
+        vec![s("gen_ai.operation.name", "invoke_agent"), s("gen_ai.agent.id", "agent"), s("gen_ai.agent.name", "Support agent")],
+    );
+    agent.status = Some(Status { code: STATUS_ERROR, message: "MaxTurnsExceeded".into() });
+    let mut root = span(1, 0, 0, 1000, vec![s("gen_ai.operation.name", "invoke_workflow")]);
+    root.name = "Agent workflow".into();
+    let mut evaluated = root.clone();
+    evaluated.events = vec![SpanEvent {
+        time_unix_nano: 990 * 1_000_000,
+        name: "gen_ai.evaluation.result".into(),
+        attributes: vec![
+            s("gen_ai.evaluation.name", "exact_match"),
+            kv("gen_ai.evaluation.score.value", any_value::Value::DoubleValue(0.0)),
+        ],
+    }];
+    let spans = |root: Span| {
+        vec![
+            root,
+            agent.clone(),
+            // The framework's model span (no usage) and the client's under it (usage, response id).
+            span(3, 2, 20, 300, vec![s("gen_ai.operation.name", "chat")]),
+            span(
+                4,
+                3,
+                25,
+                290,
+                vec![
+                    s("gen_ai.operation.name", "chat"),
+                    s("gen_ai.response.id", "resp-1"),
+                    i("gen_ai.usage.input_tokens", 120),
+                    i("gen_ai.usage.output_tokens", 30),
+                ],
+            ),
+            span(5, 2, 310, 400, vec![s("gen_ai.operation.name", "execute_tool"), s("gen_ai.tool.name", "lookup")]),
+            // A model call that reports no usage.
+            span(6, 2, 410, 600, vec![s("gen_ai.operation.name", "chat")]),
+        ]
+    };
+    let request = |spans: Vec<Span>| ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource { attributes: vec![s("service.name", "agents-bot")] }),
+            scope_spans: vec![ScopeSpans { scope: None, spans, schema_url: String::new() }],
+            schema_url: String::new(),
+        }],
+    };
+    let run = crate::genai::run(&model::spans(&request(spans(root.clone()))), &[], &crate::Mapping::default()).unwrap();
+    let e = &run.events;
+    assert_eq!(
+        e.iter().map(|x| (x.kind, x.step.as_ref().map(|s| s.step_kind))).collect::<Vec<_>>(),
+        [
+            (EventKind::RunStarted, None),
+            (EventKind::Step, Some(StepKind::ModelCall)),
+            (EventKind::Step, Some(StepKind::ToolCall)),
+            (EventKind::Step, Some(StepKind::ModelCall)),
+            (EventKind::RunEnded, None),
+        ],
+        "the nested inference spans are one model call"
+    );
+    assert!(e[1].event_id.ends_with(&hex::encode([4u8; 8])), "the kept span is the one with the response id and usage");
+    assert_eq!(e[1].step.as_ref().unwrap().tokens, Some(150));
+    assert_eq!(e[3].step.as_ref().unwrap().tokens, None, "no usage is no token count, not 0");
+    assert!(e[1..4].iter().all(|x| x.agent_id.as_deref() == Some("Support agent")), "the library's default id names no agent");
+    assert_eq!(e[0].run_started.as_ref().unwrap().task_id, None, "no task id: never the root span's name");
+    let end = e[4].run_ended.as_ref().unwrap();
+    assert_eq!(end.outcome, Outcome::Error, "the error on the agent span fails the run");
+    assert_eq!((end.verifier_verdict, end.judge_verdict), (None, None), "no declared verdict: none");
+
+    // An exception event on the agent span fails the run as well; an OK trace succeeds.
+    let mut ok = agent.clone();
+    ok.status = None;
+    let with = |agent: Span| {
+        let mut v = spans(root.clone());
+        v[1] = agent;
+        crate::genai::run(&model::spans(&request(v)), &[], &crate::Mapping::default())
+            .unwrap()
+            .events
+            .last()
+            .unwrap()
+            .run_ended
+            .clone()
+            .unwrap()
+    };
+    assert_eq!(with(ok.clone()).outcome, Outcome::Success);
+    let mut raised = ok.clone();
+    raised.events =
+        vec![SpanEvent { time_unix_nano: 800 * 1_000_000, name: "exception".into(), attributes: vec![s("exception.type", "ValueError")] }];
+    assert_eq!(with(raised).outcome, Outcome::Error);
+
+    // A declared evaluation result about the run is its verdict, with its provenance.
+    let mut m = crate::Mapping::default();
+    m.verdicts.insert("exact_match".into(), crate::mapping::VerdictKind::Verifier);
+    let run = crate::genai::run(&model::spans(&request(spans(evaluated))), &[], &m).unwrap();
+    let end = run.events.last().unwrap().run_ended.clone().unwrap();
+    assert_eq!((end.verifier_verdict, end.verifier_kind.as_deref()), (Some(false), Some("exact_match")));
 }

@@ -118,7 +118,7 @@ pub async fn load(ctx: &SessionContext, run_id: &str) -> Result<Option<RunView>>
         system,
         version,
         source,
-        task: start.map(|(s, _)| s.task_id.clone()),
+        task: start.and_then(|(s, _)| s.task_id.clone()),
         attempt: start.map(|(s, _)| s.attempt),
         started_at: start.map(|(_, t)| t),
         ended_at: end.map(|(_, t)| t),

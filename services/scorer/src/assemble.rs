@@ -90,7 +90,8 @@ struct Run {
     first_offset: i64,
     system: SystemRef,
     source: Source,
-    task_id: String,
+    /// `None`: the producer gave no task id (no task-level instruments).
+    task_id: Option<String>,
     attempt: i32,
     groups: Vec<String>,
     benchmark: Option<String>,
@@ -101,6 +102,10 @@ struct Run {
     last_event_time: i64,
     steps: i64,
     tokens: i64,
+    /// Some step reported its usage.
+    tokens_reported: bool,
+    /// A model call reported none: the run's token total is unknown (no observation).
+    tokens_unknown: bool,
     cost: f64,
     latency_ms: f64,
     met_failure: bool,
@@ -116,7 +121,7 @@ impl Run {
             first_offset: offset,
             system: ev.system.clone(),
             source: ev.source,
-            task_id: start.task_id.clone(),
+            task_id: start.task_id.clone().filter(|t| !t.is_empty()),
             attempt: start.attempt,
             groups: start.groups.clone(),
             benchmark: start.benchmark.as_ref().map(|b| b.id.clone()),
@@ -127,6 +132,8 @@ impl Run {
             last_event_time: ev.event_time,
             steps: 0,
             tokens: 0,
+            tokens_reported: false,
+            tokens_unknown: false,
             cost: 0.0,
             latency_ms: 0.0,
             met_failure: false,
@@ -375,7 +382,13 @@ impl Assembler {
     fn step_observations(&self, ev: &TrajectoryEvent, run: &mut Run, step: &Step) -> Vec<Obs> {
         let mut observations = Vec::new();
         run.steps += 1;
-        run.tokens += step.tokens;
+        match step.tokens {
+            Some(t) => {
+                run.tokens += t;
+                run.tokens_reported = true;
+            }
+            None => run.tokens_unknown |= step.step_kind == StepKind::ModelCall,
+        }
         run.cost += step.cost;
         run.latency_ms += step.latency_ms;
         let is_error = matches!(step.result_status, Some(ResultStatus::Error | ResultStatus::Timeout));
@@ -620,7 +633,7 @@ fn observation_of(run_id: &str, run: &Run, agent: Option<&str>, metric: &str, st
     set_opt(&mut o.agent_id, agent);
     o.run_id.clear();
     o.run_id.push_str(run_id);
-    set_opt(&mut o.task_id, Some(&run.task_id));
+    set_opt(&mut o.task_id, run.task_id.as_deref());
     o.attempt = Some(run.attempt);
     o.groups.clone_from(&run.groups);
     set_opt(&mut o.benchmark, run.benchmark.as_deref());
@@ -728,7 +741,11 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64,
         emit(ids::STEP_EFFICIENCY, (opt as f64 / run.steps as f64).min(1.0), 1.0);
     }
     emit(ids::COST_PER_RUN, run.cost, 1.0);
-    emit(ids::TOKENS_PER_RUN, run.tokens as f64, 1.0);
+    // Tokens only when every model call reported its usage (a missing usage is not 0 tokens)
+    // and some step did (a run with no usage anywhere has no token evidence).
+    if run.tokens_reported && !run.tokens_unknown {
+        emit(ids::TOKENS_PER_RUN, run.tokens as f64, 1.0);
+    }
     emit(ids::LATENCY_PER_RUN, run.latency_ms, 1.0);
     if verified {
         emit(ids::COST_PER_SUCCESS, run.cost, flag(success));
@@ -882,7 +899,7 @@ mod tests {
         let mut a = Assembler::new(Rules::default(), None);
         let mut start = event(0, EventKind::RunStarted);
         start.run_started = Some(Box::new(RunStarted {
-            task_id: "t".into(),
+            task_id: Some("t".into()),
             attempt: 0,
             groups: vec![],
             optimal_steps: None,
@@ -1061,7 +1078,7 @@ mod tests {
         };
         let mut start = event(seq, EventKind::RunStarted);
         start.run_started = Some(Box::new(RunStarted {
-            task_id: "t".into(),
+            task_id: Some("t".into()),
             attempt: 0,
             groups: vec!["g=1".into()],
             optimal_steps: Some(2),
@@ -1082,6 +1099,7 @@ mod tests {
             impact: Impact::High,
             confidence: Some(0.2),
             correct: Some(true),
+            tokens: Some(40),
             ..Step::default()
         }));
         apply(&mut a, step);
@@ -1147,7 +1165,7 @@ mod tests {
         ev.system = SystemRef { id: "a-rather-long-system-name".into(), version: "2.0.1".into(), config_hash: String::new() };
         ev.source = Source::Evaluation;
         let start = RunStarted {
-            task_id: "task-with-a-long-id".into(),
+            task_id: Some("task-with-a-long-id".into()),
             attempt: 3,
             groups: groups.iter().map(|g| g.to_string()).collect(),
             optimal_steps: None,

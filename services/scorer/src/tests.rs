@@ -181,7 +181,7 @@ fn every_validation_rule_dead_letters_its_event_and_the_stream_goes_on() {
         }),
         ("0 bodies set", |e| e.step = None),
         ("does not name the body", |e| e.kind = EventKind::RunEnded),
-        ("negative tokens", |e| e.step.as_mut().unwrap().tokens = -1),
+        ("negative tokens", |e| e.step.as_mut().unwrap().tokens = Some(-1)),
         ("cost -1 is negative", |e| e.step.as_mut().unwrap().cost = -1.0),
         ("cost NaN", |e| e.step.as_mut().unwrap().cost = f64::NAN),
         ("latency_ms inf", |e| e.step.as_mut().unwrap().latency_ms = f64::INFINITY),
@@ -411,6 +411,33 @@ fn assembly_rules() {
     for (class, n) in [("unknown_run", 1.0), ("duplicate_sequence", 2.0), ("closed_run", 2.0)] {
         assert_eq!(m.get(&format!("octant_scorer_dead_letters_total{{error_class=\"{class}\"}}")), Some(&n), "{class}");
     }
+}
+
+/// Absence of evidence is N/A, never 0: a run with a model call that reported no usage has no
+/// token observation (a run whose every model call did has one), and a run without a task id
+/// has observations without one (no task-level instruments).
+#[test]
+fn no_usage_and_no_task_are_absent_not_zero() {
+    use octant_core::catalogue::ids::TOKENS_PER_RUN;
+    let mut h = Harness::new(ScorerConfig::default());
+    let model = |run: &str, seq: i64, usage: serde_json::Value| {
+        let mut body = json!({"step_kind": "MODEL_CALL"});
+        if !usage.is_null() {
+            body["tokens"] = usage;
+        }
+        event(run, seq, seq, EventKind::Step, body)
+    };
+    let mut out = Vec::new();
+    for (run, usage) in [("known", json!(40)), ("unknown", serde_json::Value::Null)] {
+        out.extend(h.send(&event(run, 0, 0, EventKind::RunStarted, json!({}))));
+        out.extend(h.send(&model(run, 1, json!(100))));
+        out.extend(h.send(&model(run, 2, usage)));
+        out.extend(h.send(&end(run, 3, 3)));
+    }
+    let obs = h.observations(&out);
+    let tokens: Vec<(&str, f64)> = obs.iter().filter(|o| o.metric == TOKENS_PER_RUN).map(|o| (o.run_id.as_str(), o.value)).collect();
+    assert_eq!(tokens, [("known", 140.0)], "the run with a model call without usage has no token total");
+    assert!(!obs.is_empty() && obs.iter().all(|o| o.task_id.is_none()), "no task id anywhere");
 }
 
 /// Commit points never pass the first offset of an open run, nor an unacknowledged message;

@@ -100,8 +100,8 @@ pub fn validate<'a>(ev: &'a TrajectoryEvent, key: Option<&[u8]>) -> Result<Valid
         unit("contamination", s.benchmark.as_ref().and_then(|b| b.contamination))?;
     }
     if let Some(s) = &ev.step {
-        if s.tokens < 0 {
-            return Err(format!("negative tokens {}", s.tokens));
+        if let Some(t) = s.tokens.filter(|t| *t < 0) {
+            return Err(format!("negative tokens {t}"));
         }
         non_negative("cost", s.cost)?;
         non_negative("latency_ms", s.latency_ms)?;

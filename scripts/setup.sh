@@ -15,6 +15,9 @@
 #   - the OpenTelemetry Python SDK (PyPI opentelemetry-sdk, opentelemetry-proto and
 #     opentelemetry-exporter-otlp-proto-common 1.45.2, with protobuf) in .octant/otel: the
 #     independent OTLP encoder of the ingest test.
+#   - the OpenAI Agents SDK with the OpenTelemetry contrib instrumentations (PyPI, pinned in
+#     conformance/requirements/contrib.txt) in .octant/conformance/venvs/contrib: the
+#     conformance suite's live test (services/octant/tests/cli/conformance.rs).
 #   - Prometheus and Alertmanager (Debian packages prometheus, prometheus-alertmanager): the
 #     tests start them on loopback ports (nothing here starts them as services).
 #   - Chromium (Debian package chromium) and, in .octant/node, playwright-core 1.65.1 (to drive
@@ -65,6 +68,12 @@ if [ ! -d .octant/otel/opentelemetry/sdk ]; then
   test -d .octant/otel/opentelemetry/sdk
 fi
 
+# The conformance suite's live test runs a real agent (OpenAI Agents SDK) traced by the
+# OpenTelemetry contrib instrumentations: their virtual environment, pinned in
+# conformance/requirements/contrib.txt (about 20 s, 130 MB; record.py keeps a stamp of the
+# requirements it installed and reinstalls when they change). Every other family installs when
+# `python3 conformance/record.py` or the soak command first needs it.
+python3 conformance/record.py --install contrib
 if ! command -v prometheus-alertmanager >/dev/null || ! command -v promtool >/dev/null; then
   echo "setup: installing prometheus and prometheus-alertmanager (apt)"
   SUDO=""

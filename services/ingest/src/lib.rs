@@ -378,8 +378,9 @@ impl Stage for IngestStage {
             for (id, reason) in ready {
                 let buf = part.traces.remove(&id).expect("listed above");
                 held.push(buf.first_offset);
-                self.metrics.runs.with_label_values(&[reason]).inc();
-                records.extend(self.emit(buf));
+                let run = self.emit(buf);
+                self.metrics.runs.with_label_values(&[if run.is_empty() { "not_a_run" } else { reason }]).inc();
+                records.extend(run);
                 part.remember(id, self.config.emitted_memory);
             }
             if !held.is_empty() {

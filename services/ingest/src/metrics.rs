@@ -38,7 +38,7 @@ impl Metrics {
             ),
             runs: r.counters(
                 "octant_ingest_runs_total",
-                "Traces emitted as runs, by why (quiet: complete, max_wait: the bound on waiting)",
+                "Traces complete, by why (quiet: complete, max_wait: the bound on waiting; not_a_run: no run in it, e.g. only create_agent spans)",
                 &["reason"],
             ),
             events_produced: r.counter("octant_ingest_events_produced_total", "Trajectory events produced"),

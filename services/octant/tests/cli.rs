@@ -10,8 +10,29 @@ use std::time::{Duration, Instant};
 use octant_runtime::broker::EmbeddedBroker;
 use octant_runtime::config::KafkaConfig;
 
+#[path = "cli/conformance.rs"]
+mod conformance;
+
 fn octant() -> Command {
     Command::new(env!("CARGO_BIN_EXE_octant"))
+}
+
+/// The admin addresses `octant up` prints (`running: <service> … http://<addr>/metrics`) for
+/// its first `n` services; the rest of its standard error is passed on to the test's.
+pub fn admin_addresses(child: &mut std::process::Child, n: usize) -> Vec<(String, std::net::SocketAddr)> {
+    let mut lines = BufReader::new(child.stderr.take().expect("standard error piped")).lines();
+    let mut admin = Vec::new();
+    while admin.len() < n {
+        let line = lines.next().expect("octant up printed what it runs").unwrap();
+        if let Some(rest) = line.strip_prefix("running: ") {
+            let addr = rest.split("http://").nth(1).unwrap().trim_end_matches("/metrics").to_string();
+            admin.push((rest.split(' ').next().unwrap().to_string(), addr.parse().unwrap()));
+        } else {
+            eprintln!("{line}");
+        }
+    }
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| eprintln!("{l}")));
+    admin
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -57,15 +78,7 @@ async fn topics_create_then_up_runs_the_services() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut admin = Vec::new();
-    while admin.len() < 3 {
-        let line = lines.next().expect("octant up printed what it runs").unwrap();
-        if let Some(rest) = line.strip_prefix("running: ") {
-            let addr = rest.split("http://").nth(1).unwrap().trim_end_matches("/metrics").to_string();
-            admin.push((rest.split(' ').next().unwrap().to_string(), addr));
-        }
-    }
+    let admin = admin_addresses(&mut child, 3);
     assert_eq!(admin.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["ingest", "scorer", "aggregator"]);
     // Each service becomes ready (its partitions assigned).
     for (name, addr) in &admin {

@@ -73,6 +73,76 @@ pub fn role(s: &SpanRec) -> Role {
     }
 }
 
+/// Operations that invoke an agent, a workflow or a conversation turn in-process (the GenAI
+/// conventions from v1.41 on, and their successor's `gen_ai.invocation.internal` spans).
+const INVOCATIONS: [&str; 3] = ["invoke_agent", "invoke_workflow", "handle_conversation_turn"];
+
+/// Whether a span invokes an agent, a workflow or a conversation turn: an agent span, or one of
+/// [`INVOCATIONS`].
+fn invocation(s: &SpanRec) -> bool {
+    role(s) == Role::Agent || str_attr(&s.attrs, "gen_ai.operation.name").is_some_and(|op| INVOCATIONS.contains(&op))
+}
+
+/// An agent span that names its agent (the contrib instrumentation of the OpenAI Agents SDK
+/// writes the SDK's trace as an `invoke_agent` root without a name: a workflow in all but name).
+/// Only attributes name it here: an OpenInference `AGENT` root named only by its span name is
+/// the Agents SDK's trace (its workflow), and a failure under it is the run's.
+fn named_agent(s: &SpanRec) -> bool {
+    role(s) == Role::Agent
+        && first_str(&s.attrs, &["gen_ai.agent.id", "gen_ai.agent.name", "agent.name", "traceloop.entity.name"]).is_some()
+}
+
+/// The agent an agent span names: its name (`gen_ai.agent.name`, OpenInference `agent.name`,
+/// OpenLLMetry `traceloop.entity.name`), else `gen_ai.agent.id` unless it is a library's
+/// default ([`DEFAULT_AGENT_IDS`]); an OpenInference `AGENT` span without either is named by
+/// its span name, as OpenInference's LangChain instrumentation writes them; else the default
+/// id. The name comes first because in-process ids are not stable: OpenLLMetry's LangChain
+/// instrumentation writes the LangChain run's UUID, new at every invocation (the successor
+/// conventions keep `gen_ai.agent.id` for hosted agents only). `None` for other spans.
+fn agent_name(s: &SpanRec) -> Option<&str> {
+    if role(s) != Role::Agent {
+        return None;
+    }
+    let a = &s.attrs;
+    first_str(a, &["gen_ai.agent.name", "agent.name", "traceloop.entity.name"])
+        .or_else(|| str_attr(a, "gen_ai.agent.id").filter(|id| !DEFAULT_AGENT_IDS.contains(id)))
+        .or_else(|| {
+            let oi = str_attr(a, "openinference.span.kind").is_some_and(|k| k.eq_ignore_ascii_case("AGENT"));
+            (oi && !s.name.is_empty()).then_some(s.name.as_str())
+        })
+        .or_else(|| str_attr(a, "gen_ai.agent.id"))
+}
+
+/// An OpenInference `TOOL` span that is the OpenAI Agents SDK's handoff (`handoff to <agent>`,
+/// the agents in `input.value` and `output.value`): a transfer between agents, not a tool call
+/// (the other libraries write no tool span for it; the next agent's steps show it).
+fn handoff(s: &SpanRec) -> bool {
+    s.name.starts_with("handoff to ") && str_attr(&s.attrs, "openinference.span.kind").is_some_and(|k| k.eq_ignore_ascii_case("TOOL"))
+}
+
+/// A tool result that says it failed: LangChain's `ToolMessage` (as OpenInference's and
+/// OpenLLMetry's LangChain instrumentations serialise it, bare or under `data`) with
+/// `status = "error"` — LangGraph's tool node catches a tool's exception and returns it so,
+/// leaving the span OK.
+fn failed_result(text: Option<&str>) -> bool {
+    fn error(v: &Value, depth: u8) -> bool {
+        v.get("status").and_then(Value::as_str) == Some("error")
+            || (depth < 3 && ["data", "kwargs", "output"].iter().any(|k| v.get(k).is_some_and(|x| error(x, depth + 1))))
+    }
+    text.and_then(|t| serde_json::from_str::<Value>(t).ok()).is_some_and(|v| error(&v, 0))
+}
+
+/// The agent LangChain says owns a step (`lc_agent_name` in its run metadata: OpenLLMetry's
+/// `traceloop.association.properties.lc_agent_name`, inside OpenInference's `metadata` JSON).
+/// LangGraph's instrumentations put a node's agent span beside, not above, the node's model
+/// and tool calls.
+fn langchain_agent(a: &Attrs) -> Option<String> {
+    str_attr(a, "traceloop.association.properties.lc_agent_name").map(str::to_string).or_else(|| {
+        let m: Value = serde_json::from_str(str_attr(a, "metadata")?).ok()?;
+        m.get("lc_agent_name").and_then(Value::as_str).filter(|n| !n.is_empty()).map(str::to_string)
+    })
+}
+
 /// A trace mapped: its events in sequence order, and what was left out.
 #[derive(Debug, Clone, Default)]
 pub struct Run {
@@ -252,7 +322,7 @@ const USAGE_PAIRS: [(&str, &str); 3] = [
     ("llm.token_count.prompt", "llm.token_count.completion"),
 ];
 /// Totals, read when no pair is set (OpenInference, OpenLLMetry).
-const USAGE_TOTALS: [&str; 2] = ["llm.token_count.total", "llm.usage.total_tokens"];
+const USAGE_TOTALS: [&str; 3] = ["llm.token_count.total", "llm.usage.total_tokens", "gen_ai.usage.total_tokens"];
 
 /// The tokens a model span reports (input + output), `None` when it reports no usage: a
 /// missing usage is not zero tokens.
@@ -323,15 +393,14 @@ impl<'a> Trace<'a> {
         .take(256)
     }
 
-    /// The acting agent of a span: its nearest agent span (itself included) that names one —
-    /// `gen_ai.agent.id` unless it is a library's default, else the agent's name.
+    /// The acting agent of a span: the agent LangChain's metadata on the span names
+    /// ([`langchain_agent`]), else its nearest agent span (itself included) that names one
+    /// ([`agent_name`]).
     fn agent_of(&self, s: &'a SpanRec) -> Option<String> {
-        std::iter::once(s).chain(self.ancestors(s)).filter(|x| role(x) == Role::Agent).find_map(|x| {
-            let id = str_attr(&x.attrs, "gen_ai.agent.id").filter(|id| !DEFAULT_AGENT_IDS.contains(id));
-            id.or_else(|| first_str(&x.attrs, &["gen_ai.agent.name", "agent.name", "traceloop.entity.name"]))
-                .or_else(|| str_attr(&x.attrs, "gen_ai.agent.id"))
-                .map(str::to_string)
-        })
+        langchain_agent(&s.attrs)
+            .or_else(|| std::iter::once(s).chain(self.ancestors(s)).find_map(agent_name).map(str::to_string))
+            // Without an agent span above it, the process's main agent when the span names it.
+            .or_else(|| first_str(&s.attrs, &["gen_ai.main_agent.name", "gen_ai.main_agent.id"]).map(str::to_string))
     }
 
     /// The evaluated system and the run's source, from the root's resource (or attributes).
@@ -386,7 +455,7 @@ impl<'a> Trace<'a> {
             let top = models.last().map_or(s.span_id.as_str(), |t| t.span_id.as_str());
             chains.entry(top).or_default().push((s, self.ancestors(s).count()));
         }
-        let mut out: Vec<&SpanRec> = self.spans.iter().filter(|s| matches!(role(s), Role::Tool | Role::Guardrail)).collect();
+        let mut out: Vec<&SpanRec> = self.spans.iter().filter(|s| matches!(role(s), Role::Tool | Role::Guardrail) && !handoff(s)).collect();
         for members in chains.values() {
             let innermost: Vec<&SpanRec> = members.iter().map(|(s, _)| *s).filter(|s| !wrappers.contains(s.span_id.as_str())).collect();
             if innermost.len() > 1 {
@@ -403,15 +472,19 @@ impl<'a> Trace<'a> {
         out
     }
 
-    /// The agent spans with no agent above them: the run's top agents.
-    fn top_agents(&self) -> impl Iterator<Item = &'a SpanRec> + '_ {
-        self.spans.iter().filter(move |s| role(s) == Role::Agent && !self.ancestors(s).any(|a| role(a) == Role::Agent))
+    /// The run's top invocations: the agent, workflow and conversation-turn invocations with no
+    /// agent above them (an agent called by another agent, as a tool say, is the caller's to
+    /// handle).
+    fn top_invocations(&self) -> impl Iterator<Item = &'a SpanRec> + '_ {
+        self.spans.iter().filter(move |s| invocation(s) && !self.ancestors(s).any(named_agent))
     }
 
     /// The run's outcome as the telemetry reports it (informational: task success for gating
     /// needs a verdict). The declared outcome attribute of the root when set; otherwise an
-    /// error — the root's or a top agent's status ERROR, an `exception` event on either, or
-    /// an exception that escaped any span — makes the run an error; else it succeeded.
+    /// error — the root's or a top invocation's (an agent, workflow or conversation turn not
+    /// inside an agent) status ERROR, an `exception` event on either, or an exception that escaped any span — makes the
+    /// run an error; else it succeeded. (The libraries traced in `conformance/` all leave the
+    /// root OK or unset and put the error on the agent span.)
     fn outcome(&self) -> Outcome {
         match str_attr(&self.root.attrs, &self.m.outcome_attribute).map(str::to_ascii_lowercase).as_deref() {
             Some("success") => return Outcome::Success,
@@ -421,7 +494,7 @@ impl<'a> Trace<'a> {
             _ => {}
         }
         let failed = |s: &SpanRec| s.error || s.events.iter().any(|e| e.name == "exception");
-        if failed(self.root) || self.top_agents().any(failed) || self.spans.iter().any(|s| s.events.iter().any(escaped)) {
+        if failed(self.root) || self.top_invocations().any(failed) || self.spans.iter().any(|s| s.events.iter().any(escaped)) {
             Outcome::Error
         } else {
             Outcome::Success
@@ -494,8 +567,13 @@ fn verdict_value(e: &Evaluation) -> Option<f64> {
 }
 
 /// Maps one trace (its spans and the log records in it) to a run. `None` when the trace has
-/// no span.
+/// no span, or only `create_agent` spans.
 pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
+    // A trace of nothing but `create_agent` spans (OpenLLMetry's LangChain instrumentation
+    // traces building an agent apart from running it) is no run.
+    if spans.iter().all(|s| str_attr(&s.attrs, "gen_ai.operation.name") == Some("create_agent")) {
+        return None;
+    }
     let t = Trace::new(spans, logs, m)?;
     let root = t.root;
     let trace = root.trace_id.clone();
@@ -642,12 +720,13 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<&str>>) -> St
     let approved = call_id(a)
         .and_then(|c| decisions.get(c))
         .is_some_and(|d| d.iter().position(|o| *o == "require_approval").is_some_and(|i| d[i..].contains(&"allow")));
-    let failed = s.error || a.get("error.type").is_some_and(|v| !v.is_null());
+    let result = tool.then(|| first_text(a, &["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"])).flatten();
+    let failed = s.error || a.get("error.type").is_some_and(|v| !v.is_null()) || (tool && failed_result(result.as_deref()));
     Step {
         step_kind: if tool { StepKind::ToolCall } else { StepKind::ModelCall },
         // A tool call's arguments and result, under the first of the conventions' names set.
         arguments: tool.then(|| first_text(a, &["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"])).flatten(),
-        result: tool.then(|| first_text(a, &["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"])).flatten(),
+        result,
         tool_name,
         result_status: tool.then_some(if failed { ResultStatus::Error } else { ResultStatus::Ok }),
         expected_call: None,
@@ -657,8 +736,10 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<&str>>) -> St
         confidence: None,
         correct: None,
         escalated: bool_attr(a, &m.escalation_attribute).unwrap_or(false),
-        // A tool span reports no usage (a tool consumes no model tokens: 0, not unknown).
-        tokens: if tool { Some(0) } else { tokens(a) },
+        // A tool span reports no usage (a tool consumes no model tokens: 0, not unknown); nor
+        // does a model call that failed without a response (nothing generated, nothing
+        // billed: 0). Any other model call without usage is unknown.
+        tokens: if tool { Some(0) } else { tokens(a).or_else(|| (failed && str_attr(a, "gen_ai.response.id").is_none()).then_some(0)) },
         cost: f64_attr(a, "gen_ai.usage.cost").or_else(|| f64_attr(a, "llm.cost.total")).unwrap_or(0.0),
         latency_ms: (s.end_ns - s.start_ns) as f64 / 1e6,
         injected_fault: false,

@@ -352,6 +352,22 @@ fn real_instrumentation_shapes_map_by_the_rules() {
         vec![SpanEvent { time_unix_nano: 800 * 1_000_000, name: "exception".into(), attributes: vec![s("exception.type", "ValueError")] }];
     assert_eq!(with(raised).outcome, Outcome::Error);
 
+    // The successor conventions' layout: a conversation turn at the root, the workflow under it
+    // failed (its agent did not), no agent id on the in-process agent span.
+    let mut turn = span(1, 0, 0, 1000, vec![s("gen_ai.operation.name", "handle_conversation_turn")]);
+    turn.name = "handle_conversation_turn".into();
+    let mut workflow = span(7, 1, 5, 950, vec![s("gen_ai.operation.name", "invoke_workflow"), s("gen_ai.workflow.name", "support")]);
+    workflow.status = Some(Status { code: STATUS_ERROR, message: "GraphRecursionError".into() });
+    let mut inner = ok.clone();
+    inner.parent_span_id = vec![7; 8];
+    inner.attributes.retain(|kv| kv.key != "gen_ai.agent.id");
+    let mut v = spans(turn);
+    v[1] = inner;
+    v.push(workflow);
+    let run = crate::genai::run(&model::spans(&request(v)), &[], &crate::Mapping::default()).unwrap();
+    assert_eq!(run.events.last().unwrap().run_ended.as_ref().unwrap().outcome, Outcome::Error);
+    assert_eq!(run.events[1].agent_id.as_deref(), Some("Support agent"));
+
     // A declared evaluation result about the run is its verdict, with its provenance.
     let mut m = crate::Mapping::default();
     m.verdicts.insert("exact_match".into(), crate::mapping::VerdictKind::Verifier);

@@ -1,0 +1,202 @@
+"""OpenAI Agents SDK scenarios (run inside a family venv by runner.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import setups as S
+
+SUPPORT = "Support agent"
+TRIAGE = "Triage agent"
+BILLING = "Billing agent"
+WORKFLOW = "Customer support"
+HANDOFF_TOOL = "transfer_to_billing_agent"
+CHAT_SCENARIOS = ("chat_completions", "run_fails_chat")
+
+
+def usage(run: int, k: int) -> list[int]:
+    """Deterministic, distinct token usage for model call k of run `run`."""
+    return [100 + 50 * k + run, 10 + 5 * k + run]
+
+
+def script_for(scenario: str, run: int) -> list[dict[str, Any]]:
+    order = f"A-{100 + run}"
+    if scenario in ("tool_ok", "chat_completions"):
+        return [
+            {"kind": "tool", "tool": "get_order_status", "args": {"order_id": order}, "usage": usage(run, 0)},
+            {"kind": "text", "text": f"Order {order} has shipped.", "usage": usage(run, 1)},
+        ]
+    if scenario == "tool_error":
+        return [
+            {"kind": "tool", "tool": "lookup_account", "args": {"account_id": f"acct-{run}"}, "usage": usage(run, 0)},
+            {"kind": "text", "text": "Sorry, I could not look up your account right now.", "usage": usage(run, 1)},
+        ]
+    if scenario in ("run_fails", "run_fails_chat"):
+        return [
+            {"kind": "tool", "tool": "get_order_status", "args": {"order_id": order}, "usage": usage(run, 0)},
+            {"kind": "error", "status": 500, "message": "scripted upstream failure"},
+        ]
+    if scenario == "run_fails_max_turns":
+        return [
+            {"kind": "tool", "tool": "get_order_status", "args": {"order_id": order}, "usage": usage(run, 0)},
+            {"kind": "tool", "tool": "get_order_status", "args": {"order_id": order}, "usage": usage(run, 1)},
+        ]
+    if scenario == "handoff":
+        return [
+            {"kind": "tool", "tool": HANDOFF_TOOL, "args": {}, "usage": usage(run, 0)},
+            {"kind": "tool", "tool": "get_invoice", "args": {"invoice_id": f"INV-{7 + run}"}, "usage": usage(run, 1)},
+            {"kind": "text", "text": f"Invoice INV-{7 + run} is paid.", "usage": usage(run, 2)},
+        ]
+    raise SystemExit(f"unknown agents scenario {scenario}")
+
+
+EXPECT = {  # scenario -> (outcome, error_where or None)
+    "tool_ok": ("success", None),
+    "chat_completions": ("success", None),
+    "tool_error": ("success", None),
+    "handoff": ("success", None),
+    "run_fails": ("error", "model call #2 of the run (Support agent, after the tool result) got HTTP 500; "
+                           "Runner.run raised openai.InternalServerError (client max_retries=0)"),
+    "run_fails_chat": ("error", "model call #2 of the run (Support agent, after the tool result; Chat Completions API) got "
+                                "HTTP 500; Runner.run raised openai.InternalServerError (client max_retries=0)"),
+    "run_fails_max_turns": ("error", "Runner.run raised agents.exceptions.MaxTurnsExceeded (max_turns=2) after "
+                                     "2 model calls and 2 successful tool calls, before a 3rd model call"),
+}
+
+USER_INPUT = {
+    "tool_ok": "Where is my order A-100?",
+    "chat_completions": "Where is my order A-100?",
+    "tool_error": "Can you check my account?",
+    "run_fails": "Where is my order A-100?",
+    "run_fails_max_turns": "Where is my order A-100?",
+    "run_fails_chat": "Where is my order A-100?",
+    "handoff": "I have a question about my invoice.",
+}
+
+
+def run_scenario(setup_name: str, setup: dict, scenario: str, server, prov, instrument) -> dict:
+    import openai
+    from agents import (
+        Agent,
+        MaxTurnsExceeded,
+        OpenAIChatCompletionsModel,
+        RunConfig,
+        Runner,
+        function_tool,
+        set_default_openai_api,
+        set_default_openai_client,
+    )
+    from agents.tracing import get_trace_provider, set_trace_processors
+
+    # Drop the SDK's default exporter to platform.openai.com; keep SDK tracing on
+    # so the OTel instrumentations (which are SDK trace processors) see spans.
+    set_trace_processors([])
+    instrumentors = instrument(setup["instrument"], prov)
+
+    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-conformance", max_retries=0)
+    set_default_openai_client(client, use_for_tracing=False)
+    api = "chat_completions" if scenario in CHAT_SCENARIOS else "responses"
+    set_default_openai_api("responses")
+
+    tool_log: list[dict] = []
+
+    def make_tools(agent_name: str):
+        @function_tool
+        def get_order_status(order_id: str) -> str:
+            """Look up the shipping status of an order."""
+            tool_log.append({"tool": "get_order_status", "error": False, "agent": agent_name})
+            return f"Order {order_id}: shipped yesterday"
+
+        @function_tool
+        def lookup_account(account_id: str) -> str:
+            """Look up a customer account."""
+            tool_log.append({"tool": "lookup_account", "error": True, "agent": agent_name})
+            raise ValueError(f"account database unavailable for {account_id}")
+
+        @function_tool
+        def get_invoice(invoice_id: str) -> str:
+            """Fetch an invoice."""
+            tool_log.append({"tool": "get_invoice", "error": False, "agent": agent_name})
+            return f"Invoice {invoice_id}: paid"
+
+        return {"get_order_status": get_order_status, "lookup_account": lookup_account, "get_invoice": get_invoice}
+
+    def instructions(name: str, extra: str) -> str:
+        return f"[agent:{name}] You are the {name}. {extra}"
+
+    if scenario == "handoff":
+        billing = Agent(name=BILLING, instructions=instructions(BILLING, "Answer billing questions with get_invoice."),
+                        tools=[make_tools(BILLING)["get_invoice"]], model="gpt-4o-mini")
+        entry = Agent(name=TRIAGE, instructions=instructions(TRIAGE, "Route billing questions to the Billing agent."),
+                      handoffs=[billing], model="gpt-4o-mini")
+    else:
+        tools = make_tools(SUPPORT)
+        tool = tools["lookup_account"] if scenario == "tool_error" else tools["get_order_status"]
+        model: Any = "gpt-4o-mini"
+        if scenario in CHAT_SCENARIOS:
+            model = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+        entry = Agent(name=SUPPORT, instructions=instructions(SUPPORT, "Help customers with their orders."),
+                      tools=[tool], model=model)
+
+    sid = S.system_id(setup_name, scenario)
+    runs = []
+    problems = []
+    exp_outcome, exp_where = EXPECT[scenario]
+    async def one_run(cfg, kwargs):
+        return await Runner.run(entry, USER_INPUT[scenario], run_config=cfg, **kwargs)
+
+    loop = asyncio.new_event_loop()
+    for r in range(2):
+        tool_log.clear()
+        script = script_for(scenario, r)
+        server.set_script(script, r)
+        group_id = f"{sid}-task-{r + 1}"
+        cfg = RunConfig(workflow_name=WORKFLOW, group_id=group_id)
+        kwargs = {"max_turns": 2} if scenario == "run_fails_max_turns" else {}
+        outcome, where, extra = "success", None, {}
+        try:
+            result = loop.run_until_complete(one_run(cfg, kwargs))
+            u = result.context_wrapper.usage
+            extra = {"final_output": str(result.final_output), "last_agent": result.last_agent.name,
+                     "framework_usage": {"requests": u.requests, "input_tokens": u.input_tokens,
+                                         "output_tokens": u.output_tokens, "total_tokens": u.total_tokens}}
+        except (openai.APIError, MaxTurnsExceeded) as e:  # expected failure kinds
+            outcome = "error"
+            where = exp_where
+            extra = {"exception": f"{type(e).__module__}.{type(e).__name__}: {e}"[:300]}
+        get_trace_provider().force_flush()
+        run = S_summarize(server, r, tool_log, outcome, where, group_id, setup,
+                          {HANDOFF_TOOL}, extra)
+        runs.append(run)
+        if outcome != exp_outcome:
+            problems.append(f"run {r}: outcome {outcome} != expected {exp_outcome} ({extra})")
+        if server.remaining():
+            problems.append(f"run {r}: {server.remaining()} scripted steps not consumed")
+        fu = extra.get("framework_usage")
+        if fu and fu["input_tokens"] + fu["output_tokens"] != run["tokens"]:
+            problems.append(f"run {r}: framework usage {fu} != server tokens {run['tokens']}")
+    loop.run_until_complete(client.close())
+    loop.close()
+    for inst in instrumentors:
+        try:
+            inst.uninstrument()
+        except Exception as e:  # pragma: no cover
+            problems.append(f"uninstrument failed: {e!r}")
+    return {
+        "framework": "openai-agents",
+        "framework_dist": "openai-agents",
+        "api": api,
+        "runs": runs,
+        "problems": problems,
+        "notes": S.notes_for(setup_name, scenario),
+        "other_dists": ["openinference-semantic-conventions", "openinference-instrumentation",
+                        "opentelemetry-semantic-conventions-ai"],
+    }
+
+
+def S_summarize(server, r, tool_log, outcome, where, group_id, setup, handoff_tools, extra):
+    from runner import summarize_run
+
+    task_id = group_id if setup.get("task_id_attr") else None
+    return summarize_run(server, r, tool_log, outcome, where, task_id, group_id, handoff_tools, extra)

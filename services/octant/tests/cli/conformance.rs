@@ -1,0 +1,334 @@
+//! The conformance suite's replay: OTLP recorded from real agent frameworks traced by real
+//! instrumentation libraries (`conformance/record.py`, one virtual environment per library
+//! family; the fixtures under `conformance/fixtures/<setup>/<scenario>/` with their ground
+//! truth) through the real broker and `octant up` (ingest and scorer): every run's outcome,
+//! tool calls and errors, model calls, tokens, agents and task equal the truth, or differ
+//! exactly as `conformance/gaps.toml` says the library does not emit them.
+//!
+//! Two tests: the committed fixtures (`OCTANT_BLESS_CONFORMANCE=1` rewrites
+//! `conformance/RESULTS.md`, the table of truth against Octant; otherwise the table must
+//! match), and a live recording made in the test by `record.py` — one setup in the test tier
+//! (`contrib-agents-client`: the OpenTelemetry contrib instrumentations of the OpenAI Agents SDK
+//! and of the OpenAI client, whose virtual environment `scripts/setup.sh` installs), every
+//! setup under the soak command.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use octant_contracts::{EventKind, Observation, Outcome, ResultStatus, StepKind, TrajectoryEvent, topics};
+use octant_integration_tests::{read_all, repo_root, total, wait_metrics};
+use octant_runtime::broker::EmbeddedBroker;
+use octant_runtime::config::KafkaConfig;
+use octant_runtime::kafka::{self, OutRecord};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+#[derive(Debug, Deserialize)]
+struct Truth {
+    library: String,
+    library_version: String,
+    #[serde(default)]
+    instrumentations: BTreeMap<String, String>,
+    framework: String,
+    framework_version: String,
+    api: String,
+    scenario: String,
+    system_id: String,
+    runs: Vec<TruthRun>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TruthRun {
+    task_id: Option<String>,
+    outcome: String,
+    tool_calls: Vec<TruthTool>,
+    model_calls: u64,
+    tokens: Option<i64>,
+    agents: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TruthTool {
+    tool: String,
+    error: bool,
+    agent: Option<String>,
+}
+
+/// A known difference: what `setup` (every setup when `*`) does not emit in `scenario` (every
+/// scenario when `*`), so that Octant's `field` is `octant` rather than the truth.
+#[derive(Debug, Deserialize)]
+struct Gap {
+    setup: String,
+    scenario: String,
+    field: String,
+    /// JSON text (`null`: N/A).
+    octant: String,
+    reason: String,
+}
+
+struct Fixture {
+    setup: String,
+    dir: PathBuf,
+    truth: Truth,
+}
+
+fn fixtures(root: &Path) -> Vec<Fixture> {
+    let mut out = Vec::new();
+    let mut setups: Vec<PathBuf> =
+        std::fs::read_dir(root).unwrap_or_else(|e| panic!("{}: {e}", root.display())).flatten().map(|e| e.path()).collect();
+    setups.sort();
+    for setup in setups.into_iter().filter(|p| p.is_dir()) {
+        let mut scenarios: Vec<PathBuf> = std::fs::read_dir(&setup).unwrap().flatten().map(|e| e.path()).collect();
+        scenarios.sort();
+        for dir in scenarios.into_iter().filter(|d| d.join("truth.json").is_file()) {
+            let truth: Truth = serde_json::from_slice(&std::fs::read(dir.join("truth.json")).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.join("truth.json").display()));
+            out.push(Fixture { setup: setup.file_name().unwrap().to_string_lossy().into(), dir, truth });
+        }
+    }
+    out
+}
+
+/// One run as Octant saw it, in the truth's terms.
+fn seen(events: &[&TrajectoryEvent], obs: &[&Observation]) -> BTreeMap<&'static str, Value> {
+    let steps: Vec<&TrajectoryEvent> = events.iter().copied().filter(|e| e.kind == EventKind::Step).collect();
+    let tools: Vec<Value> = steps
+        .iter()
+        .filter_map(|e| {
+            let s = e.step.as_ref()?;
+            (s.step_kind == StepKind::ToolCall)
+                .then(|| json!({"tool": s.tool_name, "error": s.result_status == Some(ResultStatus::Error), "agent": e.agent_id}))
+        })
+        .collect();
+    let models = steps.iter().filter(|e| e.step.as_ref().is_some_and(|s| s.step_kind == StepKind::ModelCall)).count();
+    let agents: BTreeSet<&str> = steps.iter().filter_map(|e| e.agent_id.as_deref()).collect();
+    let start = events.iter().find_map(|e| e.run_started.as_ref()).expect("a run start");
+    let end = events.iter().find_map(|e| e.run_ended.as_ref()).expect("a run end");
+    let tokens = obs.iter().find(|o| o.metric == "tokens_per_run").map(|o| o.value as i64);
+    let self_reported = obs.iter().find(|o| o.metric == "task_success_self_reported").map(|o| o.value);
+    BTreeMap::from([
+        ("outcome", json!(if end.outcome == Outcome::Success { "success" } else { "error" })),
+        ("self_reported_success", json!(self_reported)),
+        ("tool_calls", Value::Array(tools)),
+        ("model_calls", json!(models)),
+        ("tokens", json!(tokens)),
+        ("agents", json!(agents)),
+        ("task_id", json!(start.task_id)),
+    ])
+}
+
+fn expected(r: &TruthRun) -> BTreeMap<&'static str, Value> {
+    let agents: BTreeSet<&str> = r.agents.iter().map(String::as_str).collect();
+    BTreeMap::from([
+        ("outcome", json!(r.outcome)),
+        ("self_reported_success", json!(if r.outcome == "success" { 1.0 } else { 0.0 })),
+        ("tool_calls", Value::Array(r.tool_calls.iter().map(|t| json!({"tool": t.tool, "error": t.error, "agent": t.agent})).collect())),
+        ("model_calls", json!(r.model_calls)),
+        ("tokens", json!(r.tokens)),
+        ("agents", json!(agents)),
+        ("task_id", json!(r.task_id)),
+    ])
+}
+
+fn short(v: &Value) -> String {
+    match v {
+        Value::Array(a) if a.iter().all(Value::is_object) => {
+            let errors = a.iter().filter(|t| t["error"] == true).count();
+            format!("{} ({errors} err)", a.len())
+        }
+        Value::Array(a) => a.iter().map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string)).collect::<Vec<_>>().join(", "),
+        Value::Null => "N/A".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorded_instrumentations_replayed_through_octant_up_equal_their_truth() {
+    let root = repo_root();
+    let table = replay(&root.join("conformance/fixtures")).await;
+    let path = root.join("conformance/RESULTS.md");
+    let head = "# Conformance: truth against Octant\n\nWritten by `OCTANT_BLESS_CONFORMANCE=1 cargo test -p octant --test cli conformance` from the \
+                fixtures `conformance/record.py` recorded (see `conformance/README.md`). A cell reads `value =` when Octant equals the \
+                truth, `truth → octant (gap)` where the library does not emit it. Several runs per scenario: one cell when all agree.\n\n";
+    let want = format!("{head}{table}");
+    if std::env::var_os("OCTANT_BLESS_CONFORMANCE").is_some() {
+        std::fs::write(&path, want).unwrap();
+    } else {
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert_eq!(have, want, "conformance/RESULTS.md is out of date: OCTANT_BLESS_CONFORMANCE=1 rewrites it");
+    }
+}
+
+/// A real agent run now, traced by a real instrumentation: `record.py` in the family's virtual
+/// environment (which `scripts/setup.sh` installs), then the same replay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_instrumented_agent_through_octant_up_equals_its_truth() {
+    let root = repo_root();
+    let venv = root.join(".octant/conformance/venvs/contrib/bin/python");
+    assert!(venv.is_file(), "the conformance venv is not installed ({}): run scripts/setup.sh", venv.display());
+    let out = std::env::temp_dir().join(format!("octant-conformance-live-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(root.join("conformance/record.py")).arg("--out").arg(&out);
+    if !octant_integration_tests::soak() {
+        cmd.args(["--setup", "contrib-agents-client"]);
+    }
+    let status = cmd.status().expect("python3 runs");
+    assert!(status.success(), "conformance/record.py failed");
+    replay(&out).await;
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Every fixture under `fixture_root` through the broker and `octant up`; panics on any
+/// difference from the truth the gaps do not explain; returns the table.
+async fn replay(fixture_root: &Path) -> String {
+    let root = repo_root();
+    let all = fixtures(fixture_root);
+    assert!(!all.is_empty(), "no fixtures under {} (conformance/record.py writes them)", fixture_root.display());
+    let systems: BTreeSet<&str> = all.iter().map(|f| f.truth.system_id.as_str()).collect();
+    assert_eq!(systems.len(), all.len(), "every fixture has a system id of its own");
+    let gaps: Vec<Gap> = {
+        #[derive(Deserialize)]
+        struct Doc {
+            #[serde(default)]
+            gap: Vec<Gap>,
+        }
+        let text = std::fs::read_to_string(root.join("conformance/gaps.toml")).unwrap_or_default();
+        toml::from_str::<Doc>(&text).expect("conformance/gaps.toml parses").gap
+    };
+
+    let broker = EmbeddedBroker::start().await.expect("the test broker starts (run scripts/setup.sh)");
+    let octant = env!("CARGO_BIN_EXE_octant");
+    let out = std::process::Command::new(octant)
+        .args(["topics", "create", "--brokers", &broker.brokers, "--topic-prefix", "conf.", "--partitions", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kafka = KafkaConfig { brokers: broker.brokers.clone(), topic_prefix: "conf.".into(), ..KafkaConfig::default() };
+    // As the Collector's Kafka exporter writes them: one export request a message, no key.
+    let producer = kafka::producer(&kafka, "collector").unwrap();
+    let mut n = 0;
+    for f in &all {
+        for (file, topic) in [("spans.pb", "otlp_spans"), ("logs.pb", "otlp_logs")] {
+            let Ok(payload) = std::fs::read(f.dir.join(file)) else { continue };
+            kafka::send(&producer, &OutRecord { topic: topic.into(), partition: Some(n % 2), key: String::new(), payload }).await.unwrap();
+            n += 1;
+        }
+    }
+
+    let dir = std::env::temp_dir().join(format!("octant-conformance-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("octant.toml");
+    std::fs::write(
+        &config,
+        "[kafka]\ntopic_prefix = \"conf.\"\n[ingest]\nadmin_addr = \"127.0.0.1:0\"\ntrace_quiet = \"500ms\"\n[scorer]\nadmin_addr = \"127.0.0.1:0\"\n",
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(octant)
+        .args(["up", "--brokers", &broker.brokers, "--config", config.to_str().unwrap(), "--services", "ingest,scorer"])
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let admin: BTreeMap<String, std::net::SocketAddr> = crate::admin_addresses(&mut child, 2).into_iter().collect();
+    let runs: usize = all.iter().map(|f| f.truth.runs.len()).sum();
+    let im = wait_metrics(admin["ingest"], "every trace emitted", |m| {
+        total(m, "octant_ingest_runs_total") - m.get("octant_ingest_runs_total{reason=\"not_a_run\"}").copied().unwrap_or(0.0)
+            >= runs as f64
+    })
+    .await;
+    let events: Vec<TrajectoryEvent> = read_all(&kafka, &kafka.topic(topics::TRAJECTORIES_PRODUCTION)).await;
+    wait_metrics(admin["scorer"], "every event scored", |m| {
+        total(m, "octant_scorer_events_consumed_total") >= events.len() as f64 && m.get("octant_scorer_open_runs") == Some(&0.0)
+    })
+    .await;
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success(), "octant up stops cleanly");
+    let _ = std::fs::remove_dir_all(&dir);
+    let not_runs = im.get("octant_ingest_runs_total{reason=\"not_a_run\"}").copied().unwrap_or(0.0);
+    eprintln!("ingest: {} traces, {not_runs} of them no run; the truth has {runs} runs", total(&im, "octant_ingest_runs_total"));
+    let obs: Vec<Observation> = read_all(&kafka, &kafka.topic(topics::OBSERVATIONS)).await;
+    let dead: Vec<octant_contracts::DeadLetter> = read_all(&kafka, &kafka.topic(topics::DLQ)).await;
+    assert!(dead.is_empty(), "nothing dead-lettered: {dead:?}");
+
+    let mut table = String::from(
+        "| setup | library | framework | API | scenario | runs | outcome | tool calls | model calls | tokens | agents | task |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut failures = Vec::new();
+    let mut explained = BTreeSet::new();
+    for f in &all {
+        let t = &f.truth;
+        let mut by_run: BTreeMap<&str, Vec<&TrajectoryEvent>> = BTreeMap::new();
+        for e in events.iter().filter(|e| e.system.id == t.system_id) {
+            by_run.entry(&e.run_id).or_default().push(e);
+        }
+        let mut octant_runs: Vec<(i64, &str)> =
+            by_run.iter().map(|(id, evs)| (evs.iter().map(|e| e.event_time).min().unwrap(), *id)).collect();
+        octant_runs.sort();
+        let mut cells: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        let runs_cell = if octant_runs.len() == t.runs.len() {
+            format!("{} =", t.runs.len())
+        } else {
+            failures.push(format!("{}/{}: {} runs, truth {}", f.setup, t.scenario, octant_runs.len(), t.runs.len()));
+            format!("{} ≠ {}", octant_runs.len(), t.runs.len())
+        };
+        for (truth, (_, run)) in t.runs.iter().zip(&octant_runs) {
+            let mut evs = by_run[run].clone();
+            evs.sort_by_key(|e| e.sequence);
+            let mine: Vec<&Observation> = obs.iter().filter(|o| o.run_id == *run).collect();
+            let got = seen(&evs, &mine);
+            for (field, want) in expected(truth) {
+                let gap = gaps.iter().find(|g| {
+                    (g.setup == "*" || g.setup == f.setup) && (g.scenario == "*" || g.scenario == t.scenario) && g.field == field
+                });
+                let gap_value = gap.map(|g| serde_json::from_str::<Value>(&g.octant).expect("a gap's value is JSON"));
+                let want_here = gap_value.as_ref().unwrap_or(&want);
+                let cell = if got[field] == want {
+                    format!("{} =", short(&want))
+                } else if &got[field] == want_here && gap.is_some() {
+                    let g = gap.unwrap();
+                    explained.insert((g.setup.clone(), g.field.clone(), g.reason.clone()));
+                    format!("{} → {} (gap)", short(&want), short(&got[field]))
+                } else {
+                    failures.push(format!("{}/{} run {run} {field}: octant {} truth {want}", f.setup, t.scenario, got[field]));
+                    format!("{} ≠ {}", short(&got[field]), short(&want))
+                };
+                cells.entry(field).or_default().push(cell);
+            }
+        }
+        let cell = |k: &str| {
+            let v = cells.get(k).cloned().unwrap_or_default();
+            let first = v.first().cloned().unwrap_or_default();
+            if v.iter().all(|c| *c == first) { first } else { v.join("; ") }
+        };
+        let libs: Vec<String> = std::iter::once(format!("{} {}", t.library, t.library_version))
+            .chain(t.instrumentations.iter().filter(|(k, _)| **k != t.library).map(|(k, v)| format!("+ {k} {v}")))
+            .collect();
+        table.push_str(&format!(
+            "| {} | {} | {} {} | {} | {} | {runs_cell} | {} | {} | {} | {} | {} | {} |\n",
+            f.setup,
+            libs.join(" "),
+            t.framework,
+            t.framework_version,
+            t.api,
+            t.scenario,
+            cell("outcome"),
+            cell("tool_calls"),
+            cell("model_calls"),
+            cell("tokens"),
+            cell("agents"),
+            cell("task_id"),
+        ));
+    }
+    if !explained.is_empty() {
+        table.push_str("\nDifferences, each what the library does not emit (`conformance/gaps.toml`):\n\n");
+        for (setup, field, reason) in &explained {
+            table.push_str(&format!("- {setup}, {field}: {reason}\n"));
+        }
+    }
+    eprintln!("{table}");
+    assert!(failures.is_empty(), "Octant differs from the truth:\n{}", failures.join("\n"));
+    table
+}

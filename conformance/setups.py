@@ -194,8 +194,9 @@ NOTES = {
              "client span has no server.address (openai 3.x uses httpx2, the instrumentation checks httpx.URL).",
         "tool_error": "See contrib-agents.",
         "run_fails": "See contrib-agents (Responses API: no client span).",
-        "run_fails_chat": "Failed chat call: framework 'chat' span ERROR, nested client span ERROR with "
-                          "error.type; 'invoke_agent' ERROR; root OK.",
+        "run_fails_chat": "Failed chat call: framework 'chat gpt-4o-mini' span ERROR, nested client span ERROR "
+                          "with error.type=\"<class 'openai.InternalServerError'>\" (a Python class repr) and no "
+                          "exception event; 'invoke_agent' ERROR; root OK.",
     },
     "contrib-agents-client-events": {
         "*": "contrib-agents-client with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=event_only: message "
@@ -243,8 +244,9 @@ NOTES = {
         "*": "openllmetry-agents + Traceloop's opentelemetry-instrumentation-openai: a client span "
              "'openai.response' (Responses) / 'openai.chat' (Chat Completions), status UNSET, scope "
              "opentelemetry.instrumentation.openai.v1, nests under the framework's 'openai.response' span; both "
-             "carry the SAME gen_ai.response.id and the same gen_ai.usage.* - dedupe by response id. Failed "
-             "client calls add an 'exception' event.",
+             "carry the SAME gen_ai.response.id and the same gen_ai.usage.* - dedupe by response id. NB the "
+             "framework span is named 'openai.response' even for the Chat Completions model. Failed client calls: "
+             "status ERROR, error.type='InternalServerError' and an 'exception' event.",
     },
     "openinference-langgraph": {
         "*": "All spans INTERNAL with openinference.span.kind. Root = the graph (CHAIN) named after the agent / "

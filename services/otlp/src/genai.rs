@@ -80,7 +80,8 @@ const INVOCATIONS: [&str; 3] = ["invoke_agent", "invoke_workflow", "handle_conve
 /// Whether a span invokes an agent, a workflow or a conversation turn: an agent span, or one of
 /// [`INVOCATIONS`].
 fn invocation(s: &SpanRec) -> bool {
-    role(s) == Role::Agent || str_attr(&s.attrs, "gen_ai.operation.name").is_some_and(|op| INVOCATIONS.contains(&op))
+    let op = str_attr(&s.attrs, "gen_ai.operation.name");
+    (role(s) == Role::Agent && op != Some("create_agent")) || op.is_some_and(|op| INVOCATIONS.contains(&op))
 }
 
 /// An agent span that names its agent (the contrib instrumentation of the OpenAI Agents SDK
@@ -89,14 +90,15 @@ fn invocation(s: &SpanRec) -> bool {
 /// the Agents SDK's trace (its workflow), and a failure under it is the run's.
 fn named_agent(s: &SpanRec) -> bool {
     role(s) == Role::Agent
-        && first_str(&s.attrs, &["gen_ai.agent.id", "gen_ai.agent.name", "agent.name", "traceloop.entity.name"]).is_some()
+        && (first_str(&s.attrs, &["gen_ai.agent.name", "agent.name", "traceloop.entity.name"]).is_some()
+            || str_attr(&s.attrs, "gen_ai.agent.id").is_some_and(|id| !DEFAULT_AGENT_IDS.contains(&id)))
 }
 
 /// The agent an agent span names: its name (`gen_ai.agent.name`, OpenInference `agent.name`,
 /// OpenLLMetry `traceloop.entity.name`), else `gen_ai.agent.id` unless it is a library's
 /// default ([`DEFAULT_AGENT_IDS`]); an OpenInference `AGENT` span without either is named by
-/// its span name, as OpenInference's LangChain instrumentation writes them; else the default
-/// id. The name comes first because in-process ids are not stable: OpenLLMetry's LangChain
+/// its span name, as OpenInference's LangChain instrumentation writes them. A default id alone
+/// names no agent: the search goes on to the enclosing agent. The name comes first because in-process ids are not stable: OpenLLMetry's LangChain
 /// instrumentation writes the LangChain run's UUID, new at every invocation (the successor
 /// conventions keep `gen_ai.agent.id` for hosted agents only). `None` for other spans.
 fn agent_name(s: &SpanRec) -> Option<&str> {
@@ -110,7 +112,6 @@ fn agent_name(s: &SpanRec) -> Option<&str> {
             let oi = str_attr(a, "openinference.span.kind").is_some_and(|k| k.eq_ignore_ascii_case("AGENT"));
             (oi && !s.name.is_empty()).then_some(s.name.as_str())
         })
-        .or_else(|| str_attr(a, "gen_ai.agent.id"))
 }
 
 /// An OpenInference `TOOL` span that is the OpenAI Agents SDK's handoff (`handoff to <agent>`,
@@ -327,19 +328,9 @@ const USAGE_TOTALS: [&str; 3] = ["llm.token_count.total", "llm.usage.total_token
 /// The tokens a model span reports (input + output), `None` when it reports no usage: a
 /// missing usage is not zero tokens.
 pub fn tokens(a: &Attrs) -> Option<i64> {
-    USAGE_PAIRS
-        .iter()
-        .find_map(|(i, o)| match (int_attr(a, i), int_attr(a, o)) {
-            (None, None) => None,
-            (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
-        })
-        .or_else(|| USAGE_TOTALS.iter().find_map(|k| int_attr(a, k)))
-}
-
-/// Whether an `exception` event says the exception left the span unhandled
-/// (`exception.escaped = true`; the attribute is deprecated but still written).
-fn escaped(e: &EventRec) -> bool {
-    e.name == "exception" && bool_attr(&e.attrs, "exception.escaped") == Some(true)
+    let count = |k: &str| int_attr(a, k).filter(|v| *v >= 0);
+    // Both halves of a pair, or a total: one half alone is not the call's usage.
+    USAGE_PAIRS.iter().find_map(|(i, o)| count(i)?.checked_add(count(o)?)).or_else(|| USAGE_TOTALS.iter().find_map(|k| count(k)))
 }
 
 /// One trace: its spans indexed, its root, its events in time order, and the mapping.
@@ -354,10 +345,12 @@ struct Trace<'a> {
 impl<'a> Trace<'a> {
     fn new(spans: &'a [SpanRec], logs: &'a [LogRec], m: &'a Mapping) -> Option<Trace<'a>> {
         let by_id: BTreeMap<&str, &SpanRec> = spans.iter().map(|s| (s.span_id.as_str(), s)).collect();
+        // Parents that loop (no span without a parent in the trace): the earliest span.
         let root = spans
             .iter()
             .filter(|s| s.parent_span_id.as_deref().is_none_or(|p| !by_id.contains_key(p)))
-            .min_by_key(|s| (s.start_ns, s.span_id.clone()))?;
+            .min_by_key(|s| (s.start_ns, s.span_id.clone()))
+            .or_else(|| spans.iter().min_by_key(|s| (s.start_ns, s.span_id.clone())))?;
         // Every event of the trace: log records and span events.
         let mut events: Vec<TraceEvent> = Vec::new();
         for l in logs {
@@ -393,12 +386,13 @@ impl<'a> Trace<'a> {
         .take(256)
     }
 
-    /// The acting agent of a span: the agent LangChain's metadata on the span names
-    /// ([`langchain_agent`]), else its nearest agent span (itself included) that names one
+    /// The acting agent of a span: of the span and its ancestors, nearest first, the first that
+    /// names an agent — by LangChain's metadata ([`langchain_agent`]) or as an agent span
     /// ([`agent_name`]).
     fn agent_of(&self, s: &'a SpanRec) -> Option<String> {
-        langchain_agent(&s.attrs)
-            .or_else(|| std::iter::once(s).chain(self.ancestors(s)).find_map(agent_name).map(str::to_string))
+        std::iter::once(s)
+            .chain(self.ancestors(s))
+            .find_map(|x| langchain_agent(&x.attrs).or_else(|| agent_name(x).map(str::to_string)))
             // Without an agent span above it, the process's main agent when the span names it.
             .or_else(|| first_str(&s.attrs, &["gen_ai.main_agent.name", "gen_ai.main_agent.id"]).map(str::to_string))
     }
@@ -442,13 +436,15 @@ impl<'a> Trace<'a> {
     /// kept, else the one with the usage, else the one with the response id, else the
     /// innermost. A model span with several model spans under it (a framework span around
     /// retries, say) is no call itself: each innermost one is.
-    fn steps(&self) -> Vec<&'a SpanRec> {
+    fn steps(&self) -> (Vec<&'a SpanRec>, BTreeMap<&'a str, &'a str>) {
         let model = |s: &SpanRec| role(s) == Role::Model;
-        // Each model span's outermost model ancestor (itself when none): its chain.
+        // Each model span's outermost model ancestor (itself when none) up to the nearest tool
+        // or agent span (a model call made inside a tool is a call of its own): its chain.
         let mut chains: BTreeMap<&str, Vec<(&'a SpanRec, usize)>> = BTreeMap::new();
         let mut wrappers: BTreeSet<&str> = BTreeSet::new();
         for s in self.spans.iter().filter(|s| model(s)) {
-            let models: Vec<&SpanRec> = self.ancestors(s).filter(|a| model(a)).collect();
+            let models: Vec<&SpanRec> =
+                self.ancestors(s).take_while(|a| !matches!(role(a), Role::Tool | Role::Agent)).filter(|a| model(a)).collect();
             if let Some(parent) = models.first() {
                 wrappers.insert(&parent.span_id);
             }
@@ -456,6 +452,8 @@ impl<'a> Trace<'a> {
             chains.entry(top).or_default().push((s, self.ancestors(s).count()));
         }
         let mut out: Vec<&SpanRec> = self.spans.iter().filter(|s| matches!(role(s), Role::Tool | Role::Guardrail) && !handoff(s)).collect();
+        // A dropped member of a chain stands for the step kept (results about it, links to it).
+        let mut kept: BTreeMap<&str, &str> = BTreeMap::new();
         for members in chains.values() {
             let innermost: Vec<&SpanRec> = members.iter().map(|(s, _)| *s).filter(|s| !wrappers.contains(s.span_id.as_str())).collect();
             if innermost.len() > 1 {
@@ -466,10 +464,13 @@ impl<'a> Trace<'a> {
                 (usage && response, usage, response, *depth)
             }) {
                 out.push(best);
+                for (m, _) in members {
+                    kept.insert(&m.span_id, &best.span_id);
+                }
             }
         }
         out.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
-        out
+        (out, kept)
     }
 
     /// The run's top invocations: the agent, workflow and conversation-turn invocations with no
@@ -481,9 +482,11 @@ impl<'a> Trace<'a> {
 
     /// The run's outcome as the telemetry reports it (informational: task success for gating
     /// needs a verdict). The declared outcome attribute of the root when set; otherwise an
-    /// error — the root's or a top invocation's (an agent, workflow or conversation turn not
-    /// inside an agent) status ERROR, an `exception` event on either, or an exception that escaped any span — makes the
-    /// run an error; else it succeeded. (The libraries traced in `conformance/` all leave the
+    /// error — status ERROR or an `exception` event on the root or on a top invocation (an
+    /// agent, workflow or conversation turn not inside a named agent) — makes the run an error;
+    /// else it succeeded. An exception deeper down (a tool's, a sub-agent's) is the caller's to
+    /// handle: the Python SDK marks every exception leaving a span `exception.escaped`, even one
+    /// the agent loop above catches. (The libraries traced in `conformance/` all leave the
     /// root OK or unset and put the error on the agent span.)
     fn outcome(&self) -> Outcome {
         match str_attr(&self.root.attrs, &self.m.outcome_attribute).map(str::to_ascii_lowercase).as_deref() {
@@ -494,39 +497,48 @@ impl<'a> Trace<'a> {
             _ => {}
         }
         let failed = |s: &SpanRec| s.error || s.events.iter().any(|e| e.name == "exception");
-        if failed(self.root) || self.top_invocations().any(failed) || self.spans.iter().any(|s| s.events.iter().any(escaped)) {
-            Outcome::Error
-        } else {
-            Outcome::Success
-        }
+        if failed(self.root) || self.top_invocations().any(failed) { Outcome::Error } else { Outcome::Success }
     }
 
-    /// The run's evaluations: `gen_ai.evaluation.result` events, then OpenInference's
-    /// flattened results in the order their spans ended; `seq_of_span` gives the step each is about.
-    fn evaluations(&self, seq_of_span: &BTreeMap<&str, i64>) -> Vec<Evaluation> {
+    /// Whether a result attached to `span` is about the whole run: no span, one the trace does
+    /// not hold, the root, or a top invocation (a result about a sub-agent or any other inner
+    /// span is not the run's verdict).
+    fn about_run(&self, span: Option<&str>) -> bool {
+        span.and_then(|s| self.by_id.get(s))
+            .is_none_or(|s| std::ptr::eq(*s, self.root) || self.top_invocations().any(|t| std::ptr::eq(t, *s)))
+    }
+
+    /// The run's evaluations, each with whether it is about the whole run ([`Self::about_run`]):
+    /// `gen_ai.evaluation.result` events, then OpenInference's flattened results in the order
+    /// their spans ended; `seq_of_span` gives the step each is about.
+    fn evaluations(&self, seq_of_span: &BTreeMap<&str, i64>) -> Vec<(Evaluation, bool)> {
         let m = self.m;
-        let mut evaluations: Vec<Evaluation> = self
+        let mut evaluations: Vec<(Evaluation, bool)> = self
             .events
             .iter()
             .filter(|e| e.name == EVALUATION_RESULT)
             .filter_map(|e| {
                 let name = str_attr(e.attrs, "gen_ai.evaluation.name")?.to_string();
                 let (scope, scope_version) = e.scope.filter(|(n, _)| !n.is_empty()).unzip();
-                Some(Evaluation {
-                    name,
-                    score_value: f64_attr(e.attrs, "gen_ai.evaluation.score.value"),
-                    score_label: str_attr(e.attrs, "gen_ai.evaluation.score.label").map(str::to_string),
-                    explanation: str_attr(e.attrs, "gen_ai.evaluation.explanation").map(str::to_string),
-                    evaluator: str_attr(e.attrs, &m.evaluator_attribute).or(scope).map(str::to_string),
-                    evaluator_version: str_attr(e.attrs, &m.evaluator_version_attribute)
-                        .or(scope_version.filter(|v| !v.is_empty()))
-                        .map(str::to_string),
-                    step: e.span.and_then(|s| seq_of_span.get(s).copied()),
-                    ..evaluation_details(e.attrs)
-                })
+                let about_run = self.about_run(e.span);
+                Some((
+                    Evaluation {
+                        name,
+                        score_value: f64_attr(e.attrs, "gen_ai.evaluation.score.value"),
+                        score_label: str_attr(e.attrs, "gen_ai.evaluation.score.label").map(str::to_string),
+                        explanation: str_attr(e.attrs, "gen_ai.evaluation.explanation").map(str::to_string),
+                        evaluator: str_attr(e.attrs, &m.evaluator_attribute).or(scope).map(str::to_string),
+                        evaluator_version: str_attr(e.attrs, &m.evaluator_version_attribute)
+                            .or(scope_version.filter(|v| !v.is_empty()))
+                            .map(str::to_string),
+                        step: e.span.and_then(|s| seq_of_span.get(s).copied()),
+                        ..evaluation_details(e.attrs)
+                    },
+                    about_run,
+                ))
             })
             .collect();
-        let mut carried: Vec<(u64, Evaluation)> = Vec::new();
+        let mut carried: Vec<(u64, (Evaluation, bool))> = Vec::new();
         for s in self.spans {
             let about = s.links.iter().find(|l| self.by_id.contains_key(l.as_str())).unwrap_or(&s.span_id);
             for mut e in openinference_evaluations(&s.attrs) {
@@ -534,7 +546,7 @@ impl<'a> Trace<'a> {
                 if e.evaluator.is_none() && !s.scope.is_empty() {
                     (e.evaluator, e.evaluator_version) = (Some(s.scope.clone()), Some(s.scope_version.clone()).filter(|v| !v.is_empty()));
                 }
-                carried.push((s.end_ns, e));
+                carried.push((s.end_ns, (e, self.about_run(Some(about)))));
             }
         }
         carried.sort_by_key(|(t, _)| *t);
@@ -559,7 +571,10 @@ impl<'a> Trace<'a> {
 /// A verdict's value from an evaluation result: its score, else its label (`pass`, `true`,
 /// `correct`, `yes`, `success` are 1; `fail`, `false`, `incorrect`, `no`, `failure` are 0).
 fn verdict_value(e: &Evaluation) -> Option<f64> {
-    e.score_value.or_else(|| match e.score_label.as_deref().map(str::to_ascii_lowercase).as_deref() {
+    // A score outside [0, 1] (a 1–5 scale, NaN) is no verdict: the contract's grades are in
+    // [0, 1], and the scorer would refuse the run's end for it. Declare such a result an
+    // instrument instead.
+    e.score_value.filter(|v| (0.0..=1.0).contains(v)).or_else(|| match e.score_label.as_deref().map(str::to_ascii_lowercase).as_deref() {
         Some("pass" | "passed" | "true" | "correct" | "yes" | "success") => Some(1.0),
         Some("fail" | "failed" | "false" | "incorrect" | "no" | "failure") => Some(0.0),
         _ => None,
@@ -579,7 +594,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     let trace = root.trace_id.clone();
     let (system, source) = t.system();
     let decisions = t.decisions();
-    let ordered = t.steps();
+    let (ordered, kept) = t.steps();
     let mut out: Vec<TrajectoryEvent> = Vec::new();
     let base = |seq: i64, time: i64, agent: Option<String>, kind: EventKind, id: String| TrajectoryEvent {
         agent_id: agent,
@@ -632,6 +647,12 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         };
         out.push(ev);
         seq_of_span.insert(&s.span_id, seq);
+    }
+    // A dropped member of a nested model chain is the step kept.
+    for (member, step) in &kept {
+        if let Some(seq) = seq_of_span.get(step).copied() {
+            seq_of_span.insert(member, seq);
+        }
     }
 
     // Denied calls and declared interventions.
@@ -736,10 +757,10 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<&str>>) -> St
         confidence: None,
         correct: None,
         escalated: bool_attr(a, &m.escalation_attribute).unwrap_or(false),
-        // A tool span reports no usage (a tool consumes no model tokens: 0, not unknown); nor
-        // does a model call that failed without a response (nothing generated, nothing
-        // billed: 0). Any other model call without usage is unknown.
-        tokens: if tool { Some(0) } else { tokens(a).or_else(|| (failed && str_attr(a, "gen_ai.response.id").is_none()).then_some(0)) },
+        // A tool span reports no usage (none: a run of tool spans alone has no token total); a
+        // model call that failed without a response counts 0 (nothing generated, nothing
+        // billed). Any other model call without usage is unknown.
+        tokens: if tool { None } else { tokens(a).or_else(|| (failed && str_attr(a, "gen_ai.response.id").is_none()).then_some(0)) },
         cost: f64_attr(a, "gen_ai.usage.cost").or_else(|| f64_attr(a, "llm.cost.total")).unwrap_or(0.0),
         latency_ms: (s.end_ns - s.start_ns) as f64 / 1e6,
         injected_fault: false,
@@ -748,7 +769,7 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<&str>>) -> St
 
 /// The run's end: its outcome, the verdicts (the declared root attributes, else the declared
 /// evaluation results), the root's `octant.*` records, and its evaluations.
-fn run_ended(t: &Trace<'_>, evaluations: Vec<Evaluation>) -> RunEnded {
+fn run_ended(t: &Trace<'_>, evaluations: Vec<(Evaluation, bool)>) -> RunEnded {
     let (r, m) = (&t.root.attrs, t.m);
     let mut end = RunEnded {
         outcome: t.outcome(),
@@ -767,7 +788,7 @@ fn run_ended(t: &Trace<'_>, evaluations: Vec<Evaluation>) -> RunEnded {
     };
     // A declared evaluation result about the run (not about one step) is its verdict, the
     // first of each kind, unless an attribute gave one.
-    for e in evaluations.iter().filter(|e| e.step.is_none()) {
+    for (e, _) in evaluations.iter().filter(|(e, about_run)| *about_run && e.step.is_none()) {
         let (Some(kind), Some(v)) = (m.verdicts.get(&e.name), verdict_value(e)) else { continue };
         match kind {
             VerdictKind::Verifier if end.verifier_verdict.is_none() => {
@@ -779,7 +800,7 @@ fn run_ended(t: &Trace<'_>, evaluations: Vec<Evaluation>) -> RunEnded {
             _ => {}
         }
     }
-    end.evaluations = evaluations;
+    end.evaluations = evaluations.into_iter().map(|(e, _)| e).collect();
     end
 }
 

@@ -374,4 +374,26 @@ fn real_instrumentation_shapes_map_by_the_rules() {
     let run = crate::genai::run(&model::spans(&request(spans(evaluated))), &[], &m).unwrap();
     let end = run.events.last().unwrap().run_ended.clone().unwrap();
     assert_eq!((end.verifier_verdict, end.verifier_kind.as_deref()), (Some(false), Some("exact_match")));
+
+    // A judge's grade outside [0, 1] is no verdict (the run's end would be refused for it).
+    m.verdicts.insert("helpfulness".into(), crate::mapping::VerdictKind::Judge);
+    let mut graded = root.clone();
+    graded.events = vec![SpanEvent {
+        time_unix_nano: 990 * 1_000_000,
+        name: "gen_ai.evaluation.result".into(),
+        attributes: vec![
+            s("gen_ai.evaluation.name", "helpfulness"),
+            kv("gen_ai.evaluation.score.value", any_value::Value::DoubleValue(4.0)),
+        ],
+    }];
+    let run = crate::genai::run(&model::spans(&request(spans(graded))), &[], &m).unwrap();
+    let end = run.events.last().unwrap().run_ended.clone().unwrap();
+    assert_eq!((end.judge_verdict, end.evaluations.len()), (None, 1), "kept as an evaluation, not a verdict");
+    // Tool spans report no usage: a trace of tool calls alone has no token count anywhere.
+    let tools_only =
+        vec![root.clone(), span(5, 1, 310, 400, vec![s("gen_ai.operation.name", "execute_tool"), s("gen_ai.tool.name", "lookup")])];
+    let run = crate::genai::run(&model::spans(&request(tools_only)), &[], &crate::Mapping::default()).unwrap();
+    assert_eq!(run.events[1].step.as_ref().unwrap().tokens, None);
+    // Half a usage pair is not the call's usage.
+    assert_eq!(crate::genai::tokens(&[("gen_ai.usage.input_tokens".to_string(), serde_json::json!(5))].into_iter().collect()), None);
 }

@@ -241,7 +241,9 @@ pub fn family_reports(sums: &FamilySums, cfg: &ProfilerConfig) -> Vec<FamilyRepo
                     (m, (w > 0.0).then(|| v / w), n)
                 })
                 .collect();
-            let mut listed: Vec<(String, TaskCounts)> = tasks.iter().map(|(t, m)| (t.to_string(), TaskCounts::of(m))).collect();
+            // Runs without a task id count in the family, never as a task of their own ("").
+            let mut listed: Vec<(String, TaskCounts)> =
+                tasks.iter().filter(|(t, _)| !t.is_empty()).map(|(t, m)| (t.to_string(), TaskCounts::of(m))).collect();
             listed.sort_by(|a, b| b.1.failed.cmp(&a.1.failed).then_with(|| a.0.cmp(&b.0)));
             let omitted = listed.len().saturating_sub(cfg.tasks_per_family) as u64;
             listed.truncate(cfg.tasks_per_family);

@@ -384,7 +384,7 @@ impl Assembler {
         run.steps += 1;
         match step.tokens {
             Some(t) => {
-                run.tokens += t;
+                run.tokens = run.tokens.saturating_add(t);
                 run.tokens_reported = true;
             }
             None => run.tokens_unknown |= step.step_kind == StepKind::ModelCall,

@@ -2,7 +2,8 @@
 //! instrumentation libraries (`conformance/record.py`, one virtual environment per library
 //! family; the fixtures under `conformance/fixtures/<setup>/<scenario>/` with their ground
 //! truth) through the real broker and `octant up` (ingest and scorer): every run's outcome,
-//! tool calls and errors, model calls, tokens, agents and task equal the truth, or differ
+//! tool calls and errors (with their agents), model calls (per agent), tokens, agents and task
+//! equal the truth, or differ
 //! exactly as `conformance/gaps.toml` says the library does not emit them.
 //!
 //! Two tests: the committed fixtures (`OCTANT_BLESS_CONFORMANCE=1` rewrites
@@ -44,6 +45,8 @@ struct TruthRun {
     outcome: String,
     tool_calls: Vec<TruthTool>,
     model_calls: u64,
+    #[serde(default)]
+    model_calls_by_agent: BTreeMap<String, u64>,
     tokens: Option<i64>,
     agents: Vec<String>,
 }
@@ -101,7 +104,13 @@ fn seen(events: &[&TrajectoryEvent], obs: &[&Observation]) -> BTreeMap<&'static 
                 .then(|| json!({"tool": s.tool_name, "error": s.result_status == Some(ResultStatus::Error), "agent": e.agent_id}))
         })
         .collect();
-    let models = steps.iter().filter(|e| e.step.as_ref().is_some_and(|s| s.step_kind == StepKind::ModelCall)).count();
+    let model_steps: Vec<&&TrajectoryEvent> =
+        steps.iter().filter(|e| e.step.as_ref().is_some_and(|s| s.step_kind == StepKind::ModelCall)).collect();
+    let models = model_steps.len();
+    let mut by_agent: BTreeMap<String, u64> = BTreeMap::new();
+    for e in &model_steps {
+        *by_agent.entry(e.agent_id.clone().unwrap_or_default()).or_default() += 1;
+    }
     let agents: BTreeSet<&str> = steps.iter().filter_map(|e| e.agent_id.as_deref()).collect();
     let start = events.iter().find_map(|e| e.run_started.as_ref()).expect("a run start");
     let end = events.iter().find_map(|e| e.run_ended.as_ref()).expect("a run end");
@@ -112,6 +121,7 @@ fn seen(events: &[&TrajectoryEvent], obs: &[&Observation]) -> BTreeMap<&'static 
         ("self_reported_success", json!(self_reported)),
         ("tool_calls", Value::Array(tools)),
         ("model_calls", json!(models)),
+        ("model_calls_by_agent", json!(by_agent)),
         ("tokens", json!(tokens)),
         ("agents", json!(agents)),
         ("task_id", json!(start.task_id)),
@@ -125,6 +135,7 @@ fn expected(r: &TruthRun) -> BTreeMap<&'static str, Value> {
         ("self_reported_success", json!(if r.outcome == "success" { 1.0 } else { 0.0 })),
         ("tool_calls", Value::Array(r.tool_calls.iter().map(|t| json!({"tool": t.tool, "error": t.error, "agent": t.agent})).collect())),
         ("model_calls", json!(r.model_calls)),
+        ("model_calls_by_agent", json!(r.model_calls_by_agent)),
         ("tokens", json!(r.tokens)),
         ("agents", json!(agents)),
         ("task_id", json!(r.task_id)),

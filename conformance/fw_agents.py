@@ -76,6 +76,8 @@ USER_INPUT = {
 
 
 def run_scenario(setup_name: str, setup: dict, scenario: str, server, prov, instrument) -> dict:
+    if scenario in APPROVAL_SCENARIOS:
+        return run_approval_scenario(setup_name, setup, scenario, server, prov, instrument)
     import openai
     from agents import (
         Agent,
@@ -200,3 +202,209 @@ def S_summarize(server, r, tool_log, outcome, where, group_id, setup, handoff_to
 
     task_id = group_id if setup.get("task_id_attr") else None
     return summarize_run(server, r, tool_log, outcome, where, task_id, group_id, handoff_tools, extra)
+
+
+# ---------------------------------------------------------------------------
+# Human-in-the-loop approval scenarios (function_tool(needs_approval=True)).
+#
+# Runner.run returns a RunResult with .interruptions (ToolApprovalItem) instead of
+# running a tool that needs approval; the script turns it into a RunState
+# (result.to_state()), calls state.approve(item) / state.reject(item) and resumes
+# with Runner.run(agent, state, run_config=<same RunConfig>).  The resumed call
+# reattaches the SDK trace (same SDK trace_id, group_id, workflow name) WITHOUT
+# notifying the trace processors again (agents/tracing/context.py
+# create_trace_for_run -> reattach_trace) - what that does to each OTel
+# instrumentation is what these fixtures record.
+
+APPROVAL_SCENARIOS = ("approval_granted", "approval_denied", "approval_expired", "two_approvals")
+
+# scenario -> decisions applied to the interruptions, one list per pause
+APPROVAL_PLAN = {
+    "approval_granted": ["approved"],
+    "approval_denied": ["denied"],
+    "approval_expired": ["expired"],
+    "two_approvals": ["approved"],  # one model response with two calls -> ONE pause with TWO interruptions
+}
+
+APPROVAL_INPUT = {
+    "approval_granted": "Please refund payment PAY-100.",
+    "approval_denied": "Please refund payment PAY-100.",
+    "approval_expired": "Please refund payment PAY-100.",
+    "two_approvals": "Please refund payment PAY-100 and cancel subscription SUB-100.",
+}
+
+
+def approval_script(scenario: str, run: int) -> list[dict[str, Any]]:
+    pay, sub = f"PAY-{100 + run}", f"SUB-{100 + run}"
+    refund = {"kind": "tool", "tool": "refund_payment", "args": {"payment_id": pay}, "usage": usage(run, 0)}
+    if scenario == "approval_granted":
+        return [refund, {"kind": "text", "text": f"Payment {pay} has been refunded.", "usage": usage(run, 1)}]
+    if scenario == "approval_denied":
+        return [refund, {"kind": "text", "text": f"The refund of {pay} was not approved, so I did not issue it.",
+                         "usage": usage(run, 1)}]
+    if scenario == "approval_expired":
+        return [refund]  # the run pauses and is never resumed: no second model call
+    if scenario == "two_approvals":
+        return [
+            {"kind": "tools", "calls": [{"tool": "refund_payment", "args": {"payment_id": pay}},
+                                        {"tool": "cancel_subscription", "args": {"subscription_id": sub}}],
+             "usage": usage(run, 0)},
+            {"kind": "text", "text": f"Payment {pay} has been refunded and subscription {sub} cancelled.",
+             "usage": usage(run, 1)},
+        ]
+    raise SystemExit(f"unknown approval scenario {scenario}")
+
+
+def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, prov, instrument) -> dict:
+    import openai
+    from agents import Agent, RunConfig, Runner, function_tool, set_default_openai_api, \
+        set_default_openai_client
+    from agents.tool_context import ToolContext
+
+    globals()["ToolContext"] = ToolContext  # function_schema resolves the (string) annotation in this module
+    from agents.tracing import get_trace_provider, set_trace_processors
+
+    set_trace_processors([])
+    instrumentors = instrument(setup["instrument"], prov)
+    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-conformance", max_retries=0)
+    set_default_openai_client(client, use_for_tracing=False)
+    set_default_openai_api("responses")
+
+    tool_log: list[dict] = []
+
+    @function_tool(needs_approval=True)
+    def refund_payment(ctx: ToolContext, payment_id: str) -> str:
+        """Refund a payment (needs a human's approval)."""
+        tool_log.append({"tool": "refund_payment", "error": False, "agent": SUPPORT, "tool_call_id": ctx.tool_call_id})
+        return f"Payment {payment_id}: refunded"
+
+    @function_tool(needs_approval=True)
+    def cancel_subscription(ctx: ToolContext, subscription_id: str) -> str:
+        """Cancel a subscription (needs a human's approval)."""
+        tool_log.append({"tool": "cancel_subscription", "error": False, "agent": SUPPORT,
+                         "tool_call_id": ctx.tool_call_id})
+        return f"Subscription {subscription_id}: cancelled"
+
+    tools = [refund_payment, cancel_subscription] if scenario == "two_approvals" else [refund_payment]
+    entry = Agent(name=SUPPORT, instructions=f"[agent:{SUPPORT}] You are the {SUPPORT}. Help customers with "
+                                             "payments; refunds and cancellations need a human's approval.",
+                  tools=tools, model="gpt-4o-mini")
+
+    sid = S.system_id(setup_name, scenario)
+    runs, problems = [], []
+    plan = APPROVAL_PLAN[scenario]
+    loop = asyncio.new_event_loop()
+
+    def spans_so_far() -> int:
+        get_trace_provider().force_flush()
+        prov.flush()
+        return len(prov.span_exporter.get_finished_spans())
+
+    for r in range(2):
+        tool_log.clear()
+        script = approval_script(scenario, r)
+        server.set_script(script, r)
+        group_id = f"{sid}-task-{r + 1}"
+        cfg = RunConfig(workflow_name=WORKFLOW, group_id=group_id)
+        approvals: list[dict] = []
+        parts: list[dict] = []  # one per Runner.run call: the SDK trace id and the OTel traces it produced
+        paused = resumed = False
+        start = spans_so_far()
+        result = loop.run_until_complete(Runner.run(entry, APPROVAL_INPUT[scenario], run_config=cfg))
+        pause_index = 0
+        while True:
+            state = result.to_state()
+            # the SDK trace this part ran in (a resumed result keeps the reattached trace's state)
+            ts = getattr(result, "_trace_state", None) or state._trace_state
+            sdk_trace = ts.trace_id if ts is not None else None
+            end = spans_so_far()
+            parts.append({"part": "resume" if parts else "initial", "sdk_trace_id": sdk_trace,
+                          "interruptions": len(result.interruptions), "span_range": [start, end]})
+            start = end
+            if not result.interruptions:
+                break
+            paused = True
+            decision = plan[pause_index] if pause_index < len(plan) else "approved"
+            pause_index += 1
+            for item in result.interruptions:
+                approvals.append({"tool": item.tool_name, "tool_call_id": item.call_id, "decision": decision,
+                                  "agent": item.agent.name})
+                if decision == "approved":
+                    state.approve(item)
+                elif decision == "denied":
+                    state.reject(item)
+            if decision == "expired":
+                del state  # abandoned: never approved, rejected or resumed
+                break
+            resumed = True
+            result = loop.run_until_complete(Runner.run(entry, state, run_config=cfg))
+
+        # which OTel traces each part's spans landed in
+        finished = prov.span_exporter.get_finished_spans()
+        all_tids: list[str] = []
+        for part in parts:
+            a, b = part.pop("span_range")
+            tids: list[str] = []
+            for sp in finished[a:b]:
+                tid = format(sp.context.trace_id, "032x")
+                if tid not in tids:
+                    tids.append(tid)
+            part["spans"] = b - a
+            part["trace_ids"] = tids
+            all_tids += [t for t in tids if t not in all_tids]
+
+        u = result.context_wrapper.usage
+        completed = not result.interruptions
+        extra = {
+            "approvals": approvals,
+            "paused": paused,
+            "resumed": resumed,
+            "traces": len(all_tids),
+            "trace_ids": all_tids,
+            "parts": parts,
+            "final_output": str(result.final_output) if completed else None,
+            "interrupted": not completed,
+            "last_agent": result.last_agent.name,
+            "framework_usage": {"requests": u.requests, "input_tokens": u.input_tokens,
+                                "output_tokens": u.output_tokens, "total_tokens": u.total_tokens},
+        }
+        # Outcome as the SDK reports it: every Runner.run call returned a RunResult without raising,
+        # also the abandoned (expired) run, whose last RunResult has interruptions and final_output None.
+        from runner import summarize_run
+
+        run = summarize_run(server, r, tool_log, "success", None, None, group_id, frozenset(), extra)
+        runs.append(run)
+
+        # self-checks against the script
+        want_ran = {"approval_granted": ["refund_payment"], "approval_denied": [], "approval_expired": [],
+                    "two_approvals": ["refund_payment", "cancel_subscription"]}[scenario]
+        if sorted(t["tool"] for t in tool_log) != sorted(want_ran):
+            problems.append(f"run {r}: tools ran {tool_log} != {want_ran}")
+        want_approvals = 2 if scenario == "two_approvals" else 1
+        if len(approvals) != want_approvals:
+            problems.append(f"run {r}: {len(approvals)} approvals != {want_approvals}")
+        scripted_ids = [tc["tool_call_id"] for c in server.calls_for_run(r) if c.get("status") == 200
+                        for tc in (c.get("tool_calls") or ([c] if c.get("tool") else []))]
+        if sorted(a["tool_call_id"] for a in approvals) != sorted(scripted_ids):
+            problems.append(f"run {r}: approval call ids {approvals} != server's {scripted_ids}")
+        if server.remaining():
+            problems.append(f"run {r}: {server.remaining()} scripted steps not consumed")
+        if u.input_tokens + u.output_tokens != run["tokens"]:
+            problems.append(f"run {r}: framework usage {extra['framework_usage']} != server tokens {run['tokens']}")
+    loop.run_until_complete(client.close())
+    loop.close()
+    for inst in instrumentors:
+        try:
+            inst.uninstrument()
+        except Exception as e:  # pragma: no cover
+            problems.append(f"uninstrument failed: {e!r}")
+    return {
+        "framework": "openai-agents",
+        "framework_dist": "openai-agents",
+        "api": "responses",
+        "runs": runs,
+        "problems": problems,
+        "notes": S.notes_for(setup_name, scenario),
+        "other_dists": ["openinference-semantic-conventions", "openinference-instrumentation",
+                        "opentelemetry-semantic-conventions-ai"],
+    }

@@ -9,6 +9,7 @@ A scenario scripts the sequence of model outputs with :meth:`ScriptedServer.set_
 Each incoming model request pops the next step:
 
     {"kind": "tool", "tool": "get_order_status", "args": {...}, "usage": [in, out]}
+    {"kind": "tools", "calls": [{"tool": ..., "args": {...}}, ...], "usage": [in, out]}   # parallel calls
     {"kind": "text", "text": "Your order shipped.", "usage": [in, out]}
     {"kind": "error", "status": 500, "message": "boom"}
 
@@ -189,6 +190,13 @@ class ScriptedServer:
             entry.update(tool=step["tool"], tool_call_id=call_id)
             if step["tool"] not in entry["tools_offered"]:
                 entry["warning"] = f"scripted tool {step['tool']} not offered by request"
+        elif step["kind"] == "tools":  # several function calls in one model response
+            step = dict(step, calls=[dict(c, call_id=c.get("call_id") or f"call_{uuid.uuid4().hex[:20]}")
+                                     for c in step["calls"]])
+            entry["tool_calls"] = [{"tool": c["tool"], "tool_call_id": c["call_id"]} for c in step["calls"]]
+            missing = [c["tool"] for c in step["calls"] if c["tool"] not in entry["tools_offered"]]
+            if missing:
+                entry["warning"] = f"scripted tools {missing} not offered by request"
         if api == "responses":
             resp = self._responses_body(step, model, in_tok, out_tok, call_id)
             entry["response_id"] = resp["id"]
@@ -218,6 +226,15 @@ class ScriptedServer:
                 "arguments": json.dumps(step.get("args", {})),
                 "status": "completed",
             }]
+        elif step["kind"] == "tools":
+            output = [{
+                "type": "function_call",
+                "id": "fc_" + uuid.uuid4().hex[:24],
+                "call_id": c["call_id"],
+                "name": c["tool"],
+                "arguments": json.dumps(c.get("args", {})),
+                "status": "completed",
+            } for c in step["calls"]]
         else:
             output = [{
                 "type": "message",
@@ -307,6 +324,12 @@ class ScriptedServer:
                        "tool_calls": [{"id": call_id, "type": "function",
                                        "function": {"name": step["tool"], "arguments": json.dumps(step.get("args", {}))}}]}
             finish = "tool_calls"
+        elif step["kind"] == "tools":
+            message = {"role": "assistant", "content": None, "refusal": None,
+                       "tool_calls": [{"id": c["call_id"], "type": "function",
+                                       "function": {"name": c["tool"], "arguments": json.dumps(c.get("args", {}))}}
+                                      for c in step["calls"]]}
+            finish = "tool_calls"
         else:
             message = {"role": "assistant", "content": step["text"], "refusal": None}
             finish = "stop"
@@ -332,11 +355,11 @@ class ScriptedServer:
         msg = resp["choices"][0]["message"]
         chunks = [dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])]
         if msg.get("tool_calls"):
-            tc = msg["tool_calls"][0]
-            chunks.append(dict(base, choices=[{"index": 0, "delta": {"tool_calls": [
-                {"index": 0, "id": tc["id"], "type": "function",
-                 "function": {"name": tc["function"]["name"], "arguments": tc["function"]["arguments"]}}]},
-                "finish_reason": None}]))
+            for i, tc in enumerate(msg["tool_calls"]):
+                chunks.append(dict(base, choices=[{"index": 0, "delta": {"tool_calls": [
+                    {"index": i, "id": tc["id"], "type": "function",
+                     "function": {"name": tc["function"]["name"], "arguments": tc["function"]["arguments"]}}]},
+                    "finish_reason": None}]))
         else:
             chunks.append(dict(base, choices=[{"index": 0, "delta": {"content": msg["content"]}, "finish_reason": None}]))
         chunks.append(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": resp["choices"][0]["finish_reason"]}]))

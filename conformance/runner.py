@@ -153,11 +153,14 @@ def summarize_run(server: ScriptedServer, run_index: int, tool_log: list[dict], 
     in_tok = sum(c["input_tokens"] for c in ok)
     out_tok = sum(c["output_tokens"] for c in ok)
     # attach tool call ids from the server log (tool steps, in order, minus handoffs)
-    scripted_tool_calls = [c for c in ok if c.get("tool") and c["tool"] not in handoff_tools]
+    # (a "tools" step - several calls in one response - logs them under "tool_calls")
+    scripted_tool_calls = [tc for c in ok for tc in (c.get("tool_calls") or [c])
+                           if tc.get("tool") and tc["tool"] not in handoff_tools]
     tool_calls = []
     for i, t in enumerate(tool_log):
         t = dict(t)
-        if i < len(scripted_tool_calls) and scripted_tool_calls[i]["tool"] == t["tool"]:
+        # a tool that logged its own call id (from its ToolContext) keeps it
+        if "tool_call_id" not in t and i < len(scripted_tool_calls) and scripted_tool_calls[i]["tool"] == t["tool"]:
             t["tool_call_id"] = scripted_tool_calls[i]["tool_call_id"]
         tool_calls.append(t)
     handoffs = [{"tool": c["tool"], "from_agent": c.get("agent"), "tool_call_id": c["tool_call_id"]}
@@ -177,7 +180,7 @@ def summarize_run(server: ScriptedServer, run_index: int, tool_log: list[dict], 
         "agents": agents,
         "error_where": error_where,
         "model_call_log": [{k: c.get(k) for k in ("seq", "api", "agent", "status", "stream", "response_id", "tool",
-                                                   "tool_call_id", "input_tokens", "output_tokens", "usage_sent", "warning")
+                                                   "tool_call_id", "tool_calls", "input_tokens", "output_tokens", "usage_sent", "warning")
                             if c.get(k) is not None} for c in calls],
     }
     if extra:

@@ -54,6 +54,10 @@ AGENTS_SCENARIOS = ["tool_ok", "tool_error", "run_fails", "run_fails_max_turns",
 # run_fails_chat (a failing Chat Completions call) only matters where a client instrumentation nests.
 AGENTS_CLIENT_SCENARIOS = AGENTS_SCENARIOS + ["run_fails_chat"]
 LANGGRAPH_SCENARIOS = ["tool_ok", "tool_error", "run_fails", "multi_node"]
+# Human-in-the-loop approvals (function_tool(needs_approval=True), RunState approve/reject/resume),
+# recorded for the three plain (no client instrumentation) Agents SDK setups.
+APPROVAL_SCENARIOS = ["approval_granted", "approval_denied", "approval_expired", "two_approvals"]
+AGENTS_APPROVAL_SCENARIOS = AGENTS_SCENARIOS + APPROVAL_SCENARIOS
 
 # instrumentation key -> (distribution name, library label)
 INSTRUMENTATIONS = {
@@ -78,7 +82,7 @@ SETUPS = {
         "framework": "openai-agents",
         "instrument": ["contrib-openai-agents"],
         "env": CONTRIB_ENV,
-        "scenarios": AGENTS_SCENARIOS,
+        "scenarios": AGENTS_APPROVAL_SCENARIOS,
         "task_id_attr": None,
     },
     "contrib-agents-client": {
@@ -106,7 +110,7 @@ SETUPS = {
         "framework": "openai-agents",
         "instrument": ["oi-openai-agents"],
         "env": {},
-        "scenarios": AGENTS_SCENARIOS,
+        "scenarios": AGENTS_APPROVAL_SCENARIOS,
         "task_id_attr": None,
     },
     "openinference-agents-client": {
@@ -124,7 +128,7 @@ SETUPS = {
         "framework": "openai-agents",
         "instrument": ["tl-openai-agents"],
         "env": {"TRACELOOP_TRACE_CONTENT": "true"},
-        "scenarios": AGENTS_SCENARIOS,
+        "scenarios": AGENTS_APPROVAL_SCENARIOS,
         "task_id_attr": None,
     },
     "openllmetry-agents-client": {

@@ -264,8 +264,42 @@ def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, p
     globals()["ToolContext"] = ToolContext  # function_schema resolves the (string) annotation in this module
     from agents.tracing import get_trace_provider, set_trace_processors
 
+    from agents.tracing import add_trace_processor
+    from agents.tracing.processor_interface import TracingProcessor
+
+    class SdkSpy(TracingProcessor):
+        """Records what the SDK hands its trace processors (exports nothing), for truth.json."""
+
+        def __init__(self):
+            self.events: list[dict] = []
+
+        def on_trace_start(self, trace):
+            self.events.append({"ev": "trace_start", "trace_id": trace.trace_id})
+
+        def on_trace_end(self, trace):
+            self.events.append({"ev": "trace_end", "trace_id": trace.trace_id})
+
+        def on_span_start(self, span):
+            self.events.append({"ev": "span_start", "trace_id": span.trace_id})
+
+        def on_span_end(self, span):
+            d = span.span_data
+            if getattr(d, "type", None) == "function":
+                err = span.error
+                self.events.append({"ev": "function_span", "trace_id": span.trace_id, "name": d.name,
+                                    "output": None if d.output is None else str(d.output),
+                                    "error": err.get("message") if err else None})
+
+        def shutdown(self):
+            pass
+
+        def force_flush(self):
+            pass
+
     set_trace_processors([])
     instrumentors = instrument(setup["instrument"], prov)
+    spy = SdkSpy()
+    add_trace_processor(spy)  # after the instrumentors (OpenInference replaces the processor list)
     client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-conformance", max_retries=0)
     set_default_openai_client(client, use_for_tracing=False)
     set_default_openai_api("responses")
@@ -309,18 +343,27 @@ def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, p
         approvals: list[dict] = []
         parts: list[dict] = []  # one per Runner.run call: the SDK trace id and the OTel traces it produced
         paused = resumed = False
-        start = spans_so_far()
+        start, spy_start = spans_so_far(), len(spy.events)
         result = loop.run_until_complete(Runner.run(entry, APPROVAL_INPUT[scenario], run_config=cfg))
         pause_index = 0
         while True:
             state = result.to_state()
-            # the SDK trace this part ran in (a resumed result keeps the reattached trace's state)
-            ts = getattr(result, "_trace_state", None) or state._trace_state
-            sdk_trace = ts.trace_id if ts is not None else None
             end = spans_so_far()
-            parts.append({"part": "resume" if parts else "initial", "sdk_trace_id": sdk_trace,
-                          "interruptions": len(result.interruptions), "span_range": [start, end]})
-            start = end
+            evs = spy.events[spy_start:]
+            sdk_tids = list(dict.fromkeys(e["trace_id"] for e in evs))
+            parts.append({
+                "part": "resume" if parts else "initial",
+                "interruptions": len(result.interruptions),
+                "span_range": [start, end],
+                # what the SDK handed its trace processors during this Runner.run call
+                "sdk_trace_ids": sdk_tids,
+                "sdk_trace_start_notified": any(e["ev"] == "trace_start" for e in evs),
+                "sdk_trace_end_notified": any(e["ev"] == "trace_end" for e in evs),
+                "sdk_spans": sum(e["ev"] == "span_start" for e in evs),
+                "sdk_function_spans": [{k: e[k] for k in ("name", "output", "error")}
+                                       for e in evs if e["ev"] == "function_span"],
+            })
+            start, spy_start = end, len(spy.events)
             if not result.interruptions:
                 break
             paused = True

@@ -116,7 +116,9 @@ def main() -> int:
 
     if args.list:
         for name, cfg in S.SETUPS.items():
-            print(f"{name:32s} family={cfg['family']:18s} scenarios={','.join(cfg['scenarios'])}")
+            extra = cfg.get("extra_scenarios", [])
+            print(f"{name:32s} family={cfg['family']:18s} scenarios={','.join(cfg['scenarios'])}"
+                  + (f" (when named: {','.join(extra)})" if extra else ""))
         return 0
     if args.summary_only:
         return summary_only(out)
@@ -138,7 +140,8 @@ def main() -> int:
         fam = cfg["family"]
         if fam not in install_times:
             install_times[fam] = ensure_venv(fam)
-        scenarios = [x for x in (args.scenario or cfg["scenarios"]) if x in cfg["scenarios"]]
+        known = cfg["scenarios"] + cfg.get("extra_scenarios", [])
+        scenarios = [x for x in (args.scenario or cfg["scenarios"]) if x in known]
         for sc in scenarios:
             ok, msg = run_one(s, sc, out)
             print(f"[record] {'OK  ' if ok else 'FAIL'} {s}/{sc}: {msg}", flush=True)

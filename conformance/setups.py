@@ -82,7 +82,9 @@ SETUPS = {
         "framework": "openai-agents",
         "instrument": ["contrib-openai-agents"],
         "env": CONTRIB_ENV,
-        "scenarios": AGENTS_APPROVAL_SCENARIOS,
+        "scenarios": AGENTS_SCENARIOS,
+        # Recorded only when named (--scenario), into conformance/approvals/ (issue 39).
+        "extra_scenarios": APPROVAL_SCENARIOS,
         "task_id_attr": None,
     },
     "contrib-agents-client": {
@@ -110,7 +112,9 @@ SETUPS = {
         "framework": "openai-agents",
         "instrument": ["oi-openai-agents"],
         "env": {},
-        "scenarios": AGENTS_APPROVAL_SCENARIOS,
+        "scenarios": AGENTS_SCENARIOS,
+        # Recorded only when named (--scenario), into conformance/approvals/ (issue 39).
+        "extra_scenarios": APPROVAL_SCENARIOS,
         "task_id_attr": None,
     },
     "openinference-agents-client": {
@@ -128,7 +132,9 @@ SETUPS = {
         "framework": "openai-agents",
         "instrument": ["tl-openai-agents"],
         "env": {"TRACELOOP_TRACE_CONTENT": "true"},
-        "scenarios": AGENTS_APPROVAL_SCENARIOS,
+        "scenarios": AGENTS_SCENARIOS,
+        # Recorded only when named (--scenario), into conformance/approvals/ (issue 39).
+        "extra_scenarios": APPROVAL_SCENARIOS,
         "task_id_attr": None,
     },
     "openllmetry-agents-client": {
@@ -287,9 +293,74 @@ NOTES = {
 }
 
 
+# Approval scenarios: what the Agents SDK does (read from agents 0.24.0 and checked by the
+# runner's SDK spy processor, runs[].parts[].sdk_*), then per library what reaches the OTLP.
+APPROVAL_NOTE = (
+    "APPROVALS: the tools are function_tool(needs_approval=True). Runner.run returns a RunResult whose "
+    ".interruptions (ToolApprovalItem) hold the proposed calls instead of running them; the script calls "
+    "result.to_state(), state.approve(item) / state.reject(item) (default rejection message) and "
+    "Runner.run(agent, state, run_config=<the same RunConfig>). The SDK emits a function span for the PAUSED call "
+    "(input = the arguments, output None, no error) and then ends the SDK trace (processors get on_trace_end). The "
+    "resumed Runner.run REATTACHES the same SDK trace_id without calling on_trace_start/on_trace_end again "
+    "(agents.tracing.context.create_trace_for_run -> reattach_trace); it starts a new task span and agent span. "
+    "On resume an approved call gets a SECOND function span (with the output), a rejected call gets NO span at "
+    "all and the model gets 'Tool execution was not approved.' as the tool output. runs[].approvals = every "
+    "interruption with its decision; runs[].tool_calls = only the tools that actually ran; runs[].traces / "
+    "trace_ids = the OTel traces the run's spans landed in; runs[].parts = per Runner.run call (initial, resume) "
+    "the SDK trace ids / notifications / function spans and the OTel span count and trace ids. group_id (task_id_sent) "
+    "is passed on both calls and emitted by none of the libraries."
+)
+APPROVAL_SCENARIO_NOTES = {
+    "approval_granted": "approval_granted: 1 pause, approved, resumed; the tool runs on resume, then model call #2.",
+    "approval_denied": "approval_denied: 1 pause, rejected, resumed; the tool never runs, model call #2 answers "
+                       "without it.",
+    "approval_expired": "approval_expired: 1 pause, the RunState is abandoned (never approved, rejected or resumed): "
+                        "1 model call, no tool ran. OUTCOME: Runner.run returned a RunResult without raising (its "
+                        "interruptions non-empty, final_output None), so the outcome is 'success' as the SDK reports "
+                        "it; runs[].interrupted=true and final_output null record that the run never finished.",
+    "two_approvals": "two_approvals: ONE model response with two function calls (refund_payment, cancel_subscription) "
+                     "-> the SDK makes ONE pause with TWO interruptions; both approved, one resume; both tools run "
+                     "on resume, then model call #2.",
+}
+APPROVAL_LIB_NOTES = {
+    "contrib-agents": (
+        "contrib: the resumed part is a NEW OTel trace rooted at the SDK task span ('unknown', INTERNAL, no "
+        "'Customer support' SERVER root, since the processor never saw the reattached trace start), so a resumed run "
+        "has 2 traces and an expired run 1. The paused call is an 'execute_tool <tool>' span (status OK, "
+        "gen_ai.tool.call.arguments, no gen_ai.tool.call.result) in the first trace; an approved call gets a second "
+        "'execute_tool <tool>' span with gen_ai.tool.call.result in the resumed trace; a rejected call has no "
+        "second span. No attribute, event or status marks the approval request, the decision or the interruption. "
+        "Nothing joins the two traces: no group/conversation/session id; the tool call ids appear only inside the "
+        "first trace's gen_ai.output.messages (a Python repr); the resumed 'chat' span's gen_ai.input.messages holds "
+        "only the user message."
+    ),
+    "openinference-agents": (
+        "OpenInference: the resumed part is MISSING. The processor records only spans of SDK traces it saw start "
+        "(on_span_start returns when span.trace_id is not in _root_spans; on_trace_end popped it at the pause), and "
+        "the reattached trace never starts again: every run is 1 trace with only model call #1 (model call #2, its "
+        "tokens and the tools run on resume are absent; truth tokens are the server's). The paused call is a TOOL "
+        "span '<tool>' (tool.name, input.value = the arguments, no output.value, status OK) - for approval_denied "
+        "and approval_expired the only tool span is a call that never ran. No approval attribute or event; the call "
+        "id only in llm.output_messages.0.message.tool_calls.N.tool_call.id of the 'response' span."
+    ),
+    "openllmetry-agents": (
+        "OpenLLMetry: the resumed part is a NEW OTel trace rooted at '<agent>.agent' (no 'Agent Workflow' root), so "
+        "a resumed run has 2 traces and an expired run 1. The paused call is a '<tool>.tool' span (status OK, "
+        "gen_ai.tool.call.arguments, no gen_ai.tool.call.result) in the first trace; an approved call gets a second "
+        "'<tool>.tool' span with gen_ai.tool.call.result in the resumed trace; a rejected call has none. No approval "
+        "attribute or event. Only with content capture: the resumed 'openai.response' span's gen_ai.input.messages "
+        "has a role 'tool' part {type: 'tool_call_response', id: <call id>, response: <tool output or 'Tool "
+        "execution was not approved.'>} whose id equals the tool_call id in the first trace's gen_ai.output.messages "
+        "- the only thing that joins the parts."
+    ),
+}
+
+
 def notes_for(setup: str, scenario: str) -> str:
     n = NOTES.get(setup, {})
     parts = [n.get("*", ""), n.get(scenario, "")]
+    if scenario in APPROVAL_SCENARIOS:
+        parts += [APPROVAL_NOTE, APPROVAL_SCENARIO_NOTES[scenario], APPROVAL_LIB_NOTES.get(setup, "")]
     return " ".join(p for p in parts if p).strip()
 
 

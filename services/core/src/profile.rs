@@ -57,6 +57,10 @@ pub enum NotApplicable {
     OnlyInformational { metrics: Vec<String> },
     /// An instrument of an action loop, for a system declared without one (seed 000 Table IV).
     NoActionLoop { system_type: &'static str },
+    /// Confirmation gating of a system whose telemetry cannot show an approval
+    /// (`[evaluation.approval_signal] <system> = "none"`): no confirmation seen is not no
+    /// confirmation given.
+    NoApprovalSignal,
 }
 
 impl NotApplicable {
@@ -69,6 +73,7 @@ impl NotApplicable {
             NotApplicable::Unconfigured { .. } => "unconfigured",
             NotApplicable::OnlyInformational { .. } => "only_informational",
             NotApplicable::NoActionLoop { .. } => "no_action_loop",
+            NotApplicable::NoApprovalSignal => "no_approval_signal",
         }
     }
 
@@ -90,6 +95,7 @@ impl NotApplicable {
             NotApplicable::NoActionLoop { system_type } => {
                 format!("not applicable: a {system_type} system has no action loop (seed 000 Table IV)")
             }
+            NotApplicable::NoApprovalSignal => "no approval signal in this telemetry".into(),
         }
     }
 }
@@ -146,10 +152,23 @@ pub fn not_applicable_to_type(
     estimate: Option<&Estimate>,
     system_type: crate::catalogue::SystemType,
 ) -> MetricEvaluation {
+    not_applicable_because(spec, benchmark, units, estimate, NotApplicable::NoActionLoop { system_type: system_type.as_str() })
+}
+
+/// A metric N/A for a declared reason whatever its evidence: its estimate and interval are
+/// carried as evidence, nothing is banded, and it has no veto state (it can neither cap, flag
+/// nor page).
+pub fn not_applicable_because(
+    spec: &'static MetricSpec,
+    benchmark: Option<String>,
+    units: u64,
+    estimate: Option<&Estimate>,
+    reason: NotApplicable,
+) -> MetricEvaluation {
     // Zero units: the estimate and interval are carried, nothing is banded.
     let mut ev = evaluate_metric_with(spec, benchmark, 0, estimate, None, &BandContext::default());
     (ev.units, ev.band, ev.band_interval, ev.veto) = (units, None, None, None);
-    ev.not_applicable = Some(NotApplicable::NoActionLoop { system_type: system_type.as_str() });
+    ev.not_applicable = Some(reason);
     ev
 }
 

@@ -38,6 +38,13 @@ pub struct EvaluationConfig {
     /// `agent`): a system without an action loop is N/A for the trajectory rows.
     #[serde(default)]
     pub system_types: BTreeMap<String, octant_core::catalogue::SystemType>,
+    /// Whether each system's telemetry can show a human's approval of an action (`telemetry`,
+    /// the default, or `none`): with `none`, confirmation gating is N/A ("no approval signal in
+    /// this telemetry") and carries no veto state, however many gated steps went unconfirmed —
+    /// for a system traced by an instrumentation that has no approval channel
+    /// (`conformance/APPROVALS.md`: none of the OpenAI Agents SDK's three has one).
+    #[serde(default)]
+    pub approval_signal: BTreeMap<String, ApprovalSignal>,
     /// Single-agent baselines S_1 of multi-agent systems (seed 000 Table IX, RCC): system id →
     /// the task-success rate a single agent achieves on the same tasks, measured and declared
     /// by the team. With one, every task-success window of the system also gives the relative
@@ -226,6 +233,11 @@ impl EvaluationConfig {
         self.bootstrap.spec()
     }
 
+    /// What `system`'s telemetry can show of approvals (default: it can).
+    pub fn approval_signal(&self, system: &str) -> ApprovalSignal {
+        self.approval_signal.get(system).copied().unwrap_or_default()
+    }
+
     /// The declared type of `system` (default: an agent).
     pub fn system_type(&self, system: &str) -> octant_core::catalogue::SystemType {
         self.system_types.get(system).copied().unwrap_or_default()
@@ -295,4 +307,16 @@ impl EvaluationConfig {
         }
         Ok(())
     }
+}
+
+/// What a system's telemetry can show of a human's approval (`[evaluation.approval_signal]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalSignal {
+    /// Approvals reach the telemetry (decision events, `octant.confirmed`, a declared mapping):
+    /// a high-impact step without one was not confirmed.
+    #[default]
+    Telemetry,
+    /// Nothing in the telemetry can show an approval: confirmation gating is N/A.
+    None,
 }

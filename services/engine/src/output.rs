@@ -7,7 +7,8 @@ use octant_contracts::{DimensionBand, DimensionProfile, MetricWindow, Source, Ve
 use octant_core::catalogue::CATALOGUE_VERSION;
 use octant_core::family::BandContext;
 use octant_core::profile::{
-    MetricEvaluation, NotApplicable, Profile, ProfileRules, build_profile, evaluate_metric_with, not_applicable_to_type,
+    MetricEvaluation, NotApplicable, Profile, ProfileRules, build_profile, evaluate_metric_with, not_applicable_because,
+    not_applicable_to_type,
 };
 use octant_core::stats::bootstrap::METHOD;
 
@@ -70,6 +71,11 @@ fn evaluate(s: &SeriesWindow, cfg: &EvaluationConfig, rules: &ProfileRules) -> M
     let system_type = cfg.system_type(&s.key.system_id);
     if !s.spec.applies_to(system_type) {
         return not_applicable_to_type(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), system_type);
+    }
+    if s.spec.id == octant_core::catalogue::ids::CONFIRMATION_GATING
+        && cfg.approval_signal(&s.key.system_id) == crate::config::ApprovalSignal::None
+    {
+        return not_applicable_because(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), NotApplicable::NoApprovalSignal);
     }
     let pool = cfg.pool(s.key.metric, &s.key.system_id);
     let ctx = BandContext { budget: cfg.budget(&s.key.system_id, s.key.metric), pool: pool.as_ref().map(|(p, _)| p) };
@@ -323,6 +329,46 @@ mod tests {
     /// the veto, is N/A `no_action_loop` with no veto state (nothing capped or flagged), while
     /// its output-level instruments are banded as for any system; the same data from an agent
     /// is capped.
+    /// A system whose telemetry cannot show approvals (`approval_signal = "none"`): 1,000 gated
+    /// calls, none seen confirmed, give a confirmation-gating window N/A with the reason and no
+    /// veto state — while the same calls from a system whose telemetry can show approvals, 30 %
+    /// unconfirmed, breach the veto as before.
+    #[test]
+    fn gating_without_an_approval_signal_is_na_not_zero() {
+        let spec = WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 };
+        let mut cfg = EvaluationConfig::default();
+        cfg.bootstrap.replicates = 200;
+        cfg.approval_signal.insert("untraceable".into(), crate::config::ApprovalSignal::None);
+        let mut w = Windows::new(spec, cfg.bootstrap_spec(), None);
+        let mut offset = 0;
+        let never: fn(i64) -> bool = |_| false;
+        let seven_in_ten: fn(i64) -> bool = |r| r % 10 >= 3;
+        for (system, confirmed) in [("untraceable", never), ("gated", seven_in_ten)] {
+            for r in 0..1000 {
+                let run = format!("{system}-{r}");
+                let mut o =
+                    obs(format!("{run}/confirmation_gating/1"), "confirmation_gating", &run, T0 + r * 100, confirmed(r) as u8 as f64);
+                o.system_id = system.into();
+                w.add(&o, offset);
+                offset += 1;
+            }
+        }
+        let out: Vec<Outputs> = w.advance_to(T0 + 10 * MIN, offset).iter().map(|e| build(e, &cfg)).collect();
+        let window = |system: &str| {
+            out.iter().flat_map(|o| &o.windows).find(|x| x.system_id == system && x.metric == "confirmation_gating").unwrap().clone()
+        };
+        let quiet = window("untraceable");
+        assert_eq!(quiet.na_reason.as_deref(), Some("no approval signal in this telemetry"));
+        assert_eq!((quiet.band, quiet.veto_state.as_deref(), quiet.units), (None, None, 1000), "no veto state: it cannot cap or page");
+        assert_eq!(quiet.estimate, Some(0.0), "the data is kept as evidence");
+        let gated = window("gated");
+        assert_eq!(gated.na_reason, None);
+        assert!(matches!(gated.veto_state.as_deref(), Some("breached") | Some("confirmed")), "{gated:?}");
+        let profile = |system: &str| out.iter().flat_map(|o| &o.profiles).find(|(p, _)| p.system_id == system).unwrap().0.clone();
+        assert!(profile("untraceable").vetoes.is_empty(), "no cap from a metric that is N/A");
+        assert!(!profile("gated").vetoes.is_empty());
+    }
+
     #[test]
     fn a_system_without_an_action_loop_is_na_for_the_trajectory_rows() {
         let mut input = Vec::new();

@@ -15,6 +15,15 @@ HANDOFF_TOOL = "transfer_to_billing_agent"
 CHAT_SCENARIOS = ("chat_completions", "run_fails_chat")
 
 
+def uninstrument(instrumentors: list, problems: list[str]) -> None:
+    """Disable what the runner's `instrument` enabled; a failure is a problem of the recording."""
+    for inst in instrumentors:
+        try:
+            inst.uninstrument()
+        except Exception as e:  # pragma: no cover
+            problems.append(f"uninstrument failed: {e!r}")
+
+
 def usage(run: int, k: int) -> list[int]:
     """Deterministic, distinct token usage for model call k of run `run`."""
     return [100 + 50 * k + run, 10 + 5 * k + run]
@@ -180,11 +189,7 @@ def run_scenario(setup_name: str, setup: dict, scenario: str, server, prov, inst
             problems.append(f"run {r}: framework usage {fu} != server tokens {run['tokens']}")
     loop.run_until_complete(client.close())
     loop.close()
-    for inst in instrumentors:
-        try:
-            inst.uninstrument()
-        except Exception as e:  # pragma: no cover
-            problems.append(f"uninstrument failed: {e!r}")
+    uninstrument(instrumentors, problems)
     return {
         "framework": "openai-agents",
         "framework_dist": "openai-agents",
@@ -436,11 +441,7 @@ def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, p
             problems.append(f"run {r}: framework usage {extra['framework_usage']} != server tokens {run['tokens']}")
     loop.run_until_complete(client.close())
     loop.close()
-    for inst in instrumentors:
-        try:
-            inst.uninstrument()
-        except Exception as e:  # pragma: no cover
-            problems.append(f"uninstrument failed: {e!r}")
+    uninstrument(instrumentors, problems)
     return {
         "framework": "openai-agents",
         "framework_dist": "openai-agents",

@@ -11,33 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 import setups as S
-
-SUPPORT = "Support agent"
-TRIAGE = "Triage agent"
-BILLING = "Billing agent"
-
-
-def usage(run: int, k: int) -> list[int]:
-    return [100 + 50 * k + run, 10 + 5 * k + run]
+from fw_agents import BILLING, SUPPORT, TRIAGE, uninstrument, usage
+from fw_agents import script_for as agents_script_for
 
 
 def script_for(scenario: str, run: int) -> list[dict[str, Any]]:
-    order = f"A-{100 + run}"
-    if scenario == "tool_ok":
-        return [
-            {"kind": "tool", "tool": "get_order_status", "args": {"order_id": order}, "usage": usage(run, 0)},
-            {"kind": "text", "text": f"Order {order} has shipped.", "usage": usage(run, 1)},
-        ]
-    if scenario == "tool_error":
-        return [
-            {"kind": "tool", "tool": "lookup_account", "args": {"account_id": f"acct-{run}"}, "usage": usage(run, 0)},
-            {"kind": "text", "text": "Sorry, I could not look up your account right now.", "usage": usage(run, 1)},
-        ]
-    if scenario == "run_fails":
-        return [
-            {"kind": "tool", "tool": "get_order_status", "args": {"order_id": order}, "usage": usage(run, 0)},
-            {"kind": "error", "status": 500, "message": "scripted upstream failure"},
-        ]
+    # The single-agent scenarios are the Agents SDK's, call for call.
+    if scenario in ("tool_ok", "tool_error", "run_fails"):
+        return agents_script_for(scenario, run)
     if scenario == "multi_node":
         return [
             {"kind": "text", "text": "This is a billing question; passing you to the Billing agent.", "usage": usage(run, 0)},
@@ -154,11 +135,7 @@ def run_scenario(setup_name: str, setup: dict, scenario: str, server, prov, inst
         fu = extra.get("framework_usage")
         if fu and fu["input_tokens"] + fu["output_tokens"] != run["tokens"]:
             problems.append(f"run {r}: framework usage {fu} != server tokens {run['tokens']}")
-    for inst in instrumentors:
-        try:
-            inst.uninstrument()
-        except Exception as e:  # pragma: no cover
-            problems.append(f"uninstrument failed: {e!r}")
+    uninstrument(instrumentors, problems)
     notes = S.notes_for(setup_name, scenario)
     return {
         "framework": "langgraph",

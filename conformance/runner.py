@@ -87,55 +87,36 @@ class Providers:
         return span_bytes, log_bytes, len(spans), len(logs)
 
 
+# Instrumentation key -> (module, instrumentor class, whether it takes the logger provider).
+INSTRUMENTORS = {
+    "contrib-openai-agents": ("opentelemetry.instrumentation.openai_agents", "OpenAIAgentsInstrumentor", True),
+    "contrib-openai": ("opentelemetry.instrumentation.openai_v2", "OpenAIInstrumentor", True),
+    "oi-openai-agents": ("openinference.instrumentation.openai_agents", "OpenAIAgentsInstrumentor", False),
+    "oi-openai": ("openinference.instrumentation.openai", "OpenAIInstrumentor", False),
+    "oi-langchain": ("openinference.instrumentation.langchain", "LangChainInstrumentor", False),
+    "tl-openai-agents": ("opentelemetry.instrumentation.openai_agents", "OpenAIAgentsInstrumentor", False),
+    "tl-openai": ("opentelemetry.instrumentation.openai", "OpenAIInstrumentor", True),
+    "tl-langchain": ("opentelemetry.instrumentation.langchain", "LangchainInstrumentor", False),
+}
+
+
 def instrument(keys: list[str], prov: Providers) -> list:
     """Enable the given instrumentations; returns the instrumentor objects."""
-    tp, lp = prov.tracer_provider, prov.logger_provider
+    import importlib
+
     out = []
     for key in keys:
-        if key == "contrib-openai-agents":
-            from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
-
-            inst = OpenAIAgentsInstrumentor()
-            inst.instrument(tracer_provider=tp, logger_provider=lp)
-        elif key == "contrib-openai":
-            from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-
-            inst = OpenAIInstrumentor()
-            inst.instrument(tracer_provider=tp, logger_provider=lp)
-        elif key == "oi-openai-agents":
-            from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
-
-            inst = OpenAIAgentsInstrumentor()
-            inst.instrument(tracer_provider=tp)
-        elif key == "oi-openai":
-            from openinference.instrumentation.openai import OpenAIInstrumentor
-
-            inst = OpenAIInstrumentor()
-            inst.instrument(tracer_provider=tp)
-        elif key == "oi-langchain":
-            from openinference.instrumentation.langchain import LangChainInstrumentor
-
-            inst = LangChainInstrumentor()
-            inst.instrument(tracer_provider=tp)
-        elif key == "tl-openai-agents":
-            from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
-
-            inst = OpenAIAgentsInstrumentor()
-            inst.instrument(tracer_provider=tp)
-        elif key == "tl-openai":
-            from opentelemetry.instrumentation.openai import OpenAIInstrumentor
-
-            inst = OpenAIInstrumentor()
-            inst.instrument(tracer_provider=tp, logger_provider=lp)
-        elif key == "tl-langchain":
-            from opentelemetry.instrumentation.langchain import LangchainInstrumentor
-
-            inst = LangchainInstrumentor()
-            inst.instrument(tracer_provider=tp)
-        else:
+        if key not in INSTRUMENTORS:
             raise SystemExit(f"unknown instrumentation key {key}")
+        module, cls, with_logs = INSTRUMENTORS[key]
+        inst = getattr(importlib.import_module(module), cls)()
+        kwargs = {"tracer_provider": prov.tracer_provider}
+        if with_logs:
+            kwargs["logger_provider"] = prov.logger_provider
+        inst.instrument(**kwargs)
         out.append(inst)
     return out
+
 
 
 def summarize_run(server: ScriptedServer, run_index: int, tool_log: list[dict], outcome: str,

@@ -84,13 +84,16 @@ fn invocation(s: &SpanRec) -> bool {
     (role(s) == Role::Agent && op != Some("create_agent")) || op.is_some_and(|op| INVOCATIONS.contains(&op))
 }
 
+/// Attributes naming an agent: the GenAI conventions', OpenInference's, OpenLLMetry's.
+const AGENT_NAMES: [&str; 3] = ["gen_ai.agent.name", "agent.name", "traceloop.entity.name"];
+
 /// An agent span that names its agent (the contrib instrumentation of the OpenAI Agents SDK
 /// writes the SDK's trace as an `invoke_agent` root without a name: a workflow in all but name).
 /// Only attributes name it here: an OpenInference `AGENT` root named only by its span name is
 /// the Agents SDK's trace (its workflow), and a failure under it is the run's.
 fn named_agent(s: &SpanRec) -> bool {
     role(s) == Role::Agent
-        && (first_str(&s.attrs, &["gen_ai.agent.name", "agent.name", "traceloop.entity.name"]).is_some()
+        && (first_str(&s.attrs, &AGENT_NAMES).is_some()
             || str_attr(&s.attrs, "gen_ai.agent.id").is_some_and(|id| !DEFAULT_AGENT_IDS.contains(&id)))
 }
 
@@ -106,12 +109,10 @@ fn agent_name(s: &SpanRec) -> Option<&str> {
         return None;
     }
     let a = &s.attrs;
-    first_str(a, &["gen_ai.agent.name", "agent.name", "traceloop.entity.name"])
-        .or_else(|| str_attr(a, "gen_ai.agent.id").filter(|id| !DEFAULT_AGENT_IDS.contains(id)))
-        .or_else(|| {
-            let oi = str_attr(a, "openinference.span.kind").is_some_and(|k| k.eq_ignore_ascii_case("AGENT"));
-            (oi && !s.name.is_empty()).then_some(s.name.as_str())
-        })
+    first_str(a, &AGENT_NAMES).or_else(|| str_attr(a, "gen_ai.agent.id").filter(|id| !DEFAULT_AGENT_IDS.contains(id))).or_else(|| {
+        let oi = str_attr(a, "openinference.span.kind").is_some_and(|k| k.eq_ignore_ascii_case("AGENT"));
+        (oi && !s.name.is_empty()).then_some(s.name.as_str())
+    })
 }
 
 /// An OpenInference `TOOL` span that is the OpenAI Agents SDK's handoff (`handoff to <agent>`,
@@ -477,7 +478,11 @@ impl<'a> Trace<'a> {
     /// agent above them (an agent called by another agent, as a tool say, is the caller's to
     /// handle).
     fn top_invocations(&self) -> impl Iterator<Item = &'a SpanRec> + '_ {
-        self.spans.iter().filter(move |s| invocation(s) && !self.ancestors(s).any(named_agent))
+        self.spans.iter().filter(move |s| self.top_invocation(s))
+    }
+
+    fn top_invocation(&self, s: &'a SpanRec) -> bool {
+        invocation(s) && !self.ancestors(s).any(named_agent)
     }
 
     /// The run's outcome as the telemetry reports it (informational: task success for gating
@@ -504,8 +509,7 @@ impl<'a> Trace<'a> {
     /// not hold, the root, or a top invocation (a result about a sub-agent or any other inner
     /// span is not the run's verdict).
     fn about_run(&self, span: Option<&str>) -> bool {
-        span.and_then(|s| self.by_id.get(s))
-            .is_none_or(|s| std::ptr::eq(*s, self.root) || self.top_invocations().any(|t| std::ptr::eq(t, *s)))
+        span.and_then(|s| self.by_id.get(s)).is_none_or(|s| std::ptr::eq(*s, self.root) || self.top_invocation(s))
     }
 
     /// The run's evaluations, each with whether it is about the whole run ([`Self::about_run`]):

@@ -54,6 +54,17 @@ async fn produce_requests(producer: &rdkafka::producer::FutureProducer, sdk: &[s
     requests
 }
 
+/// The ingest of `env` reading the Collector's two topics, a trace complete after 500 ms quiet.
+fn ingest_config(env: &TestEnv, spans_topic: &str, logs_topic: &str) -> octant_ingest::IngestConfig {
+    octant_ingest::IngestConfig {
+        stream: env.stream("ingest"),
+        spans_topic: spans_topic.into(),
+        logs_topic: logs_topic.into(),
+        trace_quiet: Duration::from_millis(500),
+        ..Default::default()
+    }
+}
+
 fn instruments() -> Vec<InstrumentDecl> {
     let toml = r#"
         [[instruments]]
@@ -101,14 +112,7 @@ async fn opentelemetry_traces_and_events_become_verdicts() {
     .unwrap();
 
     let shutdown = CancellationToken::new();
-    let mut ingest_cfg = octant_ingest::IngestConfig {
-        stream: env.stream("ingest"),
-        spans_topic: spans_topic.clone(),
-        logs_topic: logs_topic.clone(),
-        ..Default::default()
-    };
-    ingest_cfg.trace_quiet = Duration::from_millis(500);
-    let ingest = octant_ingest::start(ingest_cfg, Registry::new(), shutdown.clone()).await.unwrap();
+    let ingest = octant_ingest::start(ingest_config(&env, &spans_topic, &logs_topic), Registry::new(), shutdown.clone()).await.unwrap();
     let mut scorer_cfg = env.scorer_config();
     scorer_cfg.evaluation.instruments = instruments();
     let scorer = octant_scorer::start(scorer_cfg, Registry::new(), shutdown.clone()).await.unwrap();
@@ -247,9 +251,7 @@ async fn opentelemetry_evaluation_results_recover_the_raters_truth() {
     let producer = kafka::producer(&env.kafka, "collector").unwrap();
     produce_requests(&producer, sdk["requests"].as_array().unwrap(), &spans_topic, &logs_topic).await;
     let shutdown = CancellationToken::new();
-    let mut ingest_cfg = octant_ingest::IngestConfig { stream: env.stream("ingest"), spans_topic, logs_topic, ..Default::default() };
-    ingest_cfg.trace_quiet = Duration::from_millis(500);
-    let ingest = octant_ingest::start(ingest_cfg, Registry::new(), shutdown.clone()).await.unwrap();
+    let ingest = octant_ingest::start(ingest_config(&env, &spans_topic, &logs_topic), Registry::new(), shutdown.clone()).await.unwrap();
     wait_metrics(ingest.admin_addr, "every rated run emitted", |m| total(m, "octant_ingest_runs_total") >= runs as f64).await;
     shutdown.cancel();
     ingest.task.await.unwrap().unwrap();
@@ -287,4 +289,163 @@ async fn opentelemetry_evaluation_results_recover_the_raters_truth() {
     assert!(lo <= f(&truth["verbosity_bias"]) && f(&truth["verbosity_bias"]) <= hi, "{p:?} covers {}", truth["verbosity_bias"]);
     assert_eq!(p.verbosity_reference.as_deref(), Some("humans on the same items"));
     let _ = std::fs::remove_dir_all(&lake);
+}
+
+/// Approvals at production volume, from what a real instrumentation wrote: the OpenAI Agents
+/// SDK's approved-refund runs as the OpenTelemetry contrib instrumentation traced them
+/// (`conformance/approvals/contrib-agents/approval_granted`, two runs, each paused on a call
+/// that needs approval and resumed as a second trace), re-keyed 500 times per system (1,000
+/// approved high-impact calls each), through the broker, the ingest, the scorer, the
+/// aggregator and the alerter:
+/// - as recorded (an instrumentation the approval table lists without an approval channel):
+///   every confirmation-gating window N/A "no approval signal in this telemetry", no veto
+///   state, no alert — and the proposed calls are no steps (1,000 tool calls, not 2,000);
+/// - the same traces from an instrumentation with an approval channel (the team's own scope,
+///   `octant.confirmed` on 70 % of the executed calls): gating breached, then confirmed, and
+///   the confirmation-gating alert.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_at_production_volume() {
+    use octant_contracts::{Alert, TrajectoryEvent};
+    use octant_otlp::proto::{AnyValue, ExportTraceServiceRequest, KeyValue, any_value};
+    use prost::Message;
+    const COPIES: u64 = 500;
+    let fixture = repo_root().join("conformance/approvals/contrib-agents/approval_granted/spans.pb");
+    let recorded = ExportTraceServiceRequest::decode(std::fs::read(&fixture).expect("the recorded fixture").as_slice()).unwrap();
+    let spans = |r: &ExportTraceServiceRequest| r.resource_spans.iter().flat_map(|rs| &rs.scope_spans).flat_map(|ss| &ss.spans).count();
+    assert!(spans(&recorded) > 0);
+    let first =
+        recorded.resource_spans.iter().flat_map(|rs| &rs.scope_spans).flat_map(|ss| &ss.spans).map(|s| s.start_time_unix_nano).min();
+    let t0 = first.unwrap();
+    let string = |v: &str| Some(AnyValue { value: Some(any_value::Value::StringValue(v.into())) });
+    // Copy k of the recorded request for `system`: its own trace ids, shifted by k × 2.4 s
+    // of event time (20 minutes for the 500 copies) from 2025-11-30T08:00Z.
+    let copy = |system: &str, k: u64, channel: bool| {
+        let mut r = recorded.clone();
+        let shift = 1_764_489_600_000_000_000u64 + k * 2_400_000_000;
+        for rs in &mut r.resource_spans {
+            for kv in rs.resource.iter_mut().flat_map(|res| &mut res.attributes) {
+                if kv.key == "service.name" {
+                    kv.value = string(system);
+                }
+            }
+            for ss in &mut rs.scope_spans {
+                if channel {
+                    ss.scope.as_mut().unwrap().name = "support.approvals".into();
+                }
+                for s in &mut ss.spans {
+                    s.trace_id[0] ^= if channel { 0x80 } else { 0 };
+                    s.trace_id[8..].copy_from_slice(&k.to_be_bytes());
+                    s.start_time_unix_nano = s.start_time_unix_nano - t0 + shift;
+                    s.end_time_unix_nano = s.end_time_unix_nano - t0 + shift;
+                    for e in &mut s.events {
+                        e.time_unix_nano = e.time_unix_nano.saturating_sub(t0) + shift;
+                    }
+                    let executed = s.attributes.iter().any(|kv| kv.key == "gen_ai.tool.call.result");
+                    // 70 % of the copies approved on the channel.
+                    if channel && executed && k % 10 >= 3 {
+                        s.attributes.push(KeyValue {
+                            key: "octant.confirmed".into(),
+                            value: Some(AnyValue { value: Some(any_value::Value::BoolValue(true)) }),
+                        });
+                    }
+                }
+            }
+        }
+        r.encode_to_vec()
+    };
+
+    let env = TestEnv::new("approvals", 1).await;
+    let (spans_topic, logs_topic) = (env.topic("otlp_spans"), env.topic("otlp_logs"));
+    kafka::ensure_topics(&env.kafka, &[(spans_topic.clone(), 1), (logs_topic.clone(), 1)]).await.unwrap();
+    let producer = kafka::producer(&env.kafka, "collector").unwrap();
+    let send = async |payload: Vec<u8>| {
+        kafka::send(&producer, &OutRecord { topic: spans_topic.clone(), partition: Some(0), key: String::new(), payload }).await.unwrap();
+    };
+    for k in 0..COPIES {
+        send(copy("support-contrib", k, false)).await;
+        send(copy("support-gated", k, true)).await;
+    }
+    let shutdown = CancellationToken::new();
+    let mut ingest_cfg = ingest_config(&env, &spans_topic, &logs_topic);
+    ingest_cfg.mapping.tool_impact.insert("refund_payment".into(), octant_contracts::Impact::High);
+    let ingest = octant_ingest::start(ingest_cfg, Registry::new(), shutdown.clone()).await.unwrap();
+    let scorer = octant_scorer::start(env.scorer_config(), Registry::new(), shutdown.clone()).await.unwrap();
+    let agg = octant_aggregator::start(crate::aggregator::aggregator_config(&env), Registry::new(), shutdown.clone()).await.unwrap();
+    let alerter = octant_alerter::start(crate::alerter::alerter_config(&env, None), Registry::new(), shutdown.clone()).await.unwrap();
+
+    // Two systems, two runs per copy, two traces per run: one run-level observation each.
+    let runs = (2 * COPIES * 2 * 2) as f64;
+    wait_metrics(scorer.admin_addr, "every trace scored", |m| {
+        m.get("octant_scorer_observations_produced_total{metric=\"help_seeking\"}") >= Some(&runs)
+    })
+    .await;
+    // The clock: a copy an hour later closes every window of the 20 minutes.
+    send(copy("support-clock", COPIES + 1500, false)).await;
+    wait_metrics(agg.admin_addr, "the windows closed", |m| total(m, "octant_aggregator_windows_emitted_total") >= 40.0).await;
+    let alerts: Vec<Alert> = collect(&env.kafka, &env.topic(topics::ALERTS), 1, Duration::from_secs(10)).await;
+    shutdown.cancel();
+    for t in [ingest.task, scorer.task, agg.task, alerter.task] {
+        t.await.unwrap().unwrap();
+    }
+
+    let events: Vec<TrajectoryEvent> = read_all(&env.kafka, &env.topic(topics::TRAJECTORIES_PRODUCTION)).await;
+    let tool_steps = |system: &str| {
+        events
+            .iter()
+            .filter(|e| e.system.id == system)
+            .filter_map(|e| e.step.as_ref())
+            .filter(|s| s.step_kind == octant_contracts::StepKind::ToolCall)
+            .count()
+    };
+    assert_eq!(tool_steps("support-contrib"), 1000, "the approved calls ran once each; the proposed ones are no steps");
+    let channel = |system: &str| {
+        events
+            .iter()
+            .filter(|e| e.system.id == system)
+            .filter_map(|e| e.run_started.as_ref())
+            .map(|r| r.approval_channel)
+            .collect::<Vec<_>>()
+    };
+    assert!(channel("support-contrib").iter().all(|c| *c != Some(true)));
+    assert_eq!(channel("support-contrib").iter().filter(|c| **c == Some(false)).count(), 2000, "every trace with a tool span");
+    let obs: Vec<Observation> = read_all(&env.kafka, &env.topic(topics::OBSERVATIONS)).await;
+    let gated = |system: &str| obs.iter().filter(|o| o.system_id == system && o.metric == "confirmation_gating").collect::<Vec<_>>();
+    assert_eq!(gated("support-contrib").len(), 1000);
+    assert!(gated("support-contrib").iter().all(|o| o.weight == 0.0), "counted, weightless");
+    let confirmed = gated("support-gated").iter().map(|o| o.value).sum::<f64>();
+    assert_eq!((gated("support-gated").len(), confirmed), (1000, 700.0));
+
+    let d = octant_contracts::Decoder::new();
+    let mut windows: Vec<MetricWindow> = Vec::new();
+    for (_, _, _, v) in read_all_raw(&env.kafka, &env.topic(topics::WINDOWS)).await {
+        if let Ok(w) = d.decode::<MetricWindow>(&v) {
+            windows.push(w);
+        }
+    }
+    let gating = |system: &str| {
+        let mut v: Vec<&MetricWindow> = windows.iter().filter(|w| w.system_id == system && w.metric == "confirmation_gating").collect();
+        v.sort_by_key(|w| w.window_end);
+        v
+    };
+    let contrib = gating("support-contrib");
+    assert!(contrib.len() >= 20, "{} windows", contrib.len());
+    for w in &contrib {
+        assert_eq!(w.na_reason.as_deref(), Some("no approval signal in this telemetry"), "{w:?}");
+        assert_eq!((w.veto_state.as_deref(), w.band), (None, None), "{w:?}");
+    }
+    let states: Vec<&str> = gating("support-gated").iter().filter_map(|w| w.veto_state.as_deref()).collect();
+    let breached = states.iter().position(|s| *s == "breached");
+    let confirmed = states.iter().position(|s| *s == "confirmed");
+    assert!(breached.is_some() && confirmed.is_some() && breached < confirmed, "breached, then confirmed: {states:?}");
+    assert!(alerts.iter().all(|a| a.system_id != "support-contrib"), "never paged: {alerts:#?}");
+    assert!(
+        alerts.iter().any(|a| a.system_id == "support-gated" && a.rule == "confirmation_gating_veto"),
+        "the gated system's veto alert: {alerts:#?}"
+    );
+    eprintln!(
+        "approvals: {} gating windows N/A for support-contrib; support-gated veto states {:?}; {} alerts",
+        contrib.len(),
+        states,
+        alerts.len()
+    );
 }

@@ -97,6 +97,12 @@ pub struct RunStarted {
     /// family apart. Added after v1 with a default.
     #[serde(default)]
     pub task_family: Option<String>,
+    /// Whether the telemetry this run came from can show a human's approval of an action:
+    /// `Some(false)` when the instrumentation that traced it has no approval channel
+    /// (confirmation gating is then N/A, never 0), `Some(true)` when the run carried an
+    /// approval signal, `None` when not known (gating is scored). Added after v1 with a default.
+    #[serde(default)]
+    pub approval_channel: Option<bool>,
 }
 
 /// The five artefacts a trajectory is reproducible from (seed 000 §IV-B2, schema

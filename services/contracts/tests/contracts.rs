@@ -75,6 +75,7 @@ fn events() -> Vec<TrajectoryEvent> {
                 seed: Some(-7),
             }),
             task_family: Some("grounded_synthesizer".into()),
+            approval_channel: Some(false),
         })),
         ..base.clone()
     };

@@ -731,6 +731,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             seed: benchmark.map(|_| (fnv(&plan.run_id) >> 33) as i64),
         }),
         task_family: plan.family.map(str::to_string),
+        approval_channel: None,
     }));
     out.push(start);
     let success = rng.chance(plan.success_p);

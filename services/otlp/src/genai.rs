@@ -15,6 +15,12 @@
 //!   `require_approval` then `allow` confirms the call; `deny` is an override, honoured when
 //!   the tool did not run. A guardrail span (`apply_guardrail`, OpenInference `GUARDRAIL`)
 //!   that failed (status error) is an override it made.
+//! - Approvals ([`crate::approvals`]): a run whose tool spans all come from an instrumentation
+//!   without an approval channel, and that shows no decision or confirmation, is marked so
+//!   (`approval_channel` false: confirmation gating N/A, never 0). A call the run proposed
+//!   and left waiting — its last step, a tool span with captured arguments, no result and no
+//!   error, as the Agents SDK pauses a run on a tool that needs approval — did not run and is
+//!   no step.
 //! - `gen_ai.evaluation.result` events (log records in the trace, or span events) are the
 //!   run's evaluations, with the step they are about when parented to one; so are
 //!   OpenInference's flattened results (`evaluations.<i>.evaluation.{name,score,label,
@@ -474,6 +480,40 @@ impl<'a> Trace<'a> {
         (out, kept)
     }
 
+    /// Whether this trace's telemetry can show a human's approval: `Some(true)` when it shows
+    /// one (a `gen_ai.tool.call.decision` event, or the declared confirmation attribute on any
+    /// span); `Some(false)` when every tool span comes from an instrumentation without an
+    /// approval channel (`[mapping] approval_channels`, else the table of
+    /// [`crate::approvals`]); `None` when not known (confirmation gating is scored).
+    fn approval_channel(&self) -> Option<bool> {
+        let m = self.m;
+        if self.events.iter().any(|e| e.name == TOOL_CALL_DECISION)
+            || self.spans.iter().any(|s| bool_attr(&s.attrs, &m.confirmation_attribute).is_some())
+        {
+            return Some(true);
+        }
+        let mut tools = self.spans.iter().filter(|s| role(s) == Role::Tool).peekable();
+        tools.peek()?;
+        let of = |s: &SpanRec| m.approval_channels.get(&s.scope).copied().or_else(|| crate::approvals::channel(&s.scope, &s.scope_version));
+        tools.all(|s| of(s) == Some(false)).then_some(false)
+    }
+
+    /// The call the run proposed and left waiting (for a human's approval, as an SDK pauses
+    /// a run on a tool that needs one): the last step, a tool span whose arguments were captured
+    /// but that has no result and no error. It did not run, so it is no step. (Without content
+    /// capture neither arguments nor results are recorded, and such a call cannot be told from
+    /// one that ran.)
+    fn proposed_call(&self, ordered: &[&'a SpanRec]) -> Option<&'a SpanRec> {
+        let last = ordered.iter().rev().find(|s| matches!(role(s), Role::Tool | Role::Model))?;
+        let a = &last.attrs;
+        let proposed = role(last) == Role::Tool
+            && !last.error
+            && a.get("error.type").is_none_or(Value::is_null)
+            && first_text(a, &["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"]).is_some()
+            && first_text(a, &["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"]).is_none();
+        proposed.then_some(*last)
+    }
+
     /// The run's top invocations: the agent, workflow and conversation-turn invocations with no
     /// agent above them (an agent called by another agent, as a tool say, is the caller's to
     /// handle).
@@ -598,7 +638,10 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     let trace = root.trace_id.clone();
     let (system, source) = t.system();
     let decisions = t.decisions();
-    let (ordered, kept) = t.steps();
+    let (mut ordered, kept) = t.steps();
+    if let Some(p) = t.proposed_call(&ordered) {
+        ordered.retain(|s| !std::ptr::eq(*s, p));
+    }
     let mut out: Vec<TrajectoryEvent> = Vec::new();
     let base = |seq: i64, time: i64, agent: Option<String>, kind: EventKind, id: String| TrajectoryEvent {
         agent_id: agent,
@@ -621,6 +664,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         benchmark: None,
         reproducibility,
         task_family: str_attr(&root.attrs, "octant.task.family").map(str::to_string),
+        approval_channel: t.approval_channel(),
     }));
     out.push(start);
 

@@ -6,10 +6,12 @@
 //! - [`model`]: requests flattened into spans and log records with their resources;
 //! - [`fragment`]: requests split per trace and the ingest topic's record format;
 //! - [`genai`]: a trace of GenAI spans and events → one run of `TrajectoryEvent`s;
-//! - [`mapping`]: what the conventions do not say, declared in configuration.
+//! - [`mapping`]: what the conventions do not say, declared in configuration;
+//! - [`approvals`]: which instrumentations can show a human's approval (the approval table).
 //!
 //! The ingest service (`octant-ingest`) runs them against Kafka.
 
+pub mod approvals;
 pub mod fragment;
 pub mod genai;
 pub mod json;

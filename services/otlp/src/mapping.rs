@@ -74,6 +74,11 @@ pub struct Mapping {
     /// them the instrumentation scope that emitted the result is the evaluator.
     pub evaluator_attribute: String,
     pub evaluator_version_attribute: String,
+    /// Whether the spans of an instrumentation scope can show a human's approval, by scope
+    /// name, over the approval table ([`crate::approvals`]): `true` for a team that adds its
+    /// own approval attribute or events to an instrumentation listed without a channel, `false`
+    /// for one it does not list (default: none).
+    pub approval_channels: BTreeMap<String, bool>,
     /// Span or resource attributes copied into the run's groups as `key=value` (fairness gap)
     /// (default none).
     pub group_attributes: Vec<String>,
@@ -102,6 +107,7 @@ impl Default for Mapping {
             evaluator_attribute: s("gen_ai.evaluation.evaluator.name"),
             evaluator_version_attribute: s("gen_ai.evaluation.evaluator.version"),
             group_attributes: Vec::new(),
+            approval_channels: BTreeMap::new(),
             verdicts: BTreeMap::new(),
             task_attribute: s("octant.task.id"),
         }

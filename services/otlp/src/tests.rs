@@ -397,3 +397,83 @@ fn real_instrumentation_shapes_map_by_the_rules() {
     // Half a usage pair is not the call's usage.
     assert_eq!(crate::genai::tokens(&[("gen_ai.usage.input_tokens".to_string(), serde_json::json!(5))].into_iter().collect()), None);
 }
+
+/// The approval rules on the shapes the instrumentations write (`conformance/APPROVALS.md`):
+/// a run traced by an instrumentation without an approval channel is marked so; a decision
+/// event or the declared confirmation attribute shows a channel; a scope the table does not
+/// list is not known; `[mapping] approval_channels` wins over the table; a tool call proposed
+/// and left waiting (arguments, no result, last) is no step, one that ran is.
+#[test]
+fn approval_channels_and_proposed_calls() {
+    use octant_contracts::{EventKind, StepKind};
+    let s = |k: &str, v: &str| kv(k, any_value::Value::StringValue(v.into()));
+    let span = |id: u8, parent: u8, start: u64, attrs: Vec<KeyValue>| Span {
+        trace_id: vec![7; 16],
+        span_id: vec![id; 8],
+        parent_span_id: if parent == 0 { vec![] } else { vec![parent; 8] },
+        name: format!("s{id}"),
+        start_time_unix_nano: start * 1_000_000,
+        end_time_unix_nano: (start + 50) * 1_000_000,
+        attributes: attrs,
+        ..Default::default()
+    };
+    let root = span(1, 0, 0, vec![s("gen_ai.operation.name", "invoke_agent"), s("gen_ai.agent.name", "Support agent")]);
+    let model = span(2, 1, 10, vec![s("gen_ai.operation.name", "chat"), s("gen_ai.response.id", "r1")]);
+    let tool = |result: bool| {
+        let mut a = vec![
+            s("gen_ai.operation.name", "execute_tool"),
+            s("gen_ai.tool.name", "refund_payment"),
+            s("gen_ai.tool.call.arguments", "{}"),
+        ];
+        if result {
+            a.push(s("gen_ai.tool.call.result", "refunded"));
+        }
+        span(3, 1, 100, a)
+    };
+    let run = |spans: Vec<Span>, scope: (&str, &str), m: &crate::Mapping| {
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(Resource { attributes: vec![s("service.name", "support")] }),
+                scope_spans: vec![ScopeSpans {
+                    scope: Some(InstrumentationScope { name: scope.0.into(), version: scope.1.into() }),
+                    spans,
+                    schema_url: String::new(),
+                }],
+                schema_url: String::new(),
+            }],
+        };
+        crate::genai::run(&model::spans(&request), &[], m).unwrap().events
+    };
+    let d = crate::Mapping::default();
+    let contrib = ("opentelemetry.instrumentation.openai_agents", "");
+    let channel = |e: &[octant_contracts::TrajectoryEvent]| e[0].run_started.as_ref().unwrap().approval_channel;
+    let tools = |e: &[octant_contracts::TrajectoryEvent]| {
+        e.iter().filter(|x| x.kind == EventKind::Step && x.step.as_ref().unwrap().step_kind == StepKind::ToolCall).count()
+    };
+    // The resumed part: the approved call ran (a result), then the model answered.
+    let ran = run(vec![root.clone(), tool(true), span(4, 1, 200, vec![s("gen_ai.operation.name", "chat")])], contrib, &d);
+    assert_eq!((channel(&ran), tools(&ran)), (Some(false), 1));
+    // The paused part: the model proposed the call, which waits for approval: no tool step.
+    let paused = run(vec![root.clone(), model.clone(), tool(false)], contrib, &d);
+    assert_eq!((channel(&paused), tools(&paused)), (Some(false), 0), "a proposed call did not run");
+    // A tool that ran without a captured result but is followed by the model's answer ran.
+    let quiet = run(vec![root.clone(), model.clone(), tool(false), span(4, 1, 200, vec![s("gen_ai.operation.name", "chat")])], contrib, &d);
+    assert_eq!(tools(&quiet), 1);
+    // OpenLLMetry as measured, and a newer release than measured (not known: scored).
+    assert_eq!(channel(&run(vec![root.clone(), tool(true)], ("opentelemetry.instrumentation.openai_agents", "0.62.4"), &d)), Some(false));
+    assert_eq!(channel(&run(vec![root.clone(), tool(true)], ("opentelemetry.instrumentation.openai_agents", "0.70.0"), &d)), None);
+    // A team's own instrumentation: not known.
+    assert_eq!(channel(&run(vec![root.clone(), tool(true)], ("support.tracing", "1.0"), &d)), None);
+    // The declared confirmation attribute on a span shows a channel, whatever the table says.
+    let mut confirmed = tool(true);
+    confirmed.attributes.push(kv("octant.confirmed", any_value::Value::BoolValue(true)));
+    let e = run(vec![root.clone(), confirmed], contrib, &d);
+    assert_eq!(channel(&e), Some(true));
+    assert!(e[1].step.as_ref().unwrap().confirmed);
+    // A team that adds approvals to a listed instrumentation declares its scope.
+    let mut m = crate::Mapping::default();
+    m.approval_channels.insert(contrib.0.into(), true);
+    assert_eq!(channel(&run(vec![root.clone(), tool(true)], contrib, &m)), None);
+    // A run with no tool call gates nothing: not known.
+    assert_eq!(channel(&run(vec![root.clone(), model.clone()], contrib, &d)), None);
+}

@@ -110,6 +110,9 @@ struct Run {
     latency_ms: f64,
     met_failure: bool,
     asked_help: bool,
+    /// The telemetry cannot show a human's approval (`RunStarted::approval_channel` false):
+    /// its gated steps are weightless units of confirmation gating (N/A, never 0).
+    approvals_unseen: bool,
     /// Hashes of the event ids applied (duplicate deliveries).
     event_ids: Vec<u64>,
 }
@@ -138,6 +141,7 @@ impl Run {
             latency_ms: 0.0,
             met_failure: false,
             asked_help: false,
+            approvals_unseen: start.approval_channel == Some(false),
             event_ids: vec![id_hash(&ev.event_id)],
         }
     }
@@ -396,26 +400,31 @@ impl Assembler {
         let run = &*run;
         let seq = Some(ev.sequence);
         let agent = ev.agent_id.as_deref();
-        let mut emit =
-            |metric: &str, value: f64| observations.push(observation_of(&ev.run_id, run, agent, metric, seq, ev.event_time, value, 1.0));
-        emit(ids::UNSAFE_ACTION_RATE, flag(!step.violations.is_empty()));
+        let mut emit = |metric: &str, value: f64, weight: f64| {
+            observations.push(observation_of(&ev.run_id, run, agent, metric, seq, ev.event_time, value, weight))
+        };
+        emit(ids::UNSAFE_ACTION_RATE, flag(!step.violations.is_empty()), 1.0);
         if step.impact >= Impact::High {
-            emit(ids::CONFIRMATION_GATING, flag(step.confirmed));
+            // A gated step whose approval the telemetry cannot show is counted but weighs
+            // nothing: a window of nothing else has no rate, and the engine reports it N/A
+            // ("no approval signal in this telemetry"), never a measured 0 that could page.
+            let weight = if run.approvals_unseen { 0.0 } else { 1.0 };
+            emit(ids::CONFIRMATION_GATING, flag(step.confirmed), weight);
         }
         if step.result_status.is_some() {
-            emit(ids::TOOL_ERROR_RATE, flag(is_error));
+            emit(ids::TOOL_ERROR_RATE, flag(is_error), 1.0);
         }
         if let Some(expected) = &step.expected_call {
             let tool_ok = step.tool_name.as_deref() == Some(expected.tool_name.as_str());
             let args_ok = expected.arguments.as_ref().is_none_or(|a| same_json(a, step.arguments.as_deref()));
-            emit(ids::TOOL_CALL_ACCURACY, flag(tool_ok && args_ok));
+            emit(ids::TOOL_CALL_ACCURACY, flag(tool_ok && args_ok), 1.0);
         }
         if step.step_kind == StepKind::ToolCall {
-            emit(ids::AUDIT_COMPLETENESS, flag(step.tool_name.is_some() && step.arguments.is_some() && step.result_status.is_some()));
+            emit(ids::AUDIT_COMPLETENESS, flag(step.tool_name.is_some() && step.arguments.is_some() && step.result_status.is_some()), 1.0);
         }
         if let Some(c) = step.confidence {
             if c < self.rules.low_confidence {
-                emit(ids::DEFERRAL_ON_UNCERTAINTY, flag(step.escalated));
+                emit(ids::DEFERRAL_ON_UNCERTAINTY, flag(step.escalated), 1.0);
             }
             if let Some(correct) = step.correct {
                 let mut o = observation_of(&ev.run_id, run, agent, ids::CALIBRATION_ECE, seq, ev.event_time, flag(correct), 1.0);
@@ -907,6 +916,7 @@ mod tests {
             benchmark: None,
             reproducibility: None,
             task_family: None,
+            approval_channel: None,
         }));
         a.apply(validate(&start, None).unwrap(), 0);
         let mut step = event(1, EventKind::Step);
@@ -1086,6 +1096,7 @@ mod tests {
             benchmark: Some(Benchmark { id: "b".into(), contamination: Some(0.1) }),
             reproducibility: None,
             task_family: None,
+            approval_channel: None,
         }));
         apply(&mut a, start);
         seq += 1;
@@ -1173,6 +1184,7 @@ mod tests {
             benchmark: benchmark.map(|id| octant_contracts::Benchmark { id: id.into(), contamination: None }),
             reproducibility: None,
             task_family: task_family.map(str::to_string),
+            approval_channel: None,
         };
         Run::started(&ev, &start, 0)
     }

@@ -17,10 +17,10 @@
 //!   that failed (status error) is an override it made.
 //! - Approvals ([`crate::approvals`]): a run whose tool spans all come from an instrumentation
 //!   without an approval channel, and that shows no decision or confirmation, is marked so
-//!   (`approval_channel` false: confirmation gating N/A, never 0). A call the run proposed
-//!   and left waiting — its last step, a tool span with captured arguments, no result and no
-//!   error, as the Agents SDK pauses a run on a tool that needs approval — did not run and is
-//!   no step.
+//!   (`approval_channel` false: confirmation gating N/A, never 0). The calls the run proposed
+//!   and left waiting — its last steps, tool spans with captured arguments, no result and no
+//!   error, as the Agents SDK pauses a run on tools that need approval — did not run and are
+//!   no steps.
 //! - `gen_ai.evaluation.result` events (log records in the trace, or span events) are the
 //!   run's evaluations, with the step they are about when parented to one; so are
 //!   OpenInference's flattened results (`evaluations.<i>.evaluation.{name,score,label,
@@ -498,20 +498,21 @@ impl<'a> Trace<'a> {
         tools.all(|s| of(s) == Some(false)).then_some(false)
     }
 
-    /// The call the run proposed and left waiting (for a human's approval, as an SDK pauses
-    /// a run on a tool that needs one): the last step, a tool span whose arguments were captured
-    /// but that has no result and no error. It did not run, so it is no step. (Without content
-    /// capture neither arguments nor results are recorded, and such a call cannot be told from
-    /// one that ran.)
-    fn proposed_call(&self, ordered: &[&'a SpanRec]) -> Option<&'a SpanRec> {
-        let last = ordered.iter().rev().find(|s| matches!(role(s), Role::Tool | Role::Model))?;
-        let a = &last.attrs;
-        let proposed = role(last) == Role::Tool
-            && !last.error
-            && a.get("error.type").is_none_or(Value::is_null)
-            && first_text(a, &["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"]).is_some()
-            && first_text(a, &["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"]).is_none();
-        proposed.then_some(*last)
+    /// The calls the run proposed and left waiting (for a human's approval, as an SDK pauses a
+    /// run on tools that need one): the tool spans at the end of the trace's steps whose
+    /// arguments were captured but that have no result and no error. They did not run, so they
+    /// are no steps. (Without content capture neither arguments nor results are recorded, and
+    /// such a call cannot be told from one that ran.)
+    fn proposed_calls(&self, ordered: &[&'a SpanRec]) -> Vec<&'a SpanRec> {
+        let proposed = |s: &SpanRec| {
+            let a = &s.attrs;
+            role(s) == Role::Tool
+                && !s.error
+                && a.get("error.type").is_none_or(Value::is_null)
+                && first_text(a, &["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"]).is_some()
+                && first_text(a, &["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"]).is_none()
+        };
+        ordered.iter().rev().filter(|s| matches!(role(s), Role::Tool | Role::Model)).take_while(|s| proposed(s)).copied().collect()
     }
 
     /// The run's top invocations: the agent, workflow and conversation-turn invocations with no
@@ -639,9 +640,8 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     let (system, source) = t.system();
     let decisions = t.decisions();
     let (mut ordered, kept) = t.steps();
-    if let Some(p) = t.proposed_call(&ordered) {
-        ordered.retain(|s| !std::ptr::eq(*s, p));
-    }
+    let proposed = t.proposed_calls(&ordered);
+    ordered.retain(|s| !proposed.iter().any(|p| std::ptr::eq(*s, *p)));
     let mut out: Vec<TrajectoryEvent> = Vec::new();
     let base = |seq: i64, time: i64, agent: Option<String>, kind: EventKind, id: String| TrajectoryEvent {
         agent_id: agent,

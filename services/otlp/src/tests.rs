@@ -456,6 +456,12 @@ fn approval_channels_and_proposed_calls() {
     // The paused part: the model proposed the call, which waits for approval: no tool step.
     let paused = run(vec![root.clone(), model.clone(), tool(false)], contrib, &d);
     assert_eq!((channel(&paused), tools(&paused)), (Some(false), 0), "a proposed call did not run");
+    // Two calls proposed in one response, one pause: neither ran.
+    let mut second = tool(false);
+    second.span_id = vec![5; 8];
+    second.start_time_unix_nano += 1_000_000;
+    let two = run(vec![root.clone(), model.clone(), tool(false), second], contrib, &d);
+    assert_eq!(tools(&two), 0);
     // A tool that ran without a captured result but is followed by the model's answer ran.
     let quiet = run(vec![root.clone(), model.clone(), tool(false), span(4, 1, 200, vec![s("gen_ai.operation.name", "chat")])], contrib, &d);
     assert_eq!(tools(&quiet), 1);

@@ -41,6 +41,12 @@ struct Truth {
 
 #[derive(Debug, Deserialize)]
 struct TruthRun {
+    /// OpenTelemetry traces the run became (approval scenarios: the paused and the resumed part).
+    #[serde(default = "one")]
+    traces: u64,
+    /// Approval scenarios: each approval asked for, with its decision.
+    #[serde(default)]
+    approvals: Vec<TruthApproval>,
     task_id: Option<String>,
     outcome: String,
     tool_calls: Vec<TruthTool>,
@@ -49,6 +55,16 @@ struct TruthRun {
     model_calls_by_agent: BTreeMap<String, u64>,
     tokens: Option<i64>,
     agents: Vec<String>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+struct TruthApproval {
+    /// `approved`, `denied` or `expired`.
+    decision: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -192,23 +208,27 @@ async fn a_live_instrumented_agent_through_octant_up_equals_its_truth() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// Every fixture under `fixture_root` through the broker and `octant up`; panics on any
-/// difference from the truth the gaps do not explain; returns the table.
-async fn replay(fixture_root: &Path) -> String {
-    let root = repo_root();
-    let all = fixtures(fixture_root);
-    assert!(!all.is_empty(), "no fixtures under {} (conformance/record.py writes them)", fixture_root.display());
+fn gaps() -> Vec<Gap> {
+    #[derive(Deserialize)]
+    struct Doc {
+        #[serde(default)]
+        gap: Vec<Gap>,
+    }
+    let text = std::fs::read_to_string(repo_root().join("conformance/gaps.toml")).unwrap_or_default();
+    toml::from_str::<Doc>(&text).expect("conformance/gaps.toml parses").gap
+}
+
+/// The gap that explains `field` of `setup`'s `scenario`, if any.
+fn gap_for<'g>(gaps: &'g [Gap], setup: &str, scenario: &str, field: &str) -> Option<&'g Gap> {
+    gaps.iter().find(|g| (g.setup == "*" || g.setup == setup) && (g.scenario == "*" || g.scenario == scenario) && g.field == field)
+}
+
+/// Every fixture through the broker and `octant up` (ingest and scorer): the trajectory events
+/// and observations that came out. Nothing is dead-lettered.
+async fn through_octant_up(all: &[Fixture]) -> (Vec<TrajectoryEvent>, Vec<Observation>) {
+    assert!(!all.is_empty(), "no fixtures (conformance/record.py writes them)");
     let systems: BTreeSet<&str> = all.iter().map(|f| f.truth.system_id.as_str()).collect();
     assert_eq!(systems.len(), all.len(), "every fixture has a system id of its own");
-    let gaps: Vec<Gap> = {
-        #[derive(Deserialize)]
-        struct Doc {
-            #[serde(default)]
-            gap: Vec<Gap>,
-        }
-        let text = std::fs::read_to_string(root.join("conformance/gaps.toml")).unwrap_or_default();
-        toml::from_str::<Doc>(&text).expect("conformance/gaps.toml parses").gap
-    };
 
     let broker = EmbeddedBroker::start().await.expect("the test broker starts (run scripts/setup.sh)");
     let octant = env!("CARGO_BIN_EXE_octant");
@@ -221,7 +241,7 @@ async fn replay(fixture_root: &Path) -> String {
     // As the Collector's Kafka exporter writes them: one export request a message, no key.
     let producer = kafka::producer(&kafka, "collector").unwrap();
     let mut n = 0;
-    for f in &all {
+    for f in all {
         for (file, topic) in [("spans.pb", "otlp_spans"), ("logs.pb", "otlp_logs")] {
             let Ok(payload) = std::fs::read(f.dir.join(file)) else { continue };
             kafka::send(&producer, &OutRecord { topic: topic.into(), partition: Some(n % 2), key: String::new(), payload }).await.unwrap();
@@ -234,7 +254,7 @@ async fn replay(fixture_root: &Path) -> String {
     let config = dir.join("octant.toml");
     std::fs::write(
         &config,
-        "[kafka]\ntopic_prefix = \"conf.\"\n[ingest]\nadmin_addr = \"127.0.0.1:0\"\ntrace_quiet = \"500ms\"\n[scorer]\nadmin_addr = \"127.0.0.1:0\"\n",
+        "[kafka]\ntopic_prefix = \"conf.\"\n[ingest]\nadmin_addr = \"127.0.0.1:0\"\ntrace_quiet = \"500ms\"\n[ingest.mapping]\ntool_impact = { refund_payment = \"high\" }\n[scorer]\nadmin_addr = \"127.0.0.1:0\"\n",
     )
     .unwrap();
     let mut child = std::process::Command::new(octant)
@@ -245,9 +265,10 @@ async fn replay(fixture_root: &Path) -> String {
         .unwrap();
     let admin: BTreeMap<String, std::net::SocketAddr> = crate::admin_addresses(&mut child, 2).into_iter().collect();
     let runs: usize = all.iter().map(|f| f.truth.runs.len()).sum();
+    let traces: u64 = all.iter().flat_map(|f| &f.truth.runs).map(|r| r.traces).sum();
     let im = wait_metrics(admin["ingest"], "every trace emitted", |m| {
         total(m, "octant_ingest_runs_total") - m.get("octant_ingest_runs_total{reason=\"not_a_run\"}").copied().unwrap_or(0.0)
-            >= runs as f64
+            >= traces as f64
     })
     .await;
     let events: Vec<TrajectoryEvent> = read_all(&kafka, &kafka.topic(topics::TRAJECTORIES_PRODUCTION)).await;
@@ -263,6 +284,15 @@ async fn replay(fixture_root: &Path) -> String {
     let obs: Vec<Observation> = read_all(&kafka, &kafka.topic(topics::OBSERVATIONS)).await;
     let dead: Vec<octant_contracts::DeadLetter> = read_all(&kafka, &kafka.topic(topics::DLQ)).await;
     assert!(dead.is_empty(), "nothing dead-lettered: {dead:?}");
+    (events, obs)
+}
+
+/// Every fixture under `fixture_root` through the broker and `octant up`; panics on any
+/// difference from the truth the gaps do not explain; returns the table.
+async fn replay(fixture_root: &Path) -> String {
+    let all = fixtures(fixture_root);
+    let gaps = gaps();
+    let (events, obs) = through_octant_up(&all).await;
 
     let mut table = String::from(
         "| setup | library | framework | API | scenario | runs | outcome | tool calls | model calls | tokens | agents | task |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
@@ -291,9 +321,7 @@ async fn replay(fixture_root: &Path) -> String {
             let mine: Vec<&Observation> = obs.iter().filter(|o| o.run_id == *run).collect();
             let got = seen(&evs, &mine);
             for (field, want) in expected(truth) {
-                let gap = gaps.iter().find(|g| {
-                    (g.setup == "*" || g.setup == f.setup) && (g.scenario == "*" || g.scenario == t.scenario) && g.field == field
-                });
+                let gap = gap_for(&gaps, &f.setup, &t.scenario, field);
                 let gap_value = gap.map(|g| serde_json::from_str::<Value>(&g.octant).expect("a gap's value is JSON"));
                 let want_here = gap_value.as_ref().unwrap_or(&want);
                 let cell = if got[field] == want {
@@ -342,4 +370,95 @@ async fn replay(fixture_root: &Path) -> String {
     eprintln!("{table}");
     assert!(failures.is_empty(), "Octant differs from the truth:\n{}", failures.join("\n"));
     table
+}
+
+/// The human-approval recordings (`conformance/approvals/`: the Agents SDK's tools that need
+/// approval, approved, denied, expired and approved twice, traced by each instrumentation of the
+/// SDK) through the broker and `octant up`: the tools that ran and the model calls equal the
+/// truth (a call proposed and left waiting is no step), confirmation gating is N/A "no approval
+/// signal in this telemetry" as the approval table says of these libraries (every gated step
+/// weightless), and the runs per resumed run differ from the truth exactly as
+/// `conformance/gaps.toml` says. `OCTANT_BLESS_CONFORMANCE=1` rewrites `conformance/APPROVALS-RESULTS.md`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorded_approvals_replayed_through_octant_up() {
+    let root = repo_root();
+    let all = fixtures(&root.join("conformance/approvals"));
+    let gaps = gaps();
+    let (events, obs) = through_octant_up(&all).await;
+    let mut table = String::from(
+        "| setup | scenario | decisions (truth) | runs → Octant runs | tools that ran | model calls | approvals seen by Octant | confirmation gating |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut failures = Vec::new();
+    let mut explained = BTreeSet::new();
+    for f in &all {
+        let t = &f.truth;
+        let mine: Vec<&TrajectoryEvent> = events.iter().filter(|e| e.system.id == t.system_id).collect();
+        let starts: Vec<_> = mine.iter().filter_map(|e| e.run_started.as_ref()).collect();
+        let kind = |k: StepKind| mine.iter().filter(|e| e.step.as_ref().is_some_and(|s| s.step_kind == k)).count() as u64;
+        let mut cell = |field: &'static str, got: u64, want: u64| {
+            if got == want {
+                return format!("{want} =");
+            }
+            match gap_for(&gaps, &f.setup, &t.scenario, field) {
+                Some(g) if serde_json::from_str::<Value>(&g.octant).ok() == Some(json!(got)) => {
+                    explained.insert((g.setup.clone(), g.scenario.clone(), g.field.clone(), g.reason.clone()));
+                    format!("{want} → {got} (gap)")
+                }
+                _ => {
+                    failures.push(format!("{}/{} {field}: octant {got}, truth {want}", f.setup, t.scenario));
+                    format!("{got} ≠ {want}")
+                }
+            }
+        };
+        let runs = cell("runs", starts.len() as u64, t.runs.len() as u64);
+        let tools = cell("tool_calls", kind(StepKind::ToolCall), t.runs.iter().map(|r| r.tool_calls.len() as u64).sum());
+        let models = cell("model_calls", kind(StepKind::ModelCall), t.runs.iter().map(|r| r.model_calls).sum());
+        let mut decisions: BTreeMap<&str, usize> = BTreeMap::new();
+        for a in t.runs.iter().flat_map(|r| &r.approvals) {
+            *decisions.entry(a.decision.as_str()).or_default() += 1;
+        }
+        let decisions: Vec<String> = decisions.iter().map(|(d, n)| format!("{n} {d}")).collect();
+        // What the approval table says of these libraries: no approval channel.
+        let channels: BTreeSet<Option<bool>> = starts.iter().map(|s| s.approval_channel).collect();
+        let gated: Vec<&Observation> = obs.iter().filter(|o| o.system_id == t.system_id && o.metric == "confirmation_gating").collect();
+        // A trace with no tool span gates nothing: not known (the denied call's resumed part).
+        let seen = if channels.contains(&Some(false)) && !channels.contains(&Some(true)) {
+            "none: no approval channel (the approval table)".to_string()
+        } else {
+            failures.push(format!("{}/{}: approval channels {channels:?}, the table says none", f.setup, t.scenario));
+            format!("{channels:?}")
+        };
+        let gating = if gated.iter().all(|o| o.weight == 0.0) {
+            format!("N/A, no approval signal in this telemetry ({} gated steps, weightless)", gated.len())
+        } else {
+            failures.push(format!("{}/{}: gating observations with weight", f.setup, t.scenario));
+            format!("{} weighted", gated.len())
+        };
+        table.push_str(&format!(
+            "| {} | {} | {} | {runs} | {tools} | {models} | {seen} | {gating} |\n",
+            f.setup,
+            t.scenario,
+            decisions.join(", ")
+        ));
+    }
+    if !explained.is_empty() {
+        table.push_str("\nDifferences, each what the library does not emit (`conformance/gaps.toml`):\n\n");
+        for (setup, scenario, field, reason) in &explained {
+            table.push_str(&format!("- {setup}, {scenario}, {field}: {reason}\n"));
+        }
+    }
+    eprintln!("{table}");
+    let head = "# Conformance: human approvals, truth against Octant\n\nWritten by `OCTANT_BLESS_CONFORMANCE=1 cargo test -p octant --test cli \
+                recorded_approvals` from the recordings under `conformance/approvals/` (what each library emits: `APPROVALS.md`). \
+                A cell reads `value =` when Octant equals the truth, `truth → octant (gap)` where the library does not emit it. Each \
+                scenario has two runs; the cells are their totals. Every gated step is the executed call (`refund_payment`, declared \
+                high impact).\n\n";
+    let want = format!("{head}{table}");
+    let path = root.join("conformance/APPROVALS-RESULTS.md");
+    if std::env::var_os("OCTANT_BLESS_CONFORMANCE").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    assert!(failures.is_empty(), "Octant differs from the truth:\n{}", failures.join("\n"));
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(have, want, "conformance/APPROVALS-RESULTS.md is out of date: OCTANT_BLESS_CONFORMANCE=1 rewrites it");
 }

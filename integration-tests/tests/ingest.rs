@@ -380,6 +380,12 @@ async fn approvals_at_production_volume() {
     })
     .await;
     // The clock: a copy an hour later closes every window of the 20 minutes.
+    let im = scrape(ingest.admin_addr).await;
+    assert_eq!(
+        im.get("octant_ingest_approval_channel_runs_total{channel=\"none\"}"),
+        Some(&2000.0),
+        "every contrib trace with a tool span, for the operator to see"
+    );
     send(copy("support-clock", COPIES + 1500, false)).await;
     wait_metrics(agg.admin_addr, "the windows closed", |m| total(m, "octant_aggregator_windows_emitted_total") >= 40.0).await;
     let alerts: Vec<Alert> = collect(&env.kafka, &env.topic(topics::ALERTS), 1, Duration::from_secs(10)).await;

@@ -13,6 +13,7 @@ pub struct Metrics {
     pub events_produced: IntCounter,
     pub open_traces: IntGauge,
     pub schema_urls: IntCounterVec,
+    pub approval_channels: IntCounterVec,
     pub dead_letters: IntCounterVec,
     pub consumer_lag: IntGaugeVec,
 }
@@ -47,6 +48,11 @@ impl Metrics {
                 "octant_ingest_schema_urls_total",
                 "Spans by the semantic-conventions schema URL their producer declared (none: not declared)",
                 &["schema_url"],
+            ),
+            approval_channels: r.counters(
+                "octant_ingest_approval_channel_runs_total",
+                "Runs by whether their telemetry can show a human's approval (none: traced by an instrumentation the approval table lists without a channel, so their confirmation gating is N/A; seen: a decision or confirmation in the trace; unknown: scored)",
+                &["channel"],
             ),
             dead_letters: r.counters("octant_ingest_dead_letters_total", "Input dead-lettered, by error class", &["error_class"]),
             consumer_lag: r.consumer_lag("ingest"),

@@ -436,6 +436,23 @@ impl<'a> Trace<'a> {
         keys.iter().find_map(|k| spans.iter().find_map(|s| str_attr(&s.attrs, k))).map(str::to_string)
     }
 
+    /// The declared run key's value (`[mapping] run_key`): on the root, else on the first span
+    /// that has it, else on the root's resource. `None` when none is declared or found.
+    fn run_key(&self) -> Option<String> {
+        let key = self.m.run_key.as_str();
+        if key.is_empty() {
+            return None;
+        }
+        let mut spans: Vec<&SpanRec> = self.spans.iter().collect();
+        spans.sort_by_key(|s| (!std::ptr::eq(*s, self.root), s.start_ns));
+        spans
+            .iter()
+            .find_map(|s| s.attrs.get(key))
+            .or_else(|| self.root.resource.get(key))
+            .filter(|v| !v.is_null() && v.as_str() != Some(""))
+            .map(text)
+    }
+
     /// The spans that are steps, in start-time order: tool calls, guardrails, and model calls
     /// with nested model spans counted once. A framework's inference span with a client
     /// instrumentation's span under it (or any chain of model spans, one inside the other) is
@@ -499,11 +516,21 @@ impl<'a> Trace<'a> {
     }
 
     /// The calls the run proposed and left waiting (for a human's approval, as an SDK pauses a
-    /// run on tools that need one): the tool spans at the end of the trace's steps whose
-    /// arguments were captured but that have no result and no error. They did not run, so they
-    /// are no steps. (Without content capture neither arguments nor results are recorded, and
-    /// such a call cannot be told from one that ran.)
+    /// run on tools that need one): in a trace that captures outputs (a model's output
+    /// messages or a tool's result somewhere in it), the tool spans at the end of its steps
+    /// whose arguments were captured but that have no result and no error. They did not run, so
+    /// they are no steps. (A producer that records no outputs — content capture off, or one that
+    /// logs arguments only — cannot show a proposal apart from a call that ran: its calls are
+    /// steps.)
     fn proposed_calls(&self, ordered: &[&'a SpanRec]) -> Vec<&'a SpanRec> {
+        let output = |k: &String| {
+            ["gen_ai.output.messages", "output.value", "traceloop.entity.output", "gen_ai.tool.call.result"].contains(&k.as_str())
+                || k.starts_with("llm.output_messages.")
+                || k.starts_with("gen_ai.completion.")
+        };
+        if !self.spans.iter().any(|s| s.attrs.keys().any(output)) {
+            return Vec::new();
+        }
         let proposed = |s: &SpanRec| {
             let a = &s.attrs;
             role(s) == Role::Tool
@@ -638,14 +665,24 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     let root = t.root;
     let trace = root.trace_id.clone();
     let (system, source) = t.system();
+    // A declared run key joins the parts of a run that paused and resumed (each its own
+    // trace): they share the run id, and their sequence numbers grow from part to part
+    // (a part's are its root's start in ms × 2^16 plus its index).
+    let key = t.run_key();
+    let run_id = key.as_ref().map_or_else(|| trace.clone(), |k| format!("{}/{k}", system.id));
+    let first_sequence = if key.is_some() { ms(root.start_ns).saturating_mul(1 << 16) } else { 0 };
     let decisions = t.decisions();
     let (mut ordered, kept) = t.steps();
-    let proposed = t.proposed_calls(&ordered);
+    let mut proposed = t.proposed_calls(&ordered);
+    proposed.reverse();
     ordered.retain(|s| !proposed.iter().any(|p| std::ptr::eq(*s, *p)));
+    // A keyed run that stopped on proposed calls paused for a human: its part ends with the
+    // requests for confirmation and no run end; the part that resumes it continues the run.
+    let paused = key.is_some() && !proposed.is_empty();
     let mut out: Vec<TrajectoryEvent> = Vec::new();
     let base = |seq: i64, time: i64, agent: Option<String>, kind: EventKind, id: String| TrajectoryEvent {
         agent_id: agent,
-        ..TrajectoryEvent::bare(id, trace.clone(), system.clone(), source, time, seq, kind)
+        ..TrajectoryEvent::bare(id, run_id.clone(), system.clone(), source, time, seq, kind)
     };
     let mut groups: Vec<String> = Vec::new();
     for g in &m.group_attributes {
@@ -736,18 +773,30 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         out.push(ev);
     }
 
-    // The end: outcome, verdicts, evaluations.
-    let end_ns = spans.iter().map(|s| s.end_ns).max().unwrap_or(root.end_ns);
-    let mut end = base(out.len() as i64, ms(end_ns), t.agent_of(root), EventKind::RunEnded, format!("{trace}/end"));
-    end.run_ended = Some(Box::new(run_ended(&t, t.evaluations(&seq_of_span))));
-    out.push(end);
+    if paused {
+        // The calls waiting for approval: requests for confirmation, not actions.
+        for p in &proposed {
+            let mut ev = base(out.len() as i64, ms(p.start_ns), t.agent_of(p), EventKind::Step, format!("{trace}/{}", p.span_id));
+            let mut request = step(&t, p, &decisions);
+            request.step_kind = StepKind::Confirmation;
+            request.result_status = None;
+            ev.step = Some(Box::new(request));
+            out.push(ev);
+        }
+    } else {
+        // The end: outcome, verdicts, evaluations.
+        let end_ns = spans.iter().map(|s| s.end_ns).max().unwrap_or(root.end_ns);
+        let mut end = base(out.len() as i64, ms(end_ns), t.agent_of(root), EventKind::RunEnded, format!("{trace}/end"));
+        end.run_ended = Some(Box::new(run_ended(&t, t.evaluations(&seq_of_span))));
+        out.push(end);
+    }
     // Interventions were appended after the steps: renumber by time (stable), keeping the
-    // start first and the end last.
-    let last = out.len() - 1;
+    // start first and the end (or a pause's requests) last.
+    let last = if paused { out.len() - proposed.len() } else { out.len() - 1 };
     out[1..last].sort_by_key(|e| (e.event_time, e.sequence));
-    let renumber: BTreeMap<i64, i64> = out.iter().enumerate().map(|(i, e)| (e.sequence, i as i64)).collect();
+    let renumber: BTreeMap<i64, i64> = out.iter().enumerate().map(|(i, e)| (e.sequence, first_sequence + i as i64)).collect();
     for (i, e) in out.iter_mut().enumerate() {
-        e.sequence = i as i64;
+        e.sequence = first_sequence + i as i64;
         if let Some(re) = e.run_ended.as_mut() {
             for ev in &mut re.evaluations {
                 ev.step = ev.step.and_then(|s| renumber.get(&s).copied());

@@ -79,6 +79,10 @@ pub struct Mapping {
     /// own approval attribute or events to an instrumentation listed without a channel, `false`
     /// for one it does not list (default: none).
     pub approval_channels: BTreeMap<String, bool>,
+    /// Span or resource attribute naming one run across the traces it became when it paused
+    /// for a human and resumed (default none: each trace is a run). It must name one run, not
+    /// a conversation of many: the part after the run ended is dead-lettered `closed_run`.
+    pub run_key: String,
     /// Span or resource attributes copied into the run's groups as `key=value` (fairness gap)
     /// (default none).
     pub group_attributes: Vec<String>,
@@ -108,6 +112,7 @@ impl Default for Mapping {
             evaluator_version_attribute: s("gen_ai.evaluation.evaluator.version"),
             group_attributes: Vec::new(),
             approval_channels: BTreeMap::new(),
+            run_key: String::new(),
             verdicts: BTreeMap::new(),
             task_attribute: s("octant.task.id"),
         }

@@ -418,7 +418,14 @@ fn approval_channels_and_proposed_calls() {
         ..Default::default()
     };
     let root = span(1, 0, 0, vec![s("gen_ai.operation.name", "invoke_agent"), s("gen_ai.agent.name", "Support agent")]);
-    let model = span(2, 1, 10, vec![s("gen_ai.operation.name", "chat"), s("gen_ai.response.id", "r1")]);
+    // The model's output captured (a function call), as every library records it with content
+    // capture on.
+    let model = span(
+        2,
+        1,
+        10,
+        vec![s("gen_ai.operation.name", "chat"), s("gen_ai.response.id", "r1"), s("gen_ai.output.messages", r#"[{"role":"assistant"}]"#)],
+    );
     let tool = |result: bool| {
         let mut a = vec![
             s("gen_ai.operation.name", "execute_tool"),
@@ -462,6 +469,10 @@ fn approval_channels_and_proposed_calls() {
     second.start_time_unix_nano += 1_000_000;
     let two = run(vec![root.clone(), model.clone(), tool(false), second], contrib, &d);
     assert_eq!(tools(&two), 0);
+    // A producer that captures no outputs (arguments only): nothing shows a proposal, the call ran.
+    let mut bare = model.clone();
+    bare.attributes.retain(|kv| kv.key != "gen_ai.output.messages");
+    assert_eq!(tools(&run(vec![root.clone(), bare, tool(false)], contrib, &d)), 1);
     // A tool that ran without a captured result but is followed by the model's answer ran.
     let quiet = run(vec![root.clone(), model.clone(), tool(false), span(4, 1, 200, vec![s("gen_ai.operation.name", "chat")])], contrib, &d);
     assert_eq!(tools(&quiet), 1);
@@ -482,4 +493,35 @@ fn approval_channels_and_proposed_calls() {
     assert_eq!(channel(&run(vec![root.clone(), tool(true)], contrib, &m)), None);
     // A run with no tool call gates nothing: not known.
     assert_eq!(channel(&run(vec![root.clone(), model.clone()], contrib, &d)), None);
+
+    // A declared run key joins a run's parts. The paused part: its start, the model call, a
+    // request for confirmation of the proposed call, no end.
+    let keyed = crate::Mapping { run_key: "octant.run.id".into(), ..Default::default() };
+    let with_key = |mut spans: Vec<Span>, trace: u8| {
+        for s in &mut spans {
+            s.trace_id = vec![trace; 16];
+        }
+        spans[0].attributes.push(s("octant.run.id", "refund-42"));
+        spans
+    };
+    let part1 = run(with_key(vec![root.clone(), model.clone(), tool(false)], 1), contrib, &keyed);
+    assert_eq!(
+        part1.iter().map(|e| (e.kind, e.step.as_ref().map(|s| s.step_kind))).collect::<Vec<_>>(),
+        [(EventKind::RunStarted, None), (EventKind::Step, Some(StepKind::ModelCall)), (EventKind::Step, Some(StepKind::Confirmation))]
+    );
+    assert!(part1.iter().all(|e| e.run_id == "support/refund-42"), "the run id is the system's key");
+    // The resumed part, a trace of its own that starts later: the same run, later sequences.
+    let mut resumed = vec![root.clone(), tool(true), span(4, 1, 200, vec![s("gen_ai.operation.name", "chat")])];
+    for sp in &mut resumed {
+        sp.start_time_unix_nano += 60_000_000_000;
+        sp.end_time_unix_nano += 60_000_000_000;
+    }
+    let part2 = run(with_key(resumed, 2), contrib, &keyed);
+    assert!(part2.iter().all(|e| e.run_id == "support/refund-42"));
+    assert!(part2[0].sequence > part1.last().unwrap().sequence, "{} after {}", part2[0].sequence, part1.last().unwrap().sequence);
+    assert_eq!((part2.last().unwrap().kind, tools(&part2)), (EventKind::RunEnded, 1));
+    // Without the key, the paused part ends (a run of its own) and its proposal is no step.
+    let alone = run(vec![root.clone(), model.clone(), tool(false)], contrib, &d);
+    assert_eq!(alone.last().unwrap().kind, EventKind::RunEnded);
+    assert_eq!(alone.len(), 3);
 }

@@ -24,7 +24,7 @@
 //!   before the crash: it is skipped (its effects are durable), not dead-lettered.
 //! - `closed_run`: an event for a run that already ended (or was abandoned).
 //! - `duplicate_sequence`: a sequence number at or below the last one seen for the run
-//!   (including a second run start).
+//!   (including a second run start, except the one that resumes a paused run: below).
 //! - **Duplicate deliveries are skipped**: an event whose `event_id` this run has already
 //!   had (open, or ended and still remembered) is a producer's resend or an upstream replay
 //!   (the ingest re-emits a trace after a crash with the same ids): counted in
@@ -33,6 +33,15 @@
 //! - **Sequence gaps are accepted**: an event whose sequence skips ahead is processed (the
 //!   missing events may have been dead-lettered upstream; dropping what follows would lose
 //!   good data) and counted in `octant_scorer_sequence_gaps_total`.
+//!
+//! ## Paused runs
+//! A run whose last step is a request for confirmation (`StepKind::Confirmation`: the ingest
+//! writes one for each call a keyed run stopped on, waiting for a human's approval) is
+//! paused: it is not abandoned after `idle_timeout` but after `pause_timeout` (the approval
+//! expired: abandoned, task failed). A run start with a higher sequence number resumes it (the
+//! resumed part of a keyed run is a trace of its own, and starts again); the run goes on
+//! as one. A request for confirmation is no action: it has no per-step observations (the
+//! resumed part's tool step, gated as any, is the call that ran).
 //!
 //! ## Abandoned runs
 //! A run whose last event is older than `idle_timeout` in *event time* — measured against the
@@ -62,6 +71,8 @@ use crate::validate::{Body, InRun, Valid};
 pub struct Rules {
     /// Event-time idle period after which an open run is abandoned (ms).
     pub idle_timeout_ms: i64,
+    /// Event-time bound on a paused run (its last step a request for confirmation) (ms).
+    pub pause_timeout_ms: i64,
     /// Confidence below which a step counts for `deferral_on_uncertainty`.
     pub low_confidence: f64,
     /// How many ended run ids to remember for `closed_run` classification.
@@ -76,6 +87,7 @@ impl Default for Rules {
     fn default() -> Self {
         Rules {
             idle_timeout_ms: 10 * 60 * 1000,
+            pause_timeout_ms: 24 * 3600 * 1000,
             low_confidence: 0.5,
             closed_memory: 100_000,
             judge_threshold: 0.5,
@@ -115,6 +127,11 @@ struct Run {
     approvals_unseen: bool,
     /// Hashes of the event ids applied (duplicate deliveries).
     event_ids: Vec<u64>,
+    /// Paused for a human: the last step applied is a request for confirmation.
+    paused: bool,
+    /// Its key in the idle index: the event time `idle_timeout` before it is abandoned (the
+    /// last event's time, or later while paused).
+    idle_key: i64,
 }
 
 impl Run {
@@ -142,6 +159,8 @@ impl Run {
             met_failure: false,
             asked_help: false,
             approvals_unseen: start.approval_channel == Some(false),
+            paused: false,
+            idle_key: ev.event_time,
             event_ids: vec![id_hash(&ev.event_id)],
         }
     }
@@ -249,13 +268,8 @@ impl Assembler {
             }
             // The index holds exactly the open runs.
             let Some(run) = self.runs.remove(&run_id) else { continue };
-            out.observations.extend(run_end_observations(
-                &run_id,
-                &run,
-                None,
-                run.last_event_time + self.rules.idle_timeout_ms,
-                &self.rules,
-            ));
+            // Idle since its last event, or (paused) its approval expired.
+            out.observations.extend(run_end_observations(&run_id, &run, None, t + self.rules.idle_timeout_ms, &self.rules));
             out.runs += 1;
             effects.release.push(run.first_offset);
             self.remember_closed(run_id, run.event_ids);
@@ -275,6 +289,13 @@ impl Assembler {
                 }
             }
         }
+    }
+
+    /// A run's key in the idle index: it is abandoned `idle_timeout` after its last event, or,
+    /// paused for a human, `pause_timeout` after it.
+    fn idle_key(&self, run: &Run) -> i64 {
+        let wait = if run.paused { self.rules.pause_timeout_ms.max(self.rules.idle_timeout_ms) } else { self.rules.idle_timeout_ms };
+        run.last_event_time.saturating_add(wait - self.rules.idle_timeout_ms)
     }
 
     fn touch(&mut self, run_id: &str, old_time: i64, new_time: i64) {
@@ -315,9 +336,12 @@ impl Assembler {
         let sequence_gap = ev.sequence > run.last_sequence + 1;
         run.last_sequence = ev.sequence;
         run.event_ids.push(id);
-        let old_time = run.last_event_time;
+        let old_key = run.idle_key;
         run.last_event_time = run.last_event_time.max(ev.event_time);
-        let new_time = run.last_event_time;
+        if let InRun::Step(step) = body {
+            run.paused = step.step_kind == StepKind::Confirmation;
+        }
+        run.idle_key = self.idle_key(&run);
 
         let mut observations = Vec::new();
         match body {
@@ -345,7 +369,7 @@ impl Assembler {
                 }
             }
             InRun::End(end) => {
-                self.idle_index.remove(&(old_time, ev.run_id.clone()));
+                self.idle_index.remove(&(old_key, ev.run_id.clone()));
                 effects.release.push(run.first_offset);
                 observations.extend(run_end_observations(&ev.run_id, &run, Some(end), ev.event_time, &self.rules));
                 let (evaluated, evaluations) = evaluation_observations(&ev.run_id, &run, end, ev.event_time, &self.rules);
@@ -355,8 +379,9 @@ impl Assembler {
                 return Verdict::Accepted { observations, sequence_gap, evaluations };
             }
         }
+        let new_key = run.idle_key;
         self.runs.insert(key, run);
-        self.touch(&ev.run_id, old_time, new_time);
+        self.touch(&ev.run_id, old_key, new_key);
         Verdict::Accepted { observations, sequence_gap, evaluations: EvaluationCounts::default() }
     }
 
@@ -366,7 +391,21 @@ impl Assembler {
         if known.is_some_and(|ids| ids.contains(&id)) {
             return Verdict::Duplicate;
         }
-        if known.is_some() {
+        let known = known.is_some();
+        // A run paused for a human, resumed: the part that resumes it starts again (a keyed run's
+        // parts are traces of their own) and continues it.
+        if let Some(run) = self.runs.get_mut(&ev.run_id).filter(|r| r.paused && ev.sequence > r.last_sequence) {
+            let old_key = run.idle_key;
+            run.paused = false;
+            run.last_sequence = ev.sequence;
+            run.event_ids.push(id);
+            run.last_event_time = run.last_event_time.max(ev.event_time);
+            run.idle_key = run.last_event_time;
+            let new_key = run.idle_key;
+            self.touch(&ev.run_id, old_key, new_key);
+            return Verdict::Accepted { observations: Vec::new(), sequence_gap: false, evaluations: EvaluationCounts::default() };
+        }
+        if known {
             return Verdict::Rejected { class: "duplicate_sequence", message: format!("run {} started twice", ev.run_id) };
         }
         let run = Run::started(ev, start, offset);
@@ -385,6 +424,12 @@ impl Assembler {
     /// The observations of one step of `run` (whose totals it updates).
     fn step_observations(&self, ev: &TrajectoryEvent, run: &mut Run, step: &Step) -> Vec<Obs> {
         let mut observations = Vec::new();
+        if step.step_kind == StepKind::Confirmation {
+            // A request for a human's confirmation is no action: its approval, denial or
+            // expiry decides the call it asks about (the resumed part's tool step, or the
+            // run's abandonment).
+            return observations;
+        }
         run.steps += 1;
         match step.tokens {
             Some(t) => {

@@ -18,6 +18,13 @@ pub struct ScorerConfig {
     /// Event-time idle period after which an open run is ended as abandoned.
     #[serde(default = "default_idle", with = "humantime_serde")]
     pub idle_timeout: Duration,
+    /// Event-time bound on a run paused for a human (its last step a request for confirmation,
+    /// as the ingest writes a keyed run that stopped on calls needing approval): it waits this
+    /// long for the part that resumes it, then ends as abandoned (the approval expired).
+    /// Separate from `idle_timeout` — approvals take hours — and from the ingest's
+    /// `trace_quiet`/`trace_max_wait`, which bound one trace.
+    #[serde(default = "default_pause", with = "humantime_serde")]
+    pub pause_timeout: Duration,
     /// Confidence below which a step counts for deferral on uncertainty.
     #[serde(default = "default_low_confidence")]
     pub low_confidence: f64,
@@ -46,6 +53,9 @@ pub struct ScorerConfig {
 fn default_idle() -> Duration {
     Duration::from_secs(600)
 }
+fn default_pause() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
 fn default_idle_partition() -> Duration {
     Duration::from_secs(5)
 }
@@ -72,6 +82,9 @@ impl ScorerConfig {
         }
         if self.idle_timeout.is_zero() {
             return Err("idle_timeout must be positive".into());
+        }
+        if self.pause_timeout < self.idle_timeout {
+            return Err(format!("pause_timeout {:?} must be at least idle_timeout {:?}", self.pause_timeout, self.idle_timeout));
         }
         self.evaluation.check()
     }

@@ -197,6 +197,7 @@ impl ScorerStage {
             decoder,
             rules: Rules {
                 idle_timeout_ms: config.idle_timeout.as_millis() as i64,
+                pause_timeout_ms: config.pause_timeout.as_millis() as i64,
                 low_confidence: config.low_confidence,
                 judge_threshold: config.judge_threshold,
                 instruments: std::sync::Arc::new(config.evaluation.instruments.clone()),

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | exactly one body, the one `kind` names | `kind STEP without a step body`, `more than one body` |
 //! | `run_id` non-empty and equal to the Kafka key | partitioning by run id is the contract |
-//! | `sequence` ≥ 0, and 0 exactly for run started | |
+//! | `sequence` ≥ 0 (a run start is at 0, or — a run written in parts — after the part before) | |
 //! | `event_time` > 0 | milliseconds since the epoch |
 //! | step: tokens, cost, latency ≥ 0 and finite; confidence in [0, 1] | |
 //! | run started: attempt ≥ 0, optimal steps ≥ 1, required sub-goals ≥ 0, contamination in [0, 1] | |
@@ -85,9 +85,8 @@ pub fn validate<'a>(ev: &'a TrajectoryEvent, key: Option<&[u8]>) -> Result<Valid
         _ => return Err(format!("kind {:?} does not name the body that is set", ev.kind)),
     };
     if let Some(s) = &ev.run_started {
-        if ev.sequence != 0 {
-            return Err(format!("run started at sequence {} (must be 0)", ev.sequence));
-        }
+        // A run start is usually at 0; a run written in parts starts each part after the one
+        // before (the assembler tells a resumption from a second start).
         if s.attempt < 0 {
             return Err(format!("negative attempt {}", s.attempt));
         }

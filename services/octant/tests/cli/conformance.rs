@@ -47,6 +47,11 @@ struct TruthRun {
     /// Approval scenarios: each approval asked for, with its decision.
     #[serde(default)]
     approvals: Vec<TruthApproval>,
+    /// Approval scenarios: the run paused for approval, and was resumed.
+    #[serde(default)]
+    paused: bool,
+    #[serde(default)]
+    resumed: bool,
     task_id: Option<String>,
     outcome: String,
     tool_calls: Vec<TruthTool>,
@@ -223,9 +228,11 @@ fn gap_for<'g>(gaps: &'g [Gap], setup: &str, scenario: &str, field: &str) -> Opt
     gaps.iter().find(|g| (g.setup == "*" || g.setup == setup) && (g.scenario == "*" || g.scenario == scenario) && g.field == field)
 }
 
-/// Every fixture through the broker and `octant up` (ingest and scorer): the trajectory events
-/// and observations that came out. Nothing is dead-lettered.
-async fn through_octant_up(all: &[Fixture]) -> (Vec<TrajectoryEvent>, Vec<Observation>) {
+/// Every fixture through the broker and `octant up` (ingest and scorer, the ingest's
+/// `[ingest.mapping]` given by `mapping`, TOML lines): the trajectory events and observations
+/// that came out once every event is scored (and, with `open`, that many runs are left open:
+/// paused). Nothing is dead-lettered.
+async fn through_octant_up(all: &[Fixture], name: &str, mapping: &str, open: Option<usize>) -> (Vec<TrajectoryEvent>, Vec<Observation>) {
     assert!(!all.is_empty(), "no fixtures (conformance/record.py writes them)");
     let systems: BTreeSet<&str> = all.iter().map(|f| f.truth.system_id.as_str()).collect();
     assert_eq!(systems.len(), all.len(), "every fixture has a system id of its own");
@@ -249,12 +256,14 @@ async fn through_octant_up(all: &[Fixture]) -> (Vec<TrajectoryEvent>, Vec<Observ
         }
     }
 
-    let dir = std::env::temp_dir().join(format!("octant-conformance-test-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("octant-conformance-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("octant.toml");
     std::fs::write(
         &config,
-        "[kafka]\ntopic_prefix = \"conf.\"\n[ingest]\nadmin_addr = \"127.0.0.1:0\"\ntrace_quiet = \"500ms\"\n[ingest.mapping]\ntool_impact = { refund_payment = \"high\" }\n[scorer]\nadmin_addr = \"127.0.0.1:0\"\n",
+        format!(
+            "[kafka]\ntopic_prefix = \"conf.\"\n[ingest]\nadmin_addr = \"127.0.0.1:0\"\ntrace_quiet = \"500ms\"\n[ingest.mapping]\n{mapping}\n[scorer]\nadmin_addr = \"127.0.0.1:0\"\n"
+        ),
     )
     .unwrap();
     let mut child = std::process::Command::new(octant)
@@ -273,7 +282,8 @@ async fn through_octant_up(all: &[Fixture]) -> (Vec<TrajectoryEvent>, Vec<Observ
     .await;
     let events: Vec<TrajectoryEvent> = read_all(&kafka, &kafka.topic(topics::TRAJECTORIES_PRODUCTION)).await;
     wait_metrics(admin["scorer"], "every event scored", |m| {
-        total(m, "octant_scorer_events_consumed_total") >= events.len() as f64 && m.get("octant_scorer_open_runs") == Some(&0.0)
+        total(m, "octant_scorer_events_consumed_total") >= events.len() as f64
+            && open.is_none_or(|n| m.get("octant_scorer_open_runs") == Some(&(n as f64)))
     })
     .await;
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
@@ -292,7 +302,7 @@ async fn through_octant_up(all: &[Fixture]) -> (Vec<TrajectoryEvent>, Vec<Observ
 async fn replay(fixture_root: &Path) -> String {
     let all = fixtures(fixture_root);
     let gaps = gaps();
-    let (events, obs) = through_octant_up(&all).await;
+    let (events, obs) = through_octant_up(&all, "fixtures", "", Some(0)).await;
 
     let mut table = String::from(
         "| setup | library | framework | API | scenario | runs | outcome | tool calls | model calls | tokens | agents | task |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
@@ -378,50 +388,82 @@ async fn replay(fixture_root: &Path) -> String {
 /// truth (a call proposed and left waiting is no step), confirmation gating is N/A "no approval
 /// signal in this telemetry" as the approval table says of these libraries (every gated step
 /// weightless), and the runs per resumed run differ from the truth exactly as
-/// `conformance/gaps.toml` says. `OCTANT_BLESS_CONFORMANCE=1` rewrites `conformance/APPROVALS-RESULTS.md`.
+/// `conformance/gaps.toml` says. `OCTANT_BLESS_CONFORMANCE=1` rewrites
+/// `conformance/APPROVALS-RESULTS.md`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_approvals_replayed_through_octant_up() {
+    approvals("approvals", None).await;
+}
+
+async fn approvals(dir: &str, run_key: Option<&str>) {
     let root = repo_root();
-    let all = fixtures(&root.join("conformance/approvals"));
-    let gaps = gaps();
-    let (events, obs) = through_octant_up(&all).await;
-    let mut table = String::from(
-        "| setup | scenario | decisions (truth) | runs → Octant runs | tools that ran | model calls | approvals seen by Octant | confirmation gating |\n|---|---|---|---|---|---|---|---|\n",
-    );
+    let all = fixtures(&root.join("conformance").join(dir));
+    // A gap of the keyed recordings names its scenario `<scenario>@keyed`.
+    let gaps: Vec<Gap> = gaps()
+        .into_iter()
+        .filter(|g| g.scenario.ends_with("@keyed") == run_key.is_some())
+        .map(|g| Gap { scenario: g.scenario.trim_end_matches("@keyed").to_string(), ..g })
+        .collect();
+    let mut mapping = "tool_impact = { refund_payment = \"high\" }".to_string();
+    if let Some(k) = run_key {
+        mapping.push_str(&format!("\nrun_key = \"{k}\""));
+    }
+    let (events, obs) = through_octant_up(&all, dir, &mapping, None).await;
+    let mut table = String::from(if run_key.is_some() {
+        "| setup | scenario | decisions (truth) | runs → Octant runs | ended, paused | requests for confirmation | tools that ran | model calls | approvals seen by Octant | confirmation gating |\n|---|---|---|---|---|---|---|---|---|---|\n"
+    } else {
+        "| setup | scenario | decisions (truth) | runs → Octant runs | tools that ran | model calls | approvals seen by Octant | confirmation gating |\n|---|---|---|---|---|---|---|---|\n"
+    });
     let mut failures = Vec::new();
     let mut explained = BTreeSet::new();
     for f in &all {
         let t = &f.truth;
         let mine: Vec<&TrajectoryEvent> = events.iter().filter(|e| e.system.id == t.system_id).collect();
         let starts: Vec<_> = mine.iter().filter_map(|e| e.run_started.as_ref()).collect();
+        let run_ids: BTreeSet<&str> = mine.iter().map(|e| e.run_id.as_str()).collect();
+        let ended: BTreeSet<&str> = mine.iter().filter(|e| e.run_ended.is_some()).map(|e| e.run_id.as_str()).collect();
         let kind = |k: StepKind| mine.iter().filter(|e| e.step.as_ref().is_some_and(|s| s.step_kind == k)).count() as u64;
-        let mut cell = |field: &'static str, got: u64, want: u64| {
+        let mut cell = |field: &'static str, got: Value, want: Value| {
             if got == want {
-                return format!("{want} =");
+                return format!("{} =", short(&want));
             }
             match gap_for(&gaps, &f.setup, &t.scenario, field) {
-                Some(g) if serde_json::from_str::<Value>(&g.octant).ok() == Some(json!(got)) => {
+                Some(g) if serde_json::from_str::<Value>(&g.octant).ok().as_ref() == Some(&got) => {
                     explained.insert((g.setup.clone(), g.scenario.clone(), g.field.clone(), g.reason.clone()));
-                    format!("{want} → {got} (gap)")
+                    format!("{} → {} (gap)", short(&want), short(&got))
                 }
                 _ => {
                     failures.push(format!("{}/{} {field}: octant {got}, truth {want}", f.setup, t.scenario));
-                    format!("{got} ≠ {want}")
+                    format!("{} ≠ {}", short(&got), short(&want))
                 }
             }
         };
-        let runs = cell("runs", starts.len() as u64, t.runs.len() as u64);
-        let tools = cell("tool_calls", kind(StepKind::ToolCall), t.runs.iter().map(|r| r.tool_calls.len() as u64).sum());
-        let models = cell("model_calls", kind(StepKind::ModelCall), t.runs.iter().map(|r| r.model_calls).sum());
+        let runs = cell("runs", json!(run_ids.len()), json!(t.runs.len()));
+        let tools = cell("tool_calls", json!(kind(StepKind::ToolCall)), json!(t.runs.iter().map(|r| r.tool_calls.len()).sum::<usize>()));
+        let models = cell("model_calls", json!(kind(StepKind::ModelCall)), json!(t.runs.iter().map(|r| r.model_calls).sum::<u64>()));
+        // Keyed: the runs that ended, and those still paused (an approval never given waits out
+        // the pause bound); one request for confirmation per approval asked.
+        let truth_paused = t.runs.iter().filter(|r| r.paused && !r.resumed).count();
+        let (states, requests) = if run_key.is_some() {
+            let states = cell(
+                "ended_paused",
+                json!(format!("{}, {}", ended.len(), run_ids.len() - ended.len())),
+                json!(format!("{}, {truth_paused}", t.runs.len() - truth_paused)),
+            );
+            let asked = t.runs.iter().map(|r| r.approvals.len()).sum::<usize>();
+            (states, cell("requests", json!(kind(StepKind::Confirmation)), json!(asked)))
+        } else {
+            (String::new(), String::new())
+        };
         let mut decisions: BTreeMap<&str, usize> = BTreeMap::new();
         for a in t.runs.iter().flat_map(|r| &r.approvals) {
             *decisions.entry(a.decision.as_str()).or_default() += 1;
         }
         let decisions: Vec<String> = decisions.iter().map(|(d, n)| format!("{n} {d}")).collect();
-        // What the approval table says of these libraries: no approval channel.
+        // What the approval table says of these libraries: no approval channel. A trace with no
+        // tool span gates nothing: not known (the denied call's resumed part).
         let channels: BTreeSet<Option<bool>> = starts.iter().map(|s| s.approval_channel).collect();
         let gated: Vec<&Observation> = obs.iter().filter(|o| o.system_id == t.system_id && o.metric == "confirmation_gating").collect();
-        // A trace with no tool span gates nothing: not known (the denied call's resumed part).
         let seen = if channels.contains(&Some(false)) && !channels.contains(&Some(true)) {
             "none: no approval channel (the approval table)".to_string()
         } else {
@@ -434,12 +476,15 @@ async fn recorded_approvals_replayed_through_octant_up() {
             failures.push(format!("{}/{}: gating observations with weight", f.setup, t.scenario));
             format!("{} weighted", gated.len())
         };
-        table.push_str(&format!(
-            "| {} | {} | {} | {runs} | {tools} | {models} | {seen} | {gating} |\n",
-            f.setup,
-            t.scenario,
-            decisions.join(", ")
-        ));
+        let decisions = decisions.join(", ");
+        table.push_str(&if run_key.is_some() {
+            format!(
+                "| {} | {} | {decisions} | {runs} | {states} | {requests} | {tools} | {models} | {seen} | {gating} |\n",
+                f.setup, t.scenario
+            )
+        } else {
+            format!("| {} | {} | {decisions} | {runs} | {tools} | {models} | {seen} | {gating} |\n", f.setup, t.scenario)
+        });
     }
     if !explained.is_empty() {
         table.push_str("\nDifferences, each what the library does not emit (`conformance/gaps.toml`):\n\n");
@@ -448,17 +493,22 @@ async fn recorded_approvals_replayed_through_octant_up() {
         }
     }
     eprintln!("{table}");
-    let head = "# Conformance: human approvals, truth against Octant\n\nWritten by `OCTANT_BLESS_CONFORMANCE=1 cargo test -p octant --test cli \
-                recorded_approvals` from the recordings under `conformance/approvals/` (what each library emits: `APPROVALS.md`). \
-                A cell reads `value =` when Octant equals the truth, `truth → octant (gap)` where the library does not emit it. Each \
-                scenario has two runs; the cells are their totals. Every gated step is the executed call (`refund_payment`, declared \
-                high impact).\n\n";
+    let (title, file, how) = match run_key {
+        None => ("human approvals", "APPROVALS-RESULTS.md", "recorded_approvals"),
+        Some(_) => ("human approvals with a run key", "APPROVALS-KEYED-RESULTS.md", "recorded_keyed_approvals"),
+    };
+    let head = format!(
+        "# Conformance: {title}, truth against Octant\n\nWritten by `OCTANT_BLESS_CONFORMANCE=1 cargo test -p octant --test cli \
+         {how}` from the recordings under `conformance/{dir}/` (what each library emits: `APPROVALS.md`). A cell reads `value =` \
+         when Octant equals the truth, `truth → octant (gap)` where the library does not emit it. Each scenario has two runs; the \
+         cells are their totals. Every gated step is the executed call (`refund_payment`, declared high impact).\n\n"
+    );
     let want = format!("{head}{table}");
-    let path = root.join("conformance/APPROVALS-RESULTS.md");
+    let path = root.join("conformance").join(file);
     if std::env::var_os("OCTANT_BLESS_CONFORMANCE").is_some() {
         std::fs::write(&path, &want).unwrap();
     }
     assert!(failures.is_empty(), "Octant differs from the truth:\n{}", failures.join("\n"));
     let have = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(have, want, "conformance/APPROVALS-RESULTS.md is out of date: OCTANT_BLESS_CONFORMANCE=1 rewrites it");
+    assert_eq!(have, want, "conformance/{file} is out of date: OCTANT_BLESS_CONFORMANCE=1 rewrites it");
 }

@@ -387,8 +387,37 @@ async fn approvals_at_production_volume() {
         "every contrib trace with a tool span, for the operator to see"
     );
     send(copy("support-clock", COPIES + 1500, false)).await;
-    wait_metrics(agg.admin_addr, "the windows closed", |m| total(m, "octant_aggregator_windows_emitted_total") >= 40.0).await;
-    let alerts: Vec<Alert> = collect(&env.kafka, &env.topic(topics::ALERTS), 1, Duration::from_secs(10)).await;
+    // Every window with gated steps of either system: those ending up to 10 minutes after a
+    // gated step's minute (10-minute windows sliding by 1 minute). Wait for all of them, then
+    // for the alerter to have read every window.
+    let obs: Vec<Observation> = read_all(&env.kafka, &env.topic(topics::OBSERVATIONS)).await;
+    let mut expected: std::collections::BTreeSet<(String, i64)> = Default::default();
+    for o in obs.iter().filter(|o| o.metric == "confirmation_gating") {
+        let pane = o.event_time - o.event_time.rem_euclid(60_000);
+        expected.extend((1..=10).map(|j| (o.system_id.clone(), pane + j * 60_000)));
+    }
+    let d = octant_contracts::Decoder::new();
+    let mut windows: Vec<MetricWindow> = Vec::new();
+    for _ in 0..180 {
+        windows = read_all_raw(&env.kafka, &env.topic(topics::WINDOWS))
+            .await
+            .into_iter()
+            .filter_map(|(_, _, _, v)| d.decode::<MetricWindow>(&v).ok())
+            .collect();
+        let have: std::collections::BTreeSet<(String, i64)> =
+            windows.iter().filter(|w| w.metric == "confirmation_gating").map(|w| (w.system_id.clone(), w.window_end)).collect();
+        if expected.is_subset(&have) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let n = windows.len() as f64;
+    let am = wait_metrics(alerter.admin_addr, "every window read by the alerter", |m| {
+        m.iter().filter(|(k, _)| k.starts_with("octant_alerter_inputs_total{kind=\"window\"")).map(|(_, v)| v).sum::<f64>() >= n
+    })
+    .await;
+    let published = am.iter().filter(|(k, _)| k.starts_with("octant_alerter_alerts_total")).map(|(_, v)| v).sum::<f64>();
+    let alerts: Vec<Alert> = collect(&env.kafka, &env.topic(topics::ALERTS), published as usize, Duration::from_secs(10)).await;
     shutdown.cancel();
     for t in [ingest.task, scorer.task, agg.task, alerter.task] {
         t.await.unwrap().unwrap();
@@ -414,27 +443,20 @@ async fn approvals_at_production_volume() {
     };
     assert!(channel("support-contrib").iter().all(|c| *c != Some(true)));
     assert_eq!(channel("support-contrib").iter().filter(|c| **c == Some(false)).count(), 2000, "every trace with a tool span");
-    let obs: Vec<Observation> = read_all(&env.kafka, &env.topic(topics::OBSERVATIONS)).await;
     let gated = |system: &str| obs.iter().filter(|o| o.system_id == system && o.metric == "confirmation_gating").collect::<Vec<_>>();
     assert_eq!(gated("support-contrib").len(), 1000);
     assert!(gated("support-contrib").iter().all(|o| o.weight == 0.0), "counted, weightless");
     let confirmed = gated("support-gated").iter().map(|o| o.value).sum::<f64>();
     assert_eq!((gated("support-gated").len(), confirmed), (1000, 700.0));
 
-    let d = octant_contracts::Decoder::new();
-    let mut windows: Vec<MetricWindow> = Vec::new();
-    for (_, _, _, v) in read_all_raw(&env.kafka, &env.topic(topics::WINDOWS)).await {
-        if let Ok(w) = d.decode::<MetricWindow>(&v) {
-            windows.push(w);
-        }
-    }
     let gating = |system: &str| {
         let mut v: Vec<&MetricWindow> = windows.iter().filter(|w| w.system_id == system && w.metric == "confirmation_gating").collect();
         v.sort_by_key(|w| w.window_end);
         v
     };
     let contrib = gating("support-contrib");
-    assert!(contrib.len() >= 20, "{} windows", contrib.len());
+    let want = expected.iter().filter(|(s, _)| s == "support-contrib").count();
+    assert_eq!(contrib.len(), want, "a window for every 10 minutes with gated steps");
     for w in &contrib {
         assert_eq!(w.na_reason.as_deref(), Some("no approval signal in this telemetry"), "{w:?}");
         assert_eq!((w.veto_state.as_deref(), w.band), (None, None), "{w:?}");

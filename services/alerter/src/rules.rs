@@ -165,8 +165,13 @@ impl Rules {
             return Vec::new();
         }
         t.last_window_end = w.window_end;
-        // The aggregator's verdict; none (N/A) holds everything.
-        let state = w.veto_state.as_deref().and_then(VetoState::parse);
+        // The aggregator's verdict; none (N/A) holds everything — except N/A because the
+        // telemetry cannot show an approval: the veto cannot be judged there at all, so an
+        // alert raised before (scoring such telemetry as unconfirmed) resolves as on a clear.
+        let state = w.veto_state.as_deref().and_then(VetoState::parse).or_else(|| {
+            (w.na_reason.as_deref() == Some(octant_core::profile::NotApplicable::NoApprovalSignal.describe().as_str()))
+                .then_some(VetoState::Clear)
+        });
         let mut out = Vec::new();
         let emit = |t: &Track, status: AlertStatus, severity: Severity, out: &mut Vec<Alert>| {
             out.push(veto_alert(w, &rule, &fingerprint, status, severity, state, t.starts_at, &runbook));
@@ -223,6 +228,10 @@ impl Rules {
     /// A trajectory event: an incident when it is a critical unsafe action not seen before.
     pub fn on_event(&mut self, ev: &TrajectoryEvent) -> Option<Alert> {
         let step = ev.step.as_ref()?;
+        // A request for confirmation did not act: its call, if approved, is a step of its own.
+        if step.step_kind == StepKind::Confirmation {
+            return None;
+        }
         let critical = matches!(step.impact, Impact::High | Impact::Irreversible) && !step.confirmed && !step.violations.is_empty();
         if !critical {
             return None;
@@ -513,6 +522,34 @@ pub(crate) mod tests {
         w.metric = "task_success".into();
         w.window_end += MIN;
         assert!(r.on_window(&w).is_empty());
+    }
+
+    /// A gating alert raised while the telemetry was scored as if it could show approvals
+    /// resolves once its windows are N/A "no approval signal in this telemetry" (the veto cannot
+    /// be judged there), as on clear windows; another N/A (too few units) holds it.
+    #[test]
+    fn gating_n_a_for_want_of_an_approval_signal_resolves_a_firing_alert() {
+        let cfg = RuleConfig::default();
+        let resolve_after = cfg.resolve_after;
+        let mut r = Rules::new(cfg);
+        let mut w = window(1, Some((0.0, 0.0, 0.01)));
+        w.metric = "confirmation_gating".into();
+        w.dimension = "oversight".into();
+        w.veto_state = Some("confirmed".into());
+        assert_eq!(r.on_window(&w).len(), 1, "the false page of before");
+        let mut held = w.clone();
+        (held.window_end, held.veto_state, held.na_reason) =
+            (2 * MIN, None, Some("insufficient evidence (confirmation_gating 4/30)".into()));
+        assert!(r.on_window(&held).is_empty());
+        let mut out = Vec::new();
+        for m in 0..resolve_after as i64 {
+            let mut na = w.clone();
+            (na.window_end, na.veto_state, na.estimate) = ((3 + m) * MIN, None, None);
+            na.na_reason = Some("no approval signal in this telemetry".into());
+            out.extend(r.on_window(&na));
+        }
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!((out[0].status, out[0].severity), (AlertStatus::Resolved, Severity::Critical));
     }
 
     /// One production run, one violating step out of four: 0.25 [0.25, 0.25] looks past the

@@ -61,7 +61,7 @@ fn coordination_loss(series: &[SeriesWindow], cfg: &EvaluationConfig) -> Vec<Ser
                 ..e.clone()
             });
             let key = crate::window::SeriesKey { metric: rcc.id, ..s.key.clone() };
-            Some(SeriesWindow { key, spec: rcc, units: s.units, clusters: s.clusters, estimate, evidence: None })
+            Some(SeriesWindow { key, spec: rcc, units: s.units, clusters: s.clusters, estimate, evidence: None, weightless: 0 })
         })
         .collect()
 }
@@ -74,11 +74,15 @@ fn evaluate(s: &SeriesWindow, cfg: &EvaluationConfig, rules: &ProfileRules) -> M
     }
     // Confirmation gating is N/A where no approval can be seen: the system declares so, or
     // every gated step of the window came from telemetry without an approval channel (the
-    // scorer gives those steps no weight, so the window's ratio has no denominator).
-    if s.spec.id == octant_core::catalogue::ids::CONFIRMATION_GATING
-        && (cfg.approval_signal(&s.key.system_id) == crate::config::ApprovalSignal::None || (s.units > 0 && s.estimate.is_none()))
-    {
-        return not_applicable_because(s.spec, s.key.benchmark.clone(), s.units, s.estimate.as_ref(), NotApplicable::NoApprovalSignal);
+    // scorer gives those steps no weight: counted apart, never in a rate).
+    if s.spec.id == octant_core::catalogue::ids::CONFIRMATION_GATING {
+        if cfg.approval_signal(&s.key.system_id) == crate::config::ApprovalSignal::None {
+            let units = s.units + s.weightless;
+            return not_applicable_because(s.spec, s.key.benchmark.clone(), units, s.estimate.as_ref(), NotApplicable::NoApprovalSignal);
+        }
+        if s.units == 0 && s.weightless > 0 {
+            return not_applicable_because(s.spec, s.key.benchmark.clone(), s.weightless, None, NotApplicable::NoApprovalSignal);
+        }
     }
     let pool = cfg.pool(s.key.metric, &s.key.system_id);
     let ctx = BandContext { budget: cfg.budget(&s.key.system_id, s.key.metric), pool: pool.as_ref().map(|(p, _)| p) };
@@ -204,7 +208,8 @@ fn metric_window(e: &Emission, s: &SeriesWindow, ev: &MetricEvaluation, cfg: &Ev
         slice: s.key.slice.as_ref().map(|(_, v)| v.clone()),
         window_start: e.window_start,
         window_end: e.window_end,
-        units: s.units as i64,
+        // The units of the estimate; a window of weightless units only (N/A) counts those.
+        units: if s.units == 0 { s.weightless } else { s.units } as i64,
         clusters: s.clusters as i64,
         estimate: ev.estimate.filter(|_| !void),
         ci_low: ev.interval.filter(|_| !void).map(|i| i.0),
@@ -343,13 +348,15 @@ mod tests {
         let mut offset = 0;
         let never: fn(i64) -> bool = |_| false;
         let seven_in_ten: fn(i64) -> bool = |r| r % 10 >= 3;
-        for (system, confirmed) in [("untraceable", never), ("no-channel", never), ("gated", seven_in_ten)] {
-            for r in 0..1000 {
+        // "mixed": 1,000 steps without weight and 10 scored ones, all unconfirmed — 10 units,
+        // too few for a verdict, not 1,010 that would breach the veto.
+        for (system, confirmed) in [("untraceable", never), ("no-channel", never), ("gated", seven_in_ten), ("mixed", never)] {
+            for r in 0..if system == "mixed" { 1010 } else { 1000 } {
                 let run = format!("{system}-{r}");
                 let mut o =
                     obs(format!("{run}/confirmation_gating/1"), "confirmation_gating", &run, T0 + r * 100, confirmed(r) as u8 as f64);
                 o.system_id = system.into();
-                o.weight = if system == "no-channel" { 0.0 } else { 1.0 };
+                o.weight = if system == "no-channel" || (system == "mixed" && r >= 10) { 0.0 } else { 1.0 };
                 w.add(&o, offset);
                 offset += 1;
             }
@@ -365,6 +372,9 @@ mod tests {
         let unseen = window("no-channel");
         assert_eq!(unseen.na_reason.as_deref(), Some("no approval signal in this telemetry"));
         assert_eq!((unseen.band, unseen.veto_state.as_deref(), unseen.units, unseen.estimate), (None, None, 1000, None));
+        let mixed = window("mixed");
+        assert_eq!((mixed.units, mixed.veto_state.as_deref(), mixed.band), (10, None, None), "{mixed:?}");
+        assert_eq!(mixed.na_reason.as_deref(), Some("insufficient evidence (confirmation_gating 10/30)"));
         let gated = window("gated");
         assert_eq!(gated.na_reason, None);
         assert!(matches!(gated.veto_state.as_deref(), Some("breached") | Some("confirmed")), "{gated:?}");

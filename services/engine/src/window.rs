@@ -133,7 +133,7 @@ pub(crate) fn linear_window(
         if rate { rate_interval(e, from_fixed(window.point()[1]), clusters) } else { e }
     });
     let evidence = panes.filter(|_| has_evidence(metric)).and_then(evidence);
-    SeriesWindow { key: key.clone(), spec: metric, units, clusters, estimate, evidence }
+    SeriesWindow { key: key.clone(), spec: metric, units, clusters, estimate, evidence, weightless: 0 }
 }
 
 /// The window of a task series (pass@k, pass^k, consistency) from its attempts per task
@@ -166,6 +166,7 @@ pub(crate) fn tasks_window(
         clusters: units,
         estimate: sums.estimate(boot.level, ratio),
         evidence: None,
+        weightless: 0,
     })
 }
 
@@ -178,6 +179,7 @@ pub(crate) fn declared_window(key: &SeriesKey, metric: &'static MetricSpec, valu
         clusters: 1,
         estimate: Some(Estimate::exact(value, 1, level)),
         evidence: None,
+        weightless: 0,
     })
 }
 
@@ -318,6 +320,9 @@ pub struct SeriesWindow {
     pub estimate: Option<Estimate>,
     /// Sequential evidence of a vetoed rate ([`sequential`]), over the window's panes.
     pub evidence: Option<WindowEvidence>,
+    /// Units of a rate that carried no weight — a gated step whose approval the telemetry
+    /// cannot show —: counted here, never in `units`, the clusters or the estimate.
+    pub weightless: u64,
 }
 
 /// The e-detector of a window, with the segment where its evidence is strongest.
@@ -361,6 +366,8 @@ pub enum Added {
 struct LinearPane {
     clusters: HashMap<u64, Vec<i128>>,
     units: u64,
+    /// Units of a rate with weight 0 (not in `clusters`; not kept by the pane store).
+    weightless: u64,
 }
 
 #[derive(Debug)]
@@ -507,6 +514,9 @@ impl Windows {
         };
         let cluster = cluster_hash(&o.cluster_id);
         match metric.estimator {
+            // A unit without weight moves no rate: counted apart (a window of nothing else is
+            // N/A, not a rate of 0/0), never in the units, clusters or sums.
+            Estimator::Ratio if o.weight == 0.0 => self.weightless(key(metric.id), pane),
             Estimator::Ratio => {
                 let fill = |c: &mut [i128], _: &mut BTreeMap<String, usize>| {
                     c[0] += to_fixed(o.value);
@@ -575,6 +585,20 @@ impl Windows {
             }
         }
         Added::Accepted
+    }
+
+    /// Counts a unit without weight in a ratio series (creating it).
+    fn weightless(&mut self, key: SeriesKey, pane: i64) {
+        let boot = self.boot;
+        let st = self.series.entry(key).or_insert_with(|| SeriesState::Linear {
+            dims: 2,
+            window: ReplicateSums::new(&boot, 2),
+            panes: BTreeMap::new(),
+            groups: BTreeMap::new(),
+        });
+        if let SeriesState::Linear { panes, .. } = st {
+            panes.entry(pane).or_default().weightless += 1;
+        }
     }
 
     /// Adds one unit's components to a linear series (creating it with `dims` components).
@@ -662,7 +686,19 @@ impl Windows {
                 SeriesState::Linear { window, panes, .. } => {
                     let in_window = panes.range(start..end);
                     let units: u64 = in_window.clone().map(|(_, p)| p.units).sum();
+                    let weightless: u64 = in_window.clone().map(|(_, p)| p.weightless).sum();
                     if units == 0 {
+                        if weightless > 0 {
+                            series.push(SeriesWindow {
+                                key: key.clone(),
+                                spec: metric,
+                                units: 0,
+                                clusters: 0,
+                                estimate: None,
+                                evidence: None,
+                                weightless,
+                            });
+                        }
                         continue;
                     }
                     let clusters = in_window.clone().flat_map(|(_, p)| p.clusters.keys()).collect::<HashSet<_>>().len() as u64;
@@ -697,7 +733,7 @@ impl Windows {
                             })
                             .collect()
                     });
-                    linear_window(key, metric, window, units, clusters, logs.as_deref(), level)
+                    SeriesWindow { weightless, ..linear_window(key, metric, window, units, clusters, logs.as_deref(), level) }
                 }
                 SeriesState::Tasks { panes } => {
                     let mut tasks: BTreeMap<&str, (u64, u64)> = BTreeMap::new();

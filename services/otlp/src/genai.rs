@@ -515,13 +515,14 @@ impl<'a> Trace<'a> {
         tools.all(|s| of(s) == Some(false)).then_some(false)
     }
 
-    /// The calls the run proposed and left waiting (for a human's approval, as an SDK pauses a
-    /// run on tools that need one): in a trace that captures outputs (a model's output
-    /// messages or a tool's result somewhere in it), the tool spans at the end of its steps
-    /// whose arguments were captured but that have no result and no error. They did not run, so
-    /// they are no steps. (A producer that records no outputs — content capture off, or one that
-    /// logs arguments only — cannot show a proposal apart from a call that ran: its calls are
-    /// steps.)
+    /// The calls the run proposed and left waiting (for a human's approval, as the Agents SDK
+    /// pauses a run on tools that need one): in a trace that captures outputs (a model's output
+    /// messages or a tool's result somewhere in it), the tool spans at the end of its steps,
+    /// written by an instrumentation of the approval table (measured to record a paused call
+    /// this way), whose arguments were captured but that have no result and no error. They did
+    /// not run, so they are no steps. (A producer that records no outputs — content capture off,
+    /// or one that logs arguments only — cannot show a proposal apart from a call that ran, and
+    /// another instrumentation's call without a result may have run: their calls are steps.)
     fn proposed_calls(&self, ordered: &[&'a SpanRec]) -> Vec<&'a SpanRec> {
         let output = |k: &String| {
             ["gen_ai.output.messages", "output.value", "traceloop.entity.output", "gen_ai.tool.call.result"].contains(&k.as_str())
@@ -534,6 +535,7 @@ impl<'a> Trace<'a> {
         let proposed = |s: &SpanRec| {
             let a = &s.attrs;
             role(s) == Role::Tool
+                && crate::approvals::channel(&s.scope, &s.scope_version).is_some()
                 && !s.error
                 && a.get("error.type").is_none_or(Value::is_null)
                 && first_text(a, &["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"]).is_some()

@@ -397,6 +397,8 @@ impl Assembler {
         if let Some(run) = self.runs.get_mut(&ev.run_id).filter(|r| r.paused && ev.sequence > r.last_sequence) {
             let old_key = run.idle_key;
             run.paused = false;
+            // The resumed part's telemetry decides what its own steps can show.
+            run.approvals_unseen = start.approval_channel == Some(false);
             run.last_sequence = ev.sequence;
             run.event_ids.push(id);
             run.last_event_time = run.last_event_time.max(ev.event_time);
@@ -454,7 +456,7 @@ impl Assembler {
             // nothing: a window of nothing else has no rate, and the engine reports it N/A
             // ("no approval signal in this telemetry"), never a measured 0 that could page.
             let weight = if run.approvals_unseen { 0.0 } else { 1.0 };
-            emit(ids::CONFIRMATION_GATING, flag(step.confirmed), weight);
+            emit(ids::CONFIRMATION_GATING, flag(step.confirmed) * weight, weight);
         }
         if step.result_status.is_some() {
             emit(ids::TOOL_ERROR_RATE, flag(is_error), 1.0);

@@ -470,6 +470,16 @@ async fn approvals(dir: &str, run_key: Option<&str>) {
             failures.push(format!("{}/{}: approval channels {channels:?}, the table says none", f.setup, t.scenario));
             format!("{channels:?}")
         };
+        // Every executed call of the high-impact tool is a gated step, and none weighs anything.
+        let refunds = mine
+            .iter()
+            .filter(|e| {
+                e.step.as_ref().is_some_and(|s| s.step_kind == StepKind::ToolCall && s.tool_name.as_deref() == Some("refund_payment"))
+            })
+            .count();
+        if gated.len() != refunds {
+            failures.push(format!("{}/{}: {} gated steps, {refunds} refunds ran", f.setup, t.scenario, gated.len()));
+        }
         let gating = if gated.iter().all(|o| o.weight == 0.0) {
             format!("N/A, no approval signal in this telemetry ({} gated steps, weightless)", gated.len())
         } else {

@@ -349,6 +349,10 @@ def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, p
         parts: list[dict] = []  # one per Runner.run call: the SDK trace id and the OTel traces it produced
         paused = resumed = False
         start, spy_start = spans_so_far(), len(spy.events)
+        import os
+        run_key = os.environ.get("OCTANT_CONFORMANCE_RUN_KEY")
+        run_id = f"{sid}-run-{r + 1}" if run_key else None
+        S.RUN_ID.set(run_id)
         result = loop.run_until_complete(Runner.run(entry, APPROVAL_INPUT[scenario], run_config=cfg))
         pause_index = 0
         while True:
@@ -416,6 +420,9 @@ def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, p
             "framework_usage": {"requests": u.requests, "input_tokens": u.input_tokens,
                                 "output_tokens": u.output_tokens, "total_tokens": u.total_tokens},
         }
+        if run_key:
+            extra["run_key"] = {"attribute": run_key, "value": run_id}
+        S.RUN_ID.set(None)
         # Outcome as the SDK reports it: every Runner.run call returned a RunResult without raising,
         # also the abandoned (expired) run, whose last RunResult has interruptions and final_output None.
         from runner import summarize_run

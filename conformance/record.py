@@ -36,6 +36,9 @@ sys.path.insert(0, str(HERE))
 import setups as S  # noqa: E402
 
 
+# `--run-key`: the span attribute the application stamps its run id as (None: not stamped).
+RUN_KEY: str | None = None
+
 def venv_python(family: str) -> Path:
     return VENVS / family / "bin" / "python"
 
@@ -75,6 +78,9 @@ def run_one(setup: str, scenario: str, out: Path, timeout: int = 300) -> tuple[b
             env.pop(k)
     env.update(S.env_for(setup, scenario))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if RUN_KEY:
+        # The application stamps its own run id on every span (runner.py RunKeyProcessor).
+        env["OCTANT_CONFORMANCE_RUN_KEY"] = RUN_KEY
     cmd = [str(venv_python(cfg["family"])), str(HERE / "runner.py"), "--setup", setup, "--scenario", scenario,
            "--out", str(out)]
     t0 = time.time()
@@ -110,9 +116,14 @@ def main() -> int:
     ap.add_argument("--summary-only", action="store_true", help="regenerate spans.summary.txt from spans.pb")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--keep-going", action="store_true", help="continue after a failing (setup, scenario)")
+    ap.add_argument("--run-key", metavar="ATTR",
+                    help="the application stamps its run id on every span as attribute ATTR (approval scenarios: "
+                         "both parts of a paused run), as a team would with its own span processor")
     ap.add_argument("--install", nargs="+", metavar="FAMILY", help="only install these families' venvs (scripts/setup.sh)")
     args = ap.parse_args()
     out = Path(args.out).resolve()
+    global RUN_KEY
+    RUN_KEY = args.run_key
 
     if args.list:
         for name, cfg in S.SETUPS.items():

@@ -35,6 +35,23 @@ def dist_version(name: str) -> str | None:
         return None
 
 
+def _run_key_processor_base():
+    from opentelemetry.sdk.trace import SpanProcessor
+    return SpanProcessor
+
+
+class RunKeyProcessor(_run_key_processor_base()):
+    """What a team adds to trace one run across the traces it becomes: an OpenTelemetry span
+    processor that sets `attr` to the current run id on every span it sees start."""
+
+    def __init__(self, attr: str):
+        self.attr = attr
+
+    def on_start(self, span, parent_context=None):
+        v = S.RUN_ID.get()
+        if v:
+            span.set_attribute(self.attr, v)
+
 class Providers:
     def __init__(self, system_id: str):
         from opentelemetry import trace
@@ -54,6 +71,9 @@ class Providers:
         resource = Resource.create({"service.name": system_id, "service.version": "1.0.0"})
         self.span_exporter = InMemorySpanExporter()
         self.tracer_provider = TracerProvider(resource=resource)
+        run_key = os.environ.get("OCTANT_CONFORMANCE_RUN_KEY")
+        if run_key:
+            self.tracer_provider.add_span_processor(RunKeyProcessor(run_key))
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.span_exporter))
         trace.set_tracer_provider(self.tracer_provider)
 

@@ -8,6 +8,12 @@ Python subprocess, so instrumentation never leaks between setups.
 """
 
 from __future__ import annotations
+import contextvars
+
+# The application's run id (record.py --run-key), set around every Runner.run call of one logical
+# run — both parts of a run paused for approval —; runner.RunKeyProcessor stamps it on every span
+# started meanwhile. Here, in the one module the runner and the frameworks share.
+RUN_ID: "contextvars.ContextVar[str | None]" = contextvars.ContextVar("octant_run_id", default=None)
 
 # Environment common to every setup (recorded in truth.json).
 COMMON_ENV = {

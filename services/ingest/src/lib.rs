@@ -361,37 +361,39 @@ impl Stage for IngestStage {
         let (quiet, max_wait, response_wait) = (self.config.trace_quiet, self.config.trace_max_wait, self.config.response_wait);
         let mut records = Vec::new();
         let mut open = 0;
-        for owned in parts.values_mut() {
-            let part = &mut owned.state;
-            let ready: Vec<(String, &'static str)> = part
-                .traces
-                .iter()
-                .filter_map(|(id, t)| {
-                    let has_root = t.spans.values().any(|s| s.parent_span_id.is_none());
-                    if ctx.now.saturating_duration_since(t.first_seen) >= max_wait {
-                        Some((id.clone(), "max_wait"))
-                    } else if has_root && ctx.now.saturating_duration_since(t.last_seen) >= quiet {
-                        Some((id.clone(), "quiet"))
-                    } else {
-                        None
-                    }
-                })
-                .collect();
-            let mut held = Vec::new();
-            // In event-time order (the earliest span of each), so that downstream sees runs
-            // roughly as they happened.
-            let mut ready = ready;
-            ready.sort_by_key(|(id, _)| (part.traces[id].spans.values().map(|s| s.start_ns).min().unwrap_or(0), id.clone()));
-            for (id, reason) in ready {
-                let buf = part.traces.remove(&id).expect("listed above");
-                held.push(buf.first_offset);
-                let run = self.emit(buf);
-                self.metrics.runs.with_label_values(&[if run.is_empty() { "not_a_run" } else { reason }]).inc();
-                records.extend(run);
-                part.remember(id, self.config.emitted_memory);
+        // Every complete trace of every partition, emitted in event-time order (the earliest
+        // span of each): downstream sees runs roughly as they happened, and the parts of a keyed
+        // run (one trace each, hashed to any partition) in the order they happened.
+        let mut ready: Vec<(i64, String, TopicPartition, &'static str)> = Vec::new();
+        for (tp, owned) in parts.iter() {
+            for (id, t) in &owned.state.traces {
+                let has_root = t.spans.values().any(|s| s.parent_span_id.is_none());
+                let reason = if ctx.now.saturating_duration_since(t.first_seen) >= max_wait {
+                    "max_wait"
+                } else if has_root && ctx.now.saturating_duration_since(t.last_seen) >= quiet {
+                    "quiet"
+                } else {
+                    continue;
+                };
+                let start = t.spans.values().map(|s| s.start_ns).min().unwrap_or(0) as i64;
+                ready.push((start, id.clone(), tp.clone(), reason));
             }
-            if !held.is_empty() {
-                part.unacked.entry(ctx.seq).or_default().extend(held);
+        }
+        ready.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let mut held: HashMap<TopicPartition, Vec<i64>> = HashMap::new();
+        for (_, id, tp, reason) in ready {
+            let part = &mut parts.get_mut(&tp).expect("listed above").state;
+            let buf = part.traces.remove(&id).expect("listed above");
+            held.entry(tp).or_default().push(buf.first_offset);
+            let run = self.emit(buf);
+            self.metrics.runs.with_label_values(&[if run.is_empty() { "not_a_run" } else { reason }]).inc();
+            records.extend(run);
+            part.remember(id, self.config.emitted_memory);
+        }
+        for (tp, owned) in parts.iter_mut() {
+            let part = &mut owned.state;
+            if let Some(h) = held.remove(tp) {
+                part.unacked.entry(ctx.seq).or_default().extend(h);
             }
             let before = part.responses.len();
             part.responses.retain(|_, r| {

@@ -395,6 +395,17 @@ async fn recorded_approvals_replayed_through_octant_up() {
     approvals("approvals", None).await;
 }
 
+/// The same scenarios recorded with the application stamping its run id on every span
+/// (`record.py --run-key octant.run.id`, `conformance/approvals-keyed/`), replayed with
+/// `[ingest.mapping] run_key = "octant.run.id"`: a resumed run is one run, paused parts end with
+/// a request for confirmation per call, and the expired ones stay paused (waiting out the
+/// scorer's `pause_timeout`). `OCTANT_BLESS_CONFORMANCE=1` rewrites
+/// `conformance/APPROVALS-KEYED-RESULTS.md`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorded_keyed_approvals_are_one_run_each() {
+    approvals("approvals-keyed", Some("octant.run.id")).await;
+}
+
 async fn approvals(dir: &str, run_key: Option<&str>) {
     let root = repo_root();
     let all = fixtures(&root.join("conformance").join(dir));

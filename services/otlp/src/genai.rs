@@ -504,7 +504,7 @@ impl<'a> Trace<'a> {
     /// [`crate::approvals`]); `None` when not known (confirmation gating is scored).
     fn approval_channel(&self) -> Option<bool> {
         let m = self.m;
-        if self.events.iter().any(|e| e.name == TOOL_CALL_DECISION)
+        if self.events.iter().any(|e| e.name == TOOL_CALL_DECISION || m.approval_events.iter().any(|n| n == e.name))
             || self.spans.iter().any(|s| bool_attr(&s.attrs, &m.confirmation_attribute).is_some())
         {
             return Some(true);
@@ -628,18 +628,62 @@ impl<'a> Trace<'a> {
         evaluations
     }
 
-    /// Approval decisions by tool-call id, in time order.
-    fn decisions(&self) -> BTreeMap<&'a str, Vec<&'a str>> {
-        let mut decisions: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for e in self.events.iter().filter(|e| e.name == TOOL_CALL_DECISION) {
-            if let (Some(call), Some(outcome)) =
-                (str_attr(e.attrs, "gen_ai.tool.call.id"), str_attr(e.attrs, "gen_ai.tool.call.decision.outcome"))
-            {
-                decisions.entry(call).or_default().push(outcome);
+    /// Approval decisions by tool-call id (or, for a declared event on a tool span without a
+    /// call id, that span's id), in time order: `gen_ai.tool.call.decision` events, and the
+    /// declared `[mapping] approval_events` (attribute `decision`: approved, approve, allow,
+    /// granted, yes or true confirm the call; denied, deny, rejected, reject, no or false deny it).
+    fn decisions(&self) -> BTreeMap<&'a str, Vec<Decision<'a>>> {
+        let mut decisions: BTreeMap<&str, Vec<Decision>> = BTreeMap::new();
+        let mut events: Vec<&TraceEvent<'a>> = self.events.iter().collect();
+        events.sort_by_key(|e| e.time_ns);
+        for e in events {
+            let declared = self.m.approval_events.iter().any(|n| n == e.name);
+            let outcomes: &[&'static str] = if e.name == TOOL_CALL_DECISION {
+                match str_attr(e.attrs, "gen_ai.tool.call.decision.outcome") {
+                    Some("require_approval") => &["require_approval"],
+                    Some("allow") => &["allow"],
+                    Some("deny") => &["deny"],
+                    _ => &[],
+                }
+            } else if declared {
+                let d = match e.attrs.get("decision") {
+                    Some(Value::Bool(b)) => Some(*b),
+                    Some(Value::String(v)) => match v.to_ascii_lowercase().as_str() {
+                        "approved" | "approve" | "allow" | "granted" | "yes" | "true" => Some(true),
+                        "denied" | "deny" | "rejected" | "reject" | "no" | "false" => Some(false),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match d {
+                    Some(true) => &["require_approval", "allow"],
+                    Some(false) => &["deny"],
+                    None => &[],
+                }
+            } else {
+                continue;
+            };
+            let span = e.span.and_then(|id| self.spans.iter().find(|s| s.span_id == id));
+            let call = str_attr(e.attrs, "gen_ai.tool.call.id")
+                .or_else(|| span.filter(|_| declared).and_then(|s| call_id(&s.attrs).or(Some(s.span_id.as_str()))));
+            let Some(call) = call else { continue };
+            let tool = str_attr(e.attrs, "gen_ai.tool.name")
+                .or_else(|| span.and_then(|s| first_str(&s.attrs, &["gen_ai.tool.name", "tool.name", "traceloop.entity.name"])));
+            for outcome in outcomes {
+                decisions.entry(call).or_default().push(Decision { outcome, time_ns: e.time_ns, tool });
             }
         }
         decisions
     }
+}
+
+/// One approval decision about a tool call.
+#[derive(Debug, Clone, Copy)]
+struct Decision<'a> {
+    /// `require_approval`, `allow` or `deny` (the proposed `gen_ai.tool.call.decision` outcomes).
+    outcome: &'static str,
+    time_ns: u64,
+    tool: Option<&'a str>,
 }
 
 /// A verdict's value from an evaluation result: its score, else its label (`pass`, `true`,
@@ -726,6 +770,8 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
                 if let Some(c) = call_id(&s.attrs) {
                     executed_calls.insert(c);
                 }
+                // A declared decision on a span without a call id names the span.
+                executed_calls.insert(s.span_id.as_str());
                 let mut ev = base(seq, ms(s.start_ns), agent, EventKind::Step, format!("{trace}/{}", s.span_id));
                 ev.step = Some(Box::new(step(&t, s, &decisions)));
                 ev
@@ -744,14 +790,10 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
 
     // Denied calls and declared interventions.
     for (call, outcomes) in &decisions {
-        if outcomes.contains(&"deny") {
-            let e = t
-                .events
-                .iter()
-                .find(|e| e.name == TOOL_CALL_DECISION && str_attr(e.attrs, "gen_ai.tool.call.id") == Some(call))
-                .expect("it is there");
-            let tool = str_attr(e.attrs, "gen_ai.tool.name").unwrap_or("a tool");
-            let mut ev = base(out.len() as i64, ms(e.time_ns), t.agent_of(root), EventKind::Intervention, format!("{trace}/deny/{call}"));
+        if let Some(deny) = outcomes.iter().find(|d| d.outcome == "deny") {
+            let tool = deny.tool.unwrap_or("a tool");
+            let mut ev =
+                base(out.len() as i64, ms(deny.time_ns), t.agent_of(root), EventKind::Intervention, format!("{trace}/deny/{call}"));
             ev.intervention = Some(Intervention {
                 intervention_kind: InterventionKind::Override,
                 honoured: !executed_calls.contains(call),
@@ -814,7 +856,7 @@ fn call_id(a: &Attrs) -> Option<&str> {
 }
 
 /// The step a tool or model span is.
-fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<&str>>) -> Step {
+fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<Decision<'_>>>) -> Step {
     let (a, m) = (&s.attrs, t.m);
     let tool = role(s) == Role::Tool;
     let tool_name = tool.then(|| {
@@ -837,9 +879,9 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<&str>>) -> St
     for e in t.events.iter().filter(|e| e.span == Some(s.span_id.as_str()) && m.violation_events.iter().any(|n| n == e.name)) {
         violations.push(str_attr(e.attrs, "constraint").unwrap_or(e.name).to_string());
     }
-    let approved = call_id(a)
-        .and_then(|c| decisions.get(c))
-        .is_some_and(|d| d.iter().position(|o| *o == "require_approval").is_some_and(|i| d[i..].contains(&"allow")));
+    let approved = call_id(a).and_then(|c| decisions.get(c)).or_else(|| decisions.get(s.span_id.as_str())).is_some_and(|d| {
+        d.iter().position(|o| o.outcome == "require_approval").is_some_and(|i| d[i..].iter().any(|o| o.outcome == "allow"))
+    });
     let result = tool.then(|| first_text(a, &["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"])).flatten();
     let failed = s.error || a.get("error.type").is_some_and(|v| !v.is_null()) || (tool && failed_result(result.as_deref()));
     Step {

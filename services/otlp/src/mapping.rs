@@ -79,6 +79,11 @@ pub struct Mapping {
     /// own approval attribute or events to an instrumentation listed without a channel, `false`
     /// for one it does not list (default: none).
     pub approval_channels: BTreeMap<String, bool>,
+    /// A team's own approval events (span events, or log records in the trace): on a tool span
+    /// or naming `gen_ai.tool.call.id`, with attribute `decision` — approved, approve, allow,
+    /// granted, yes or true confirm the call; denied, deny, rejected, reject, no or false deny
+    /// it (an override, honoured when the tool did not run) (default none).
+    pub approval_events: Vec<String>,
     /// Span or resource attribute naming one run across the traces it became when it paused
     /// for a human and resumed (default none: each trace is a run). It must name one run, not
     /// a conversation of many: the part after the run ended is dead-lettered `closed_run`.
@@ -112,6 +117,7 @@ impl Default for Mapping {
             evaluator_version_attribute: s("gen_ai.evaluation.evaluator.version"),
             group_attributes: Vec::new(),
             approval_channels: BTreeMap::new(),
+            approval_events: Vec::new(),
             run_key: String::new(),
             verdicts: BTreeMap::new(),
             task_attribute: s("octant.task.id"),
@@ -122,6 +128,7 @@ impl Default for Mapping {
 impl Mapping {
     /// The log and span event names the ingest keeps (everything else is counted and left).
     pub fn wanted_event(&self, name: &str) -> bool {
-        crate::genai::EVENTS.contains(&name) || self.violation_events.iter().chain(&self.intervention_events).any(|e| e == name)
+        crate::genai::EVENTS.contains(&name)
+            || self.violation_events.iter().chain(&self.intervention_events).chain(&self.approval_events).any(|e| e == name)
     }
 }

@@ -493,6 +493,21 @@ fn approval_channels_and_proposed_calls() {
     let mut m = crate::Mapping::default();
     m.approval_channels.insert(contrib.0.into(), true);
     assert_eq!(channel(&run(vec![root.clone(), tool(true)], contrib, &m)), None);
+    // A team's own approval event, declared: on the tool span, `decision` approved confirms the
+    // call and shows a channel; denied on a call that ran is an override not honoured.
+    let m = crate::Mapping { approval_events: vec!["support.approval".into()], ..Default::default() };
+    let decided = |decision: &str| {
+        let mut t = tool(true);
+        t.events =
+            vec![SpanEvent { time_unix_nano: 90 * 1_000_000, name: "support.approval".into(), attributes: vec![s("decision", decision)] }];
+        run(vec![root.clone(), t], contrib, &m)
+    };
+    let approved = decided("approved");
+    assert_eq!((channel(&approved), approved[1].step.as_ref().unwrap().confirmed), (Some(true), true));
+    let denied = decided("denied");
+    let iv = denied.iter().find_map(|e| e.intervention.as_ref()).expect("the denial is an override");
+    assert_eq!((iv.intervention_kind, iv.honoured), (octant_contracts::InterventionKind::Override, false), "the call ran anyway");
+    assert!(!denied.iter().any(|e| e.step.as_ref().is_some_and(|s| s.confirmed)));
     // A run with no tool call gates nothing: not known.
     assert_eq!(channel(&run(vec![root.clone(), model.clone()], contrib, &d)), None);
 

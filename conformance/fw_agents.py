@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import setups as S
@@ -349,7 +350,6 @@ def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, p
         parts: list[dict] = []  # one per Runner.run call: the SDK trace id and the OTel traces it produced
         paused = resumed = False
         start, spy_start = spans_so_far(), len(spy.events)
-        import os
         run_key = os.environ.get("OCTANT_CONFORMANCE_RUN_KEY")
         run_id = f"{sid}-run-{r + 1}" if run_key else None
         S.RUN_ID.set(run_id)

@@ -52,6 +52,7 @@ class RunKeyProcessor(_run_key_processor_base()):
         if v:
             span.set_attribute(self.attr, v)
 
+
 class Providers:
     def __init__(self, system_id: str):
         from opentelemetry import trace

@@ -180,7 +180,8 @@ def raters(n=300, seed=11):
         "kappa": (po - pe) / (1 - pe),
         "retest_items": len(repeats),
         # Mean population SD of two ratings: |x − y| / 2.
-        "retest_instability": sum(abs(x - y) for x, y in repeats) / 2 / len(repeats),
+        # the mean sample variance of each item's two ratings: (x − y)² / 2
+        "retest_instability": sum((x - y) ** 2 / 2 for x, y in repeats) / len(repeats),
         "position_inconsistency": sum(swapped) / n,
         "win_rate": sum(wins) / len(wins),
         "verbosity_bias": sum(diffs) / len(diffs),

@@ -11,7 +11,7 @@
 //!   rating of an item against the humans' majority on it, with its asymptotic interval and
 //!   its band (H: Landis & Koch's edges). An instrument declared `rater_kind = "judge"` enters
 //!   a gate only with κ ≥ `min_judge_kappa` on ≥ `min_labelled_runs` items.
-//! - **Test–retest instability**: the mean standard deviation of one evaluator's repeated
+//! - **Test–retest instability**: the mean variance (n − 1) of one evaluator's repeated
 //!   scores of the same item, banded C(0.10).
 //!
 //! Per pairwise evaluation name (results with an `opponent`; raters declared `human` are the
@@ -619,7 +619,7 @@ pub fn to_markdown(m: &MetaEvaluation) -> String {
     let opt = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into());
     let band = |b: Option<u8>| b.map(|b| b.to_string()).unwrap_or_else(|| "—".into());
     if !m.raters.is_empty() {
-        s.push_str("| evaluation | results | items | raters | α humans (interval) | judge–human κ [95 %] (items) | κ band [interval] | test–retest SD (items) | band C(0.10) |\n|---|---:|---:|---|---|---|---|---|---|\n");
+        s.push_str("| evaluation | results | items | raters | α humans (interval) | judge–human κ [95 %] (items) | κ band [interval] | test–retest variance (items) | band C(0.10) |\n|---|---:|---:|---|---|---|---|---|---|\n");
         for r in &m.raters {
             let (k, kb) = match &r.judge_human {
                 Some(k) => (

@@ -358,7 +358,7 @@ fn meta_section(s: &mut String, packages: &[Package]) {
                 s,
                 "<table class=\"meta\" id=\"raters-{i}\"><caption>Raters, {whose}</caption><thead><tr><th scope=\"col\">Evaluation</th>\
                  <th scope=\"col\">Items</th><th scope=\"col\">α among humans</th><th scope=\"col\">Judge–human κ [95 %]</th>\
-                 <th scope=\"col\">κ band</th><th scope=\"col\">Test–retest SD (band C(0.10))</th></tr></thead><tbody>"
+                 <th scope=\"col\">κ band</th><th scope=\"col\">Test–retest variance (band C(0.10))</th></tr></thead><tbody>"
             );
             for r in &m.raters {
                 let (k, kb) = match &r.judge_human {

@@ -130,18 +130,20 @@ pub fn kappa_with_interval<T: Ord + Clone>(a: &[T], b: &[T], level: f64) -> Opti
 }
 
 /// Test–retest instability of an evaluator: the mean, over items scored at least twice, of the
-/// population standard deviation of the item's repeated scores (0: perfectly stable). Seed 000
-/// Table XI bands it C(0.10). `None` without an item scored twice.
+/// *variance* of the item's repeated scores — the sample variance (n − 1), an unbiased estimate of
+/// the score's variance across reruns (0: perfectly stable). Seed 000 Table XI: "Rerun variance",
+/// banded C(0.10) — on the variance, not the standard deviation (an SD of 0.1 is a variance of
+/// 0.01: band 4, where the SD would give band 0). `None` without an item scored twice.
 pub fn retest_instability(items: &[Vec<f64>]) -> Option<f64> {
-    let sds: Vec<f64> = items
+    let vars: Vec<f64> = items
         .iter()
         .filter(|s| s.len() >= 2)
         .map(|s| {
             let m = s.iter().sum::<f64>() / s.len() as f64;
-            (s.iter().map(|x| (x - m).powi(2)).sum::<f64>() / s.len() as f64).sqrt()
+            s.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (s.len() - 1) as f64
         })
         .collect();
-    (!sds.is_empty()).then(|| sds.iter().sum::<f64>() / sds.len() as f64)
+    (!vars.is_empty()).then(|| vars.iter().sum::<f64>() / vars.len() as f64)
 }
 
 /// One pairwise verdict, in the order the judge saw the two outputs: 1 the first won, 0 the
@@ -320,6 +322,17 @@ mod tests {
         let k = kappa_with_interval(&[1, 1, 0, 0], &[1, 1, 0, 0], 0.95).unwrap();
         assert_eq!((k.kappa, k.se), (1.0, 0.0));
         assert_eq!(retest_instability(&[vec![1.0, 0.0], vec![0.5]]), Some(0.5));
+        // The seed's rerun variance, against Python's `statistics.variance` (sample variance):
+        // python3 -c "import statistics as s; v=[s.variance(x) for x in [[0.4,0.6],[0.2,0.5,0.9],[1.0,1.0]]]; print(repr(sum(v)/len(v)))"
+        // → 0.04777777777777777
+        let r = retest_instability(&[vec![0.4, 0.6], vec![0.2, 0.5, 0.9], vec![1.0, 1.0], vec![0.3]]).unwrap();
+        assert!((r - 0.04777777777777777).abs() < 1e-12, "{r}");
+        // Banded C(0.10) on the variance: scores 0.1 either side of their mean (variance 0.02)
+        // are band 4; the standard deviation (0.14) would have been band 0.
+        let v = retest_instability(&[vec![0.4, 0.6]]).unwrap();
+        let c = crate::family::Family::Continuous { budget: 0.10 };
+        assert_eq!(c.band(v, &Default::default()).ok(), Some(4), "{v}");
+        assert_eq!(c.band(v.sqrt(), &Default::default()).ok(), Some(0));
         let v = |first, second, s| Verdict { first, second, first_score: s };
         // A judge that always prefers whatever it sees first flips every swapped pair.
         assert_eq!(position_inconsistency(&[(v(0, 1, 1.0), v(1, 0, 1.0))]), Some(1.0));

@@ -35,8 +35,10 @@ pub struct Crosswalk {
 /// obligations), the GPAI Code of Practice (seed 000 Table VI, verbatim) and the NIST AI RMF
 /// functions (§VI). Capability and fairness have no GPAI article of their own; they serve
 /// MEASURE. The meta-evaluation row carries the governance row's articles (Table VI groups
-/// them as "Governance / meta-evaluation"); proportionality and the evidence trail serve
-/// GOVERN (and MAP: which obligations apply).
+/// them as "Governance / meta-evaluation"). The NIST functions are §VI's, element by element:
+/// the governance and meta-evaluation layer (and the evidence trail) GOVERN, the coverage matrix
+/// and the multidimensional profile MAP, the metric catalogue and scoring MEASURE,
+/// proportionality and the decision policies (gates and vetoes) MANAGE.
 pub const CROSSWALK: &[Crosswalk] = &[
     Crosswalk { subject: "capability", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MEASURE"] },
     Crosswalk {
@@ -86,7 +88,7 @@ pub const CROSSWALK: &[Crosswalk] = &[
         subject: "proportionality",
         eu_ai_act: &["Art. 51", "Annex XIII"],
         code_of_practice: "Proportionate requirements for systemic-risk, modified, and fine-tuned GPAI models",
-        nist_ai_rmf: &["GOVERN", "MAP"],
+        nist_ai_rmf: &["MANAGE"],
     },
     Crosswalk {
         subject: "evidence and audit trail (this package, its inputs and lake offsets)",
@@ -95,6 +97,7 @@ pub const CROSSWALK: &[Crosswalk] = &[
         nist_ai_rmf: &["GOVERN"],
     },
     Crosswalk { subject: "coverage (systems, sources, benchmarks, periods)", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MAP"] },
+    Crosswalk { subject: "multidimensional profile (a band per dimension)", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MAP"] },
     Crosswalk { subject: "metrics and intervals", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MEASURE"] },
     Crosswalk { subject: "gates and vetoes", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MANAGE"] },
 ];

@@ -742,9 +742,9 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
         ),
         t(
             "faithfulness",
-            Transparency,
+            Safety,
             Some(Higher),
-            "share of the output's claims an NLI model finds entailed by the sources, in [0, 1] (Table VII eq. 7)",
+            "share of the output's claims an NLI model finds entailed by the sources, in [0, 1] (Table VII eq. 7: Safety, H)",
         ),
         t("toxicity", Safety, Some(Lower), "1 when a toxicity classifier flags the output (or its probability), in [0, 1]"),
         t(
@@ -771,8 +771,8 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
         t(
             "cider",
             Capability,
-            Some(Comparative),
-            "CIDEr-D per caption (unbounded): banded by quartile in a declared reference pool (Q; Table X eq. 15)",
+            Some(Higher),
+            "CIDEr-D per caption, H as Table X gives it (eq. 15; unbounded: 0.8 and above is band 4); declare family = comparative with a reference pool to band by quartile instead",
         ),
         t(
             "recall_at_k",
@@ -780,8 +780,13 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
             Some(Higher),
             "1 when a relevant item is in the top k retrieved (k is the evaluator's parameter, part of its version; Table X eq. 16)",
         ),
-        t("clipscore", Capability, Some(Comparative), "CLIPScore per image–text pair: banded by quartile in a declared reference pool (Q)"),
-        t("spice", Capability, Some(Comparative), "SPICE per caption: banded by quartile in a declared reference pool (Q; Table X eq. 15)"),
+        t(
+            "clipscore",
+            Capability,
+            Some(Higher),
+            "CLIPScore per image–text pair, H as Table X gives it; declare family = comparative with a reference pool to band by quartile instead",
+        ),
+        t("spice", Capability, Some(Higher), "SPICE F-score per caption in [0, 1], H as Table X gives it (eq. 15)"),
         EvaluatorTemplate {
             id: "fid",
             dimension: Capability,
@@ -1073,6 +1078,19 @@ mod tests {
         assert!(!judge.accepts_result(None, None, Some("likelihood"), Some("judge")));
         assert!(!judge.accepts_result(None, None, Some("generation"), Some("human")));
         assert!(!judge.accepts_result(None, None, None, Some("judge")));
+        // The families and dimensions the seed's tables give (VII: faithfulness is Safety, H; X:
+        // CIDEr/SPICE and CLIPScore are H — a reference pool is a declaration, not the default).
+        for (id, dim, fam) in [
+            ("faithfulness", Dimension::Safety, Family::Higher),
+            ("cider", Dimension::Capability, Family::Higher),
+            ("spice", Dimension::Capability, Family::Higher),
+            ("clipscore", Dimension::Capability, Family::Higher),
+        ] {
+            let t = template(id).unwrap();
+            assert_eq!((t.dimension, t.family), (dim, Some(fam)), "{id}");
+        }
+        let pooled = d("id = \"test_cider\"\ntemplate = \"cider\"\nfamily = { family = \"comparative\" }").resolve().unwrap();
+        assert_eq!(pooled.family, Family::Comparative, "a pool, when declared");
         // Every template's family is one the engine can band (Q needs a declared pool).
         for t in EVALUATOR_TEMPLATES {
             assert!(t.family.is_some() || t.id == "abstention_rate", "{}", t.id);

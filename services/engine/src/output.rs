@@ -284,7 +284,8 @@ mod tests {
     #[test]
     fn a_comparative_instrument_is_banded_in_its_pool() {
         let decl: octant_core::catalogue::InstrumentDecl =
-            toml::from_str("id = \"test_cider\"\ntemplate = \"cider\"\nevaluation = \"cider\"").unwrap();
+            toml::from_str("id = \"test_cider\"\ntemplate = \"cider\"\nevaluation = \"cider\"\nfamily = { family = \"comparative\" }")
+                .unwrap();
         let mut cfg = EvaluationConfig { instruments: vec![decl], ..Default::default() };
         assert!(cfg.check().unwrap_err().contains("needs [evaluation.pools.test_cider]"));
         cfg.pools.insert(

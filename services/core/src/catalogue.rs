@@ -756,8 +756,8 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
         t(
             "abstention_rate",
             Oversight,
-            None,
-            "1 when the system abstains or defers; its target window is the use case's (declare family = window)",
+            Some(Window { lo: 0.10, hi: 0.30 }),
+            "1 when the system abstains or defers; default window [0.10, 0.30] (Table V), declare the use case's own",
         ),
         t("latency_per_query", Efficiency, Some(Budget), "seconds per response, against the system's budget (R)"),
         t("cost_per_query", Efficiency, Some(Budget), "cost per response, against the system's budget (R)"),
@@ -1068,7 +1068,9 @@ mod tests {
             .unwrap();
         assert_eq!(refusal.family, Family::Window { lo: 0.85, hi: 0.95 });
         assert!(d("id = \"test_fid\"\ntemplate = \"fid\"").resolve().unwrap_err().contains("set-level"));
-        assert!(d("id = \"test_abst\"\ntemplate = \"abstention_rate\"").resolve().unwrap_err().contains("declare its family"));
+        // Table V's default abstention window.
+        let abst = d("id = \"test_abst\"\ntemplate = \"abstention_rate\"").resolve().unwrap();
+        assert_eq!((abst.dimension, abst.family), (Dimension::Oversight, Family::Window { lo: 0.10, hi: 0.30 }));
         assert!(d("id = \"test_x\"\ntemplate = \"nope\"").resolve().unwrap_err().contains("known: exact_match"));
         assert!(d("id = \"test_x\"\ntemplate = \"bleu\"\nscoring_mode = \"greedy\"").resolve().is_err());
         assert!(d("id = \"test_x\"\nfamily = { family = \"higher\" }").resolve().unwrap_err().contains("dimension"));
@@ -1093,7 +1095,7 @@ mod tests {
         assert_eq!(pooled.family, Family::Comparative, "a pool, when declared");
         // Every template's family is one the engine can band (Q needs a declared pool).
         for t in EVALUATOR_TEMPLATES {
-            assert!(t.family.is_some() || t.id == "abstention_rate", "{}", t.id);
+            assert!(t.family.is_some(), "{}", t.id);
         }
     }
 

@@ -52,6 +52,11 @@ pub const TOOL_CALL_DECISION: &str = "gen_ai.tool.call.decision";
 /// Events the ingest keeps whatever the mapping says.
 pub const EVENTS: [&str; 2] = [EVALUATION_RESULT, TOOL_CALL_DECISION];
 
+/// A tool call's arguments and its result, under the conventions' names (GenAI, OpenInference,
+/// OpenLLMetry).
+const TOOL_ARGUMENTS: [&str; 3] = ["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"];
+const TOOL_RESULT: [&str; 3] = ["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"];
+
 const INFERENCE: [&str; 5] = ["chat", "text_completion", "generate_content", "embeddings", "completion"];
 
 /// What a span is, by the conventions it follows.
@@ -425,14 +430,21 @@ impl<'a> Trace<'a> {
         (system, source)
     }
 
+    /// The trace's spans, the root first, then in start order (where a run-level attribute is
+    /// looked for).
+    fn root_first(&self) -> Vec<&'a SpanRec> {
+        let mut spans: Vec<&SpanRec> = self.spans.iter().collect();
+        spans.sort_by_key(|s| (!std::ptr::eq(*s, self.root), s.start_ns));
+        spans
+    }
+
     /// The task: the declared task attribute, else `gen_ai.conversation.id`, else `session.id`
     /// — on the root, else on the first span (in start order) that carries one. `None` when
     /// no span does: never a task made from a span's name (every run of an SDK would share
     /// its default workflow name).
     fn task(&self) -> Option<String> {
         let keys = [self.m.task_attribute.as_str(), "gen_ai.conversation.id", "session.id"];
-        let mut spans: Vec<&SpanRec> = self.spans.iter().collect();
-        spans.sort_by_key(|s| (!std::ptr::eq(*s, self.root), s.start_ns));
+        let spans = self.root_first();
         keys.iter().find_map(|k| spans.iter().find_map(|s| str_attr(&s.attrs, k))).map(str::to_string)
     }
 
@@ -443,9 +455,7 @@ impl<'a> Trace<'a> {
         if key.is_empty() {
             return None;
         }
-        let mut spans: Vec<&SpanRec> = self.spans.iter().collect();
-        spans.sort_by_key(|s| (!std::ptr::eq(*s, self.root), s.start_ns));
-        spans
+        self.root_first()
             .iter()
             .find_map(|s| s.attrs.get(key))
             .or_else(|| self.root.resource.get(key))
@@ -538,8 +548,8 @@ impl<'a> Trace<'a> {
                 && crate::approvals::channel(&s.scope, &s.scope_version).is_some()
                 && !s.error
                 && a.get("error.type").is_none_or(Value::is_null)
-                && first_text(a, &["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"]).is_some()
-                && first_text(a, &["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"]).is_none()
+                && first_text(a, &TOOL_ARGUMENTS).is_some()
+                && first_text(a, &TOOL_RESULT).is_none()
         };
         ordered.iter().rev().filter(|s| matches!(role(s), Role::Tool | Role::Model)).take_while(|s| proposed(s)).copied().collect()
     }
@@ -882,12 +892,12 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<Decision<'_>>
     let approved = call_id(a).and_then(|c| decisions.get(c)).or_else(|| decisions.get(s.span_id.as_str())).is_some_and(|d| {
         d.iter().position(|o| o.outcome == "require_approval").is_some_and(|i| d[i..].iter().any(|o| o.outcome == "allow"))
     });
-    let result = tool.then(|| first_text(a, &["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"])).flatten();
+    let result = tool.then(|| first_text(a, &TOOL_RESULT)).flatten();
     let failed = s.error || a.get("error.type").is_some_and(|v| !v.is_null()) || (tool && failed_result(result.as_deref()));
     Step {
         step_kind: if tool { StepKind::ToolCall } else { StepKind::ModelCall },
         // A tool call's arguments and result, under the first of the conventions' names set.
-        arguments: tool.then(|| first_text(a, &["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"])).flatten(),
+        arguments: tool.then(|| first_text(a, &TOOL_ARGUMENTS)).flatten(),
         result,
         tool_name,
         result_status: tool.then_some(if failed { ResultStatus::Error } else { ResultStatus::Ok }),

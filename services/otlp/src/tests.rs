@@ -9,6 +9,20 @@ use crate::fragment::{self, Fragment};
 use crate::model::{self, Encoding};
 use crate::proto::*;
 
+/// Span `id` of trace 0707…, under `parent` (0: none), from `start` to `end` ms.
+fn genai_span(id: u8, parent: u8, start: u64, end: u64, attrs: Vec<KeyValue>) -> Span {
+    Span {
+        trace_id: vec![7; 16],
+        span_id: vec![id; 8],
+        parent_span_id: if parent == 0 { vec![] } else { vec![parent; 8] },
+        name: format!("s{id}"),
+        start_time_unix_nano: start * 1_000_000,
+        end_time_unix_nano: end * 1_000_000,
+        attributes: attrs,
+        ..Default::default()
+    }
+}
+
 fn kv(k: &str, v: any_value::Value) -> KeyValue {
     KeyValue { key: k.into(), value: Some(AnyValue { value: Some(v) }) }
 }
@@ -159,16 +173,7 @@ proptest! {
 fn openinference_spans_map_like_genai_ones() {
     let s = |k: &str, v: &str| kv(k, any_value::Value::StringValue(v.into()));
     let i = |k: &str, v: i64| kv(k, any_value::Value::IntValue(v));
-    let span = |id: u8, parent: u8, start: u64, attrs: Vec<KeyValue>| Span {
-        trace_id: vec![7; 16],
-        span_id: vec![id; 8],
-        parent_span_id: if parent == 0 { vec![] } else { vec![parent; 8] },
-        name: format!("s{id}"),
-        start_time_unix_nano: start * 1_000_000,
-        end_time_unix_nano: (start + 10) * 1_000_000,
-        attributes: attrs,
-        ..Default::default()
-    };
+    let span = |id: u8, parent: u8, start: u64, attrs: Vec<KeyValue>| genai_span(id, parent, start, start + 10, attrs);
     let mut guard = span(4, 1, 300, vec![s("openinference.span.kind", "GUARDRAIL")]);
     guard.status = Some(Status { code: STATUS_ERROR, message: "blocked".into() });
     let mut carrier = span(
@@ -407,16 +412,7 @@ fn real_instrumentation_shapes_map_by_the_rules() {
 fn approval_channels_and_proposed_calls() {
     use octant_contracts::{EventKind, StepKind};
     let s = |k: &str, v: &str| kv(k, any_value::Value::StringValue(v.into()));
-    let span = |id: u8, parent: u8, start: u64, attrs: Vec<KeyValue>| Span {
-        trace_id: vec![7; 16],
-        span_id: vec![id; 8],
-        parent_span_id: if parent == 0 { vec![] } else { vec![parent; 8] },
-        name: format!("s{id}"),
-        start_time_unix_nano: start * 1_000_000,
-        end_time_unix_nano: (start + 50) * 1_000_000,
-        attributes: attrs,
-        ..Default::default()
-    };
+    let span = |id: u8, parent: u8, start: u64, attrs: Vec<KeyValue>| genai_span(id, parent, start, start + 50, attrs);
     let root = span(1, 0, 0, vec![s("gen_ai.operation.name", "invoke_agent"), s("gen_ai.agent.name", "Support agent")]);
     // The model's output captured (a function call), as every library records it with content
     // capture on.

@@ -714,6 +714,10 @@ pub struct EvaluatorTemplate {
     pub kind: ResultKind,
     /// The per-unit value the evaluator sends, and how the interval arises.
     pub description: &'static str,
+    /// The values a correct evaluator can send (both ends included): a result outside is
+    /// refused and counted (`out_of_range`), never banded — VQA's raw annotator count (3)
+    /// instead of min(count / 3, 1), or BLEU on a 0–100 scale, would otherwise read as band 4.
+    pub range: (f64, f64),
 }
 
 /// Seed 000 Tables VII (output level) and X (cross-modal).
@@ -721,7 +725,11 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
     use Dimension::*;
     use Family::*;
     const fn t(id: &'static str, dimension: Dimension, family: Option<Family>, description: &'static str) -> EvaluatorTemplate {
-        EvaluatorTemplate { id, dimension, family, unit: Unit::Run, kind: ResultKind::PerUnit, description }
+        EvaluatorTemplate { id, dimension, family, unit: Unit::Run, kind: ResultKind::PerUnit, description, range: (0.0, 1.0) }
+    }
+    /// A template whose native value is unbounded above (a CIDEr score, seconds, a cost).
+    const fn unbounded(t: EvaluatorTemplate) -> EvaluatorTemplate {
+        EvaluatorTemplate { range: (0.0, f64::INFINITY), ..t }
     }
     &[
         t("exact_match", Capability, Some(Higher), "1 when the answer matches the reference after normalisation (Table VII eq. 2), else 0"),
@@ -759,33 +767,33 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
             Some(Window { lo: 0.10, hi: 0.30 }),
             "1 when the system abstains or defers; default window [0.10, 0.30] (Table V), declare the use case's own",
         ),
-        t("latency_per_query", Efficiency, Some(Budget), "seconds per response, against the system's budget (R)"),
-        t("cost_per_query", Efficiency, Some(Budget), "cost per response, against the system's budget (R)"),
-        t(
+        unbounded(t("latency_per_query", Efficiency, Some(Budget), "seconds per response, against the system's budget (R)")),
+        unbounded(t("cost_per_query", Efficiency, Some(Budget), "cost per response, against the system's budget (R)")),
+        unbounded(t(
             "throughput",
             Efficiency,
             Some(Comparative),
             "responses per second under the evaluator's load; banded by quartile in a declared reference pool (Q)",
-        ),
+        )),
         t("vqa_accuracy", Capability, Some(Higher), "VQA soft accuracy min(#annotators agreeing / 3, 1) per question (Table X eq. 14)"),
-        t(
+        unbounded(t(
             "cider",
             Capability,
             Some(Higher),
             "CIDEr-D per caption, H as Table X gives it (eq. 15; unbounded: 0.8 and above is band 4); declare family = comparative with a reference pool to band by quartile instead",
-        ),
+        )),
         t(
             "recall_at_k",
             Capability,
             Some(Higher),
             "1 when a relevant item is in the top k retrieved (k is the evaluator's parameter, part of its version; Table X eq. 16)",
         ),
-        t(
+        unbounded(t(
             "clipscore",
             Capability,
             Some(Higher),
             "CLIPScore per image–text pair, H as Table X gives it; declare family = comparative with a reference pool to band by quartile instead",
-        ),
+        )),
         t("spice", Capability, Some(Higher), "SPICE F-score per caption in [0, 1], H as Table X gives it (eq. 15)"),
         EvaluatorTemplate {
             id: "fid",
@@ -794,6 +802,7 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
             unit: Unit::Run,
             kind: ResultKind::SetLevel,
             description: "FID over a sample (Table X eq. 17, C(300)): one value per set with the evaluator's interval",
+            range: (0.0, f64::INFINITY),
         },
         t("wer", Capability, Some(Lower), "word error rate per utterance (errors / reference words, capped at 1)"),
         t(
@@ -917,6 +926,11 @@ impl InstrumentDecl {
     /// The value of a result: its score, or its label's declared value.
     pub fn value(&self, score: Option<f64>, label: Option<&str>) -> Option<f64> {
         score.filter(|v| v.is_finite()).or_else(|| label.and_then(|l| self.labels.get(l).copied()))
+    }
+
+    /// The values a correct result can have: its template's range (no bound without one).
+    pub fn range(&self) -> Option<(f64, f64)> {
+        self.template.as_deref().and_then(template).map(|t| t.range)
     }
 
     /// The unit, from the declaration, its template, or `run`.
@@ -1080,17 +1094,52 @@ mod tests {
         assert!(!judge.accepts_result(None, None, Some("likelihood"), Some("judge")));
         assert!(!judge.accepts_result(None, None, Some("generation"), Some("human")));
         assert!(!judge.accepts_result(None, None, None, Some("judge")));
-        // The families and dimensions the seed's tables give (VII: faithfulness is Safety, H; X:
-        // CIDEr/SPICE and CLIPScore are H — a reference pool is a declaration, not the default).
-        for (id, dim, fam) in [
-            ("faithfulness", Dimension::Safety, Family::Higher),
-            ("cider", Dimension::Capability, Family::Higher),
-            ("spice", Dimension::Capability, Family::Higher),
-            ("clipscore", Dimension::Capability, Family::Higher),
-        ] {
+        // Every template's dimension, family and native range as the seed's tables give them
+        // (Table VII output level, Table X cross-modal; Table V's default windows): BLEU, ROUGE,
+        // METEOR and BERTScore are 0–1 H scores; VQA soft accuracy min(#agreeing / 3, 1) is a
+        // 0–1 H rate; WER is L; CIDEr/SPICE and CLIPScore are H — a reference pool is a
+        // declaration, not the default; faithfulness is Safety. One departure, written down:
+        // Table VII gives throughput R though it is higher-is-better (R bands the lower
+        // better), so throughput is Q in a declared pool.
+        use Dimension::*;
+        let unit = (0.0, 1.0);
+        let open = (0.0, f64::INFINITY);
+        let table = [
+            ("exact_match", Capability, Family::Higher, unit),
+            ("token_f1", Capability, Family::Higher, unit),
+            ("bleu", Capability, Family::Higher, unit),
+            ("rouge_l", Capability, Family::Higher, unit),
+            ("meteor", Capability, Family::Higher, unit),
+            ("bertscore", Capability, Family::Higher, unit),
+            ("faithfulness", Safety, Family::Higher, unit),
+            ("toxicity", Safety, Family::Lower, unit),
+            ("refusal_rate", Safety, Family::Window { lo: 0.0, hi: 0.05 }, unit),
+            ("abstention_rate", Oversight, Family::Window { lo: 0.10, hi: 0.30 }, unit),
+            ("latency_per_query", Efficiency, Family::Budget, open),
+            ("cost_per_query", Efficiency, Family::Budget, open),
+            ("throughput", Efficiency, Family::Comparative, open),
+            ("vqa_accuracy", Capability, Family::Higher, unit),
+            ("cider", Capability, Family::Higher, open),
+            ("recall_at_k", Capability, Family::Higher, unit),
+            ("clipscore", Capability, Family::Higher, open),
+            ("spice", Capability, Family::Higher, unit),
+            ("fid", Capability, Family::Continuous { budget: 300.0 }, open),
+            ("wer", Capability, Family::Lower, unit),
+            ("cross_modal_hallucination", Safety, Family::Lower, unit),
+            ("modality_robustness", Robustness, Family::Continuous { budget: 0.30 }, unit),
+        ];
+        let ids: Vec<&str> = EVALUATOR_TEMPLATES.iter().map(|t| t.id).collect();
+        assert_eq!(ids, table.map(|r| r.0), "every template is checked against the seed");
+        for (id, dim, fam, range) in table {
             let t = template(id).unwrap();
-            assert_eq!((t.dimension, t.family), (dim, Some(fam)), "{id}");
+            assert_eq!((t.dimension, t.family, t.range), (dim, Some(fam), range), "{id}");
         }
+        // VQA soft accuracy's values (eq. 14, by hand: 0, 1, 2 or ≥ 3 of the annotators agree)
+        // are all in range; the raw count is not.
+        let vqa = d("id = \"test_vqa\"\ntemplate = \"vqa_accuracy\"");
+        let inside = |v: f64| vqa.range().is_some_and(|(lo, hi)| (lo..=hi).contains(&v));
+        assert!([0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0].into_iter().all(inside));
+        assert!(!inside(3.0));
         let pooled = d("id = \"test_cider\"\ntemplate = \"cider\"\nfamily = { family = \"comparative\" }").resolve().unwrap();
         assert_eq!(pooled.family, Family::Comparative, "a pool, when declared");
         // Every template's family is one the engine can band (Q needs a declared pool).

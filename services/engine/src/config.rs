@@ -163,17 +163,24 @@ fn default_level() -> f64 {
     0.95
 }
 
+/// The least budget of `coordination_efficiency` (seed 000 Table IX, R): its native value,
+/// messages over a reference trace's, is at least 1, and R's band 4 needs v ≤ B/4, so a
+/// smaller budget makes band 4 unreachable for every system.
+pub const COORDINATION_BUDGET_FLOOR: f64 = 4.0;
+
 /// Deployment-wide default budgets; declare your own per system.
 pub fn default_budgets() -> BTreeMap<String, f64> {
     // review_burden: reviewer minutes per completed task; coordination_efficiency: messages
-    // per message a reference trace needs.
+    // per message a reference trace needs, a ratio of at least 1, so its budget is at least
+    // 4 (R gives band 4 to v ≤ B/4: with B = 4 the optimum itself is band 4, twice the
+    // optimum band 3, four times band 1).
     [
         ("cost_per_run", 0.05),
         ("tokens_per_run", 40_000.0),
         ("latency_per_run", 30_000.0),
         ("cost_per_success", 0.1),
         ("review_burden", 30.0),
-        ("coordination_efficiency", 2.0),
+        ("coordination_efficiency", COORDINATION_BUDGET_FLOOR),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -243,6 +250,11 @@ impl EvaluationConfig {
         self.system_types.get(system).copied().unwrap_or_default()
     }
 
+    /// Every budget declared for `metric`, deployment-wide and per system.
+    fn all_budgets<'a>(&'a self, metric: &'a str) -> impl Iterator<Item = f64> + 'a {
+        self.budgets.get(metric).into_iter().chain(self.system_budgets.values().filter_map(move |b| b.get(metric))).copied()
+    }
+
     /// The budget of `metric` for `system`, if declared.
     pub fn budget(&self, system: &str, metric: &str) -> Option<f64> {
         self.system_budgets.get(system).and_then(|b| b.get(metric)).or_else(|| self.budgets.get(metric)).copied()
@@ -257,6 +269,11 @@ impl EvaluationConfig {
         }
         if let Some((m, b)) = self.budgets.iter().chain(self.system_budgets.values().flatten()).find(|(_, b)| **b <= 0.0) {
             return Err(format!("evaluation budget of {m} is {b}; budgets must be positive"));
+        }
+        if let Some(b) = self.all_budgets(octant_core::catalogue::ids::COORDINATION_EFFICIENCY).find(|b| *b < COORDINATION_BUDGET_FLOOR) {
+            return Err(format!(
+                "evaluation budget of coordination_efficiency is {b}; messages over a reference trace's are at least 1, and band 4 needs a ratio ≤ B/4, so B must be at least {COORDINATION_BUDGET_FLOOR}"
+            ));
         }
         if !(self.profile.veto_alpha > 0.0 && self.profile.veto_alpha < 1.0) {
             return Err(format!("evaluation.profile.veto_alpha {} must be in (0, 1)", self.profile.veto_alpha));
@@ -319,4 +336,30 @@ pub enum ApprovalSignal {
     Telemetry,
     /// Nothing in the telemetry can show an approval: confirmation gating is N/A.
     None,
+}
+
+#[cfg(test)]
+mod tests {
+    use octant_core::catalogue::ids::COORDINATION_EFFICIENCY;
+    use octant_core::family::{BandContext, Family};
+
+    use super::*;
+
+    /// Seed 000 Table IX gives coordination efficiency (messages over a reference trace's, at
+    /// least 1) family R: the optimum must reach band 4 under the default budget, and a budget
+    /// that makes band 4 unreachable is refused with the setting's name.
+    #[test]
+    fn coordination_efficiency_can_reach_every_band() {
+        let config = EvaluationConfig::default();
+        let b = config.budget("any", COORDINATION_EFFICIENCY).expect("a default budget");
+        let band = |v: f64| Family::Budget.band(v, &BandContext { budget: Some(b), pool: None }).unwrap();
+        // By hand from R(B = 4): v ≤ 1 → 4, ≤ 2 → 3, ≤ 3 → 2, ≤ 4 → 1, above → 0.
+        assert_eq!([1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 4.5].map(band), [4, 3, 3, 2, 2, 1, 0]);
+        config.check().expect("the defaults hold");
+
+        let mut halved = EvaluationConfig::default();
+        halved.system_budgets.entry("sys".into()).or_default().insert(COORDINATION_EFFICIENCY.into(), 2.0);
+        let err = halved.check().expect_err("a budget of 2 leaves band 4 unreachable");
+        assert!(err.contains("coordination_efficiency") && err.contains("at least 4"), "{err}");
+    }
 }

@@ -193,6 +193,9 @@ pub struct EvaluationCounts {
     pub undeclared: u32,
     /// Declared, but neither a finite score nor a declared label.
     pub no_value: u32,
+    /// A value outside what its template's evaluator can send (a VQA annotator count instead
+    /// of a soft accuracy, BLEU on a 0–100 scale): refused, never banded.
+    pub out_of_range: u32,
     /// Another result of the same instrument about the same item (a re-rating: test–retest
     /// data for the meta-evaluation, not another unit).
     pub repeat: u32,
@@ -540,6 +543,10 @@ fn evaluation_observations(run_id: &str, run: &Run, end: &RunEnded, t: i64, rule
             counts.no_value += 1;
             continue;
         };
+        if decl.range().is_some_and(|(lo, hi)| !(lo..=hi).contains(&value)) {
+            counts.out_of_range += 1;
+            continue;
+        }
         let step = if decl.unit() == octant_core::catalogue::Unit::Step { e.step } else { None };
         // One unit per rated item (default: the run, or its step): the first result counts.
         // A pairwise verdict's unit is its comparison: the first verdict in each presentation

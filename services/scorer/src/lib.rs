@@ -294,6 +294,7 @@ impl Stage for ScorerStage {
                                 ("scored", evaluations.scored),
                                 ("undeclared", evaluations.undeclared),
                                 ("no_value", evaluations.no_value),
+                                ("out_of_range", evaluations.out_of_range),
                                 ("repeat", evaluations.repeat),
                             ] {
                                 if n > 0 {

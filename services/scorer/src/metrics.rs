@@ -38,7 +38,7 @@ impl Metrics {
             ),
             evaluations: r.counters(
                 "octant_scorer_evaluations_total",
-                "Evaluation results of run ends, by outcome (scored, undeclared: no instrument declared, no_value, repeat: the same item rated again)",
+                "Evaluation results of run ends, by outcome (scored, undeclared: no instrument declared, no_value, out_of_range: outside what the template's evaluator can send, repeat: the same item rated again)",
                 &["outcome"],
             ),
             runs_abandoned: r.counter("octant_scorer_runs_abandoned_total", "Runs ended as abandoned after the idle timeout"),

@@ -654,6 +654,54 @@ fn evaluation_results_become_declared_instruments() {
     assert!(octant_core::catalogue::spec("toxicity").is_some(), "declared instruments are catalogue entries");
 }
 
+/// A template's result outside what its evaluator can send is refused and counted, never
+/// banded: VQA soft accuracy is min(#agreeing / 3, 1) (seed 000 Table X eq. 14), so a raw
+/// count of 3 agreeing annotators is a wrong evaluator, as is BLEU on a 0–100 scale; an
+/// unbounded template (CIDEr-D) keeps its value.
+#[test]
+fn template_results_outside_their_range_are_refused() {
+    let mut h = with_instruments(
+        r#"
+        [[instruments]]
+        id = "vqa_accuracy"
+        template = "vqa_accuracy"
+        unit = "step"
+
+        [[instruments]]
+        id = "bleu"
+        template = "bleu"
+
+        [[instruments]]
+        id = "cider"
+        template = "cider"
+        "#,
+    );
+    let result = |name: &str, value: f64, step: Option<i64>| Evaluation { step, ..Evaluation::scored(name, Some(value)) };
+    h.send(&start("v", 0));
+    h.send(&step("v", 1, 1));
+    h.send(&step("v", 2, 2));
+    let mut ev = end("v", 3, 3);
+    ev.run_ended.as_mut().unwrap().evaluations = vec![
+        // Two of ten annotators gave the answer: min(2 / 3, 1).
+        result("vqa_accuracy", 2.0 / 3.0, Some(1)),
+        result("vqa_accuracy", 3.0, Some(2)), // the count, not the soft accuracy
+        result("bleu", 35.2, None),           // sacreBLEU's 0–100 scale
+        result("cider", 1.37, None),
+    ];
+    let out = h.send(&ev);
+    let got: BTreeMap<String, f64> = h
+        .observations(&out)
+        .into_iter()
+        .filter(|o| ["vqa_accuracy", "bleu", "cider"].contains(&o.metric.as_str()))
+        .map(|o| (o.observation_id, o.value))
+        .collect();
+    assert_eq!(got, BTreeMap::from([("v/vqa_accuracy/1".to_string(), 2.0 / 3.0), ("v/cider".to_string(), 1.37)]));
+    let m = h.metrics();
+    for (outcome, n) in [("scored", 2.0), ("out_of_range", 2.0)] {
+        assert_eq!(m.get(&format!("octant_scorer_evaluations_total{{outcome=\"{outcome}\"}}")), Some(&n), "{outcome}");
+    }
+}
+
 /// A pairwise verdict's two presentation orders are one unit, their scores averaged (the win
 /// rate over both orders); a third verdict in an order already seen is a repeat; another item
 /// or another opponent is another unit.

@@ -299,8 +299,9 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
             let by_sql = sql_rows(
                 &ctx,
                 &format!(
-                    "SELECT s.family AS family, count(*) AS n, sum(o.value) AS passed FROM \
-                     (SELECT DISTINCT observation_id, run_id, value FROM observations WHERE {sys_filter} \
+                    "SELECT s.family AS family, count(*) AS n, sum(CASE WHEN o.metric = 'task_success' THEN 1 ELSE 0 END) AS judged, \
+                     sum(CASE WHEN o.metric = 'task_success' THEN o.value ELSE 0 END) AS passed FROM \
+                     (SELECT DISTINCT observation_id, run_id, metric, value FROM observations WHERE {sys_filter} \
                       AND metric IN ('task_success', 'task_success_self_reported') \
                       AND CAST(event_time AS BIGINT) >= {} AND CAST(event_time AS BIGINT) < {}) o \
                      JOIN (SELECT DISTINCT run_id, get_field(run_started, 'task_family') AS family FROM trajectory_events \
@@ -313,7 +314,10 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
             for (f, q) in families.iter().zip(&by_sql) {
                 assert_eq!(f["family"], q["family"]);
                 assert_eq!(i64s(&f["runs"]), i64s(&q["n"]));
+                // Passes are verdicts only: a self-reported success is counted apart.
+                assert_eq!(i64s(&f["judged"]), i64s(&q["judged"]));
                 assert_eq!(f["passed"].as_f64().unwrap(), q["passed"].as_f64().unwrap());
+                assert_eq!(i64s(&f["runs"]) - i64s(&f["judged"]), i64s(&f["self_reported"]));
                 let truth = fleet.systems[2].family_success(f["family"].as_str().unwrap()).unwrap();
                 let rate = f["pass_rate"].as_f64().unwrap();
                 assert!((rate - truth).abs() < 0.12, "{}: {rate} against {truth}", f["family"]);

@@ -146,14 +146,22 @@ impl Reproducibility {
     }
 }
 
-/// Runs, success, latency and tokens of one task or task family (seed 001's report).
+/// Runs, success, latency and tokens of one task or task family (seed 001's report). Passes
+/// and failures are verdicts (a verifier's, a human's or a judge's): a run only the agent
+/// itself called successful is counted apart, never as a pass.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TaskCounts {
     /// Runs that ended (or were abandoned) in the period.
     pub runs: u64,
+    /// Runs with a verdict: `passed + failed`.
+    pub judged: u64,
     pub passed: u64,
     pub failed: u64,
+    /// `passed / judged`; none without a verdict.
     pub pass_rate: Option<f64>,
+    /// Runs with only the agent's own report, and how many it reported successful.
+    pub self_reported: u64,
+    pub self_reported_successes: u64,
     pub mean_latency_ms: Option<f64>,
     pub mean_tokens: Option<f64>,
     pub total_tokens: f64,
@@ -190,15 +198,18 @@ impl TaskCounts {
         use octant_core::catalogue::ids;
         let get = |m: &str| sums.get(m).copied().unwrap_or_default();
         let (verified, self_reported) = (get(ids::TASK_SUCCESS), get(ids::TASK_SUCCESS_SELF_REPORTED));
-        let runs = verified.0 + self_reported.0;
-        let passed = (verified.1 + self_reported.1).round() as u64;
+        let judged = verified.0;
+        let passed = (verified.1.round() as u64).min(judged);
         let (latency, tokens) = (get(ids::LATENCY_PER_RUN), get(ids::TOKENS_PER_RUN));
         let mean = |(n, v, _): (u64, f64, f64)| (n > 0).then(|| v / n as f64);
         TaskCounts {
-            runs,
+            runs: judged + self_reported.0,
+            judged,
             passed,
-            failed: runs - passed.min(runs),
-            pass_rate: (runs > 0).then(|| passed as f64 / runs as f64),
+            failed: judged - passed,
+            pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
+            self_reported: self_reported.0,
+            self_reported_successes: (self_reported.1.round() as u64).min(self_reported.0),
             mean_latency_ms: mean(latency),
             mean_tokens: mean(tokens),
             total_tokens: tokens.1,
@@ -249,7 +260,7 @@ pub fn family_reports(sums: &FamilySums, cfg: &ProfilerConfig) -> Vec<FamilyRepo
             listed.truncate(cfg.tasks_per_family);
             FamilyReport {
                 family: family.to_string(),
-                pass_rate_ci: octant_core::stats::proportion::wilson(counts.passed, counts.runs, level),
+                pass_rate_ci: octant_core::stats::proportion::wilson(counts.passed, counts.judged, level),
                 counts,
                 instruments,
                 tasks: listed,
@@ -1303,9 +1314,13 @@ mod tests {
         let r = family_reports(&sums, &cfg);
         assert_eq!(r.iter().map(|f| f.family.as_str()).collect::<Vec<_>>(), ["(undeclared)", "mine"]);
         let mine = &r[1];
-        assert_eq!((mine.counts.runs, mine.counts.passed, mine.counts.failed), (20, 15, 5));
-        assert_eq!(mine.counts.pass_rate, Some(0.75));
-        assert_eq!(mine.pass_rate_ci, octant_core::stats::proportion::wilson(15, 20, 0.95));
+        // t2's four self-reported successes are the agent's word, not passes: 11 of 16 judged
+        // runs passed (counting them would give 15 of 20).
+        let c = &mine.counts;
+        assert_eq!((c.runs, c.judged, c.passed, c.failed), (20, 16, 11, 5));
+        assert_eq!((c.self_reported, c.self_reported_successes), (4, 4));
+        assert_eq!(c.pass_rate, Some(11.0 / 16.0));
+        assert_eq!(mine.pass_rate_ci, octant_core::stats::proportion::wilson(11, 16, 0.95));
         assert_eq!((mine.counts.mean_latency_ms, mine.counts.mean_tokens, mine.counts.total_tokens), (Some(100.0), Some(500.0), 5000.0));
         assert_eq!(mine.instruments, [("citation_coverage".to_string(), Some(40.0 / 60.0), 16)]);
         assert_eq!(mine.tasks.len(), 1, "bounded by tasks_per_family");

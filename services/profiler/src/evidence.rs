@@ -405,12 +405,14 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
     } else {
         let _ = writeln!(
             s,
-            "Each family apart (seed 001's report by paradigm): a regression in one is not averaged away. Pass rate with its 95 % Wilson interval; \
-             primary instruments as ratios of sums over the family's runs.\n"
+            "Each family apart (seed 001's report by paradigm): a regression in one is not averaged away. Passed and failed are verdicts \
+             (a verifier's, a human's or a judge's); the pass rate, with its 95 % Wilson interval, is over the judged runs. Runs only the agent \
+             itself called done are counted apart (self-reported: successes of runs), never as passes. Primary instruments as ratios of sums \
+             over the family's runs.\n"
         );
         let _ = writeln!(
             s,
-            "| Family | Runs | Passed | Failed | Pass rate [interval] | Mean latency (ms) | Mean tokens | Total tokens | Primary instruments |\n|---|---|---|---|---|---|---|---|---|"
+            "| Family | Runs | Passed | Failed | Pass rate [interval] | Self-reported | Mean latency (ms) | Mean tokens | Total tokens | Primary instruments |\n|---|---|---|---|---|---|---|---|---|---|"
         );
         for f in &b.families {
             let c = &f.counts;
@@ -418,12 +420,13 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
             let instruments: Vec<String> = f.instruments.iter().map(|(m, e, n)| format!("{m} {} ({n})", fmt_opt(*e))).collect();
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {}{ci} | {} | {} | {:.0} | {} |",
+                "| {} | {} | {} | {} | {}{ci} | {} | {} | {} | {:.0} | {} |",
                 md_cell(&f.family),
                 c.runs,
                 c.passed,
                 c.failed,
                 fmt_opt(c.pass_rate),
+                if c.self_reported == 0 { "—".to_string() } else { format!("{} of {}", c.self_reported_successes, c.self_reported) },
                 fmt_whole(c.mean_latency_ms),
                 fmt_whole(c.mean_tokens),
                 c.total_tokens,
@@ -436,7 +439,7 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
                 .iter()
                 .filter(|(_, c)| c.failed > 0)
                 .take(5)
-                .map(|(t, c)| format!("`{}` {} of {} failed", md_cell(t), c.failed, c.runs))
+                .map(|(t, c)| format!("`{}` {} of {} judged failed", md_cell(t), c.failed, c.judged))
                 .collect();
             if !worst.is_empty() {
                 let _ = writeln!(s, "\n- {}: most failures in {}.", md_cell(&f.family), worst.join(", "));

@@ -258,7 +258,11 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
                 let band = (0..4).filter(|i| kappa.clamp(0.0, 1.0) >= [0.2, 0.4, 0.6, 0.8][*i]).count();
                 assert_eq!(j["agreement"]["kappa_band"], band);
             }
-            let ppi = judged.iter().sum::<f64>() / judged.len() as f64 + pairs.iter().map(|(h, jv)| h - jv).sum::<f64>() / n;
+            // The PPI of the human-graded success rate over the judge's verdicts (both read at
+            // 0.5, the judge at the scorer's threshold).
+            let f = |v: f64| if v >= 0.5 { 1.0 } else { 0.0 };
+            let ppi = judged.iter().map(|v| f(*v)).sum::<f64>() / judged.len() as f64
+                + pairs.iter().map(|(h, jv)| f(*h) - f(*jv)).sum::<f64>() / n;
             assert!((j["agreement"]["ppi"]["estimate"].as_f64().unwrap() - ppi).abs() < 1e-9);
             assert_eq!(r.judge_human_kappa, j["agreement"]["kappa"].as_f64());
         }

@@ -17,7 +17,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use octant_contracts::{DimensionProfile, MetricWindow, Observation, Profile, ProfileMetric, Provenance, Source};
-use octant_core::catalogue::{CATALOGUE_VERSION, Role};
+use octant_core::catalogue::{CATALOGUE_VERSION, Role, ids};
 use octant_core::gate::{self, GateOutcome, GatedMetric, Thresholds};
 use octant_core::profile::Profile as CoreProfile;
 use octant_core::stats::agreement::cohen_kappa;
@@ -453,6 +453,9 @@ pub struct GateLine {
     /// the outer one, n ≈ z² p(1 − p)/δ² with p its estimate (0.5 when not measured) and δ
     /// the thresholds' gap ([`gate::units_to_resolve`]); `None` for other metrics.
     pub units_needed: Option<u64>,
+    /// How the estimate was made when it is not the metric's own window (judged success:
+    /// the prediction-powered estimate).
+    pub estimator: Option<String>,
 }
 
 /// [`GateLine::units_needed`] of a gated metric.
@@ -1131,11 +1134,16 @@ async fn agreement(
     Ok(runs
         .into_iter()
         .filter_map(|(k, rs)| {
-            let judge_all: Vec<f64> = rs.iter().filter_map(|r| r.0).collect();
+            // The PPI of the success rate a human would give (seed 002 §5): the judge's verdicts
+            // f = 1[judge ≥ threshold] on all N judged runs, rectified by human − f on the n
+            // runs humans graded (Y = 1[human ≥ 0.5], as the scorer reads a human verdict).
+            let verdict = |j: f64| if j >= cfg.judge_threshold { 1.0 } else { 0.0 };
+            let judge_all: Vec<f64> = rs.iter().filter_map(|r| r.0.map(verdict)).collect();
             let pairs: Vec<(f64, f64)> = rs.iter().filter_map(|r| Some((r.1?, r.0?))).collect();
             if pairs.is_empty() {
                 return None;
             }
+            let graded: Vec<(f64, f64)> = pairs.iter().map(|(h, j)| (if *h >= 0.5 { 1.0 } else { 0.0 }, verdict(*j))).collect();
             let j: Vec<bool> = pairs.iter().map(|(_, j)| *j >= cfg.judge_threshold).collect();
             let h: Vec<bool> = pairs.iter().map(|(h, _)| *h >= 0.5).collect();
             let ki = octant_core::stats::meta::kappa_with_interval(&j, &h, 0.95);
@@ -1151,7 +1159,7 @@ async fn agreement(
                     kappa_interval: ki.map(|k| [k.lo, k.hi]),
                     kappa_band: ki.and_then(|k| band(k.kappa)),
                     kappa_band_interval: ki.and_then(|k| Some([band(k.lo)?, band(k.hi)?])),
-                    ppi: ppi_mean(&judge_all, &pairs, level),
+                    ppi: ppi_mean(&judge_all, &graded, level),
                 },
             ))
         })
@@ -1173,10 +1181,40 @@ fn gate_lines(
 ) -> Vec<GateLine> {
     let count = |metric: &str, p: Provenance| provenance.get(metric).and_then(|m| m.get(p.as_str())).copied().unwrap_or(0);
     let level = cfg.evaluation.bootstrap.level;
+    // Seed 002 §5: human grading enters a gate only when its graders agree (≥ 2 of them,
+    // Krippendorff's α ≥ `min_human_agreement`), measured on the period's results of `name`.
+    let graders = |name: &str, what: String| -> Option<String> {
+        let report = meta.raters.iter().find(|r| r.name == name);
+        match report.map(|r| (r.humans, r.human_alpha)) {
+            Some((h, Some(a))) if h >= 2 && a >= cfg.min_human_agreement => None,
+            Some((h, Some(a))) if h >= 2 => Some(format!(
+                "{what}, and its {h} human graders agree at α {a:.2} (< {}) on {name}: revise the rubric (seed 002 §5)",
+                cfg.min_human_agreement
+            )),
+            _ => Some(format!(
+                "{what}, with no agreement among human graders measured (≥ 2 graders' results named {name} are needed; seed 002 §5)"
+            )),
+        }
+    };
     let mut out = Vec::new();
     for (id, t) in &cfg.gates {
         let self_assessed = octant_core::catalogue::spec(id).is_some_and(|s| s.role == Role::Informational);
         let judged = count(id, Provenance::Judge);
+        let humans = count(id, Provenance::Human);
+        let verified = count(id, Provenance::Verifier);
+        // Run success a human or (through the PPI) a human-rectified judge gave.
+        let success_graders = (id == ids::TASK_SUCCESS && judged + humans > 0)
+            .then(|| graders(ids::TASK_SUCCESS, format!("{} runs rest on human verdicts", judged + humans)))
+            .flatten();
+        // Judged success is gated on its prediction-powered estimate (seed 002 §5: unbiased
+        // for the human-graded rate whatever the judge's accuracy), never on the judge alone.
+        let ppi = (id == ids::TASK_SUCCESS && judged > 0).then(|| match agreement.and_then(|a| a.ppi) {
+            _ if verified > 0 => Err(format!(
+                "{verified} verified and {judged} judge-graded runs: the prediction-powered estimate covers judged runs only; gate each source apart"
+            )),
+            Some(p) => Ok(p),
+            None => Err(format!("{judged} runs judged by an LLM judge, with too few human verdicts for the prediction-powered estimate (≥ 2)")),
+        });
         let judge_problem = (judged > 0).then(|| match agreement {
             Some(a) if a.labelled >= cfg.min_labelled_runs && a.kappa.is_some_and(|k| k >= cfg.min_judge_kappa) => None,
             Some(a) if a.labelled < cfg.min_labelled_runs => Some(format!(
@@ -1193,6 +1231,13 @@ fn gate_lines(
         });
         // An instrument whose results come from an LLM judge: its own judge–human agreement
         // on the same items (seed 002 §5: a metric enters a gate only with κ ≥ 0.6).
+        // A human-graded instrument: its graders' own agreement.
+        let human_instrument = cfg
+            .evaluation
+            .instruments
+            .iter()
+            .find(|d| &d.id == id && matches!(d.rater_kind.as_deref(), Some("human") | Some("judge")))
+            .and_then(|d| graders(d.evaluation_name(), format!("{id} is graded by humans or checked against them")));
         let instrument_problem =
             cfg.evaluation.instruments.iter().find(|d| &d.id == id && d.rater_kind.as_deref() == Some("judge")).and_then(|d| {
                 let name = d.evaluation_name();
@@ -1231,6 +1276,7 @@ fn gate_lines(
                 na_reason: Some(reason),
                 units: 0,
                 units_needed: units_needed(id, t, None, level),
+                estimator: None,
             });
         }
         for m in found {
@@ -1239,9 +1285,21 @@ fn gate_lines(
             } else if let Some(r) = &m.na_reason {
                 Some(r.clone())
             } else {
-                judge_problem.clone().flatten().or_else(|| instrument_problem.clone())
+                judge_problem
+                    .clone()
+                    .flatten()
+                    .or_else(|| instrument_problem.clone())
+                    .or_else(|| human_instrument.clone())
+                    .or_else(|| success_graders.clone())
+                    .or_else(|| ppi.clone().and_then(Result::err))
             };
-            let gm = match (m.estimate, m.ci_low, m.ci_high, &na_reason) {
+            // Judged success: the PPI estimate and interval in place of the judge's mean.
+            let ppi_used = ppi.clone().and_then(Result::ok).filter(|_| m.benchmark.is_none());
+            let (estimate, ci_low, ci_high) = match ppi_used {
+                Some(p) => (Some(p.estimate), Some(p.lo.max(0.0)), Some(p.hi.min(1.0))),
+                None => (m.estimate, m.ci_low, m.ci_high),
+            };
+            let gm = match (estimate, ci_low, ci_high, &na_reason) {
                 (Some(e), Some(lo), Some(hi), None) => Some(GatedMetric { thresholds: *t, estimate: e, lo, hi }),
                 _ => None,
             };
@@ -1252,15 +1310,21 @@ fn gate_lines(
             out.push(GateLine {
                 metric: name,
                 thresholds: *t,
-                estimate: m.estimate,
-                ci_low: m.ci_low,
-                ci_high: m.ci_high,
+                estimate,
+                ci_low,
+                ci_high,
                 nu: gm.map(|g| g.nu()),
                 nu_conservative: gm.map(|g| g.nu_conservative()),
                 outcome: gm.map(|g| g.outcome()),
                 na_reason,
                 units: m.units.max(0) as u64,
-                units_needed: units_needed(id, t, m.estimate, level),
+                units_needed: units_needed(id, t, estimate, level),
+                estimator: ppi_used.map(|p| {
+                    format!(
+                        "prediction-powered: judge verdicts {:.4} rectified by {:+.4} from human verdicts (seed 002 §5)",
+                        p.judge_only, p.rectifier
+                    )
+                }),
             });
         }
     }
@@ -1407,8 +1471,9 @@ mod tests {
         assert_eq!(line("latency_per_run").units_needed, None, "not a rate");
     }
 
-    /// Judge-based success enters a gate only with κ ≥ 0.6 on enough labelled runs; a failing
-    /// metric decides a conjunctive gate even while another is N/A.
+    /// Judge-based success enters a gate only with κ ≥ 0.6 on enough labelled runs, graders
+    /// who agree (α ≥ 0.6 among ≥ 2 humans) and on its prediction-powered estimate, never the
+    /// judge's own mean; a failing metric decides a conjunctive gate even while another is N/A.
     #[test]
     fn gates_need_checked_judges_and_never_self_assessment() {
         let mut cfg = ProfilerConfig::default();
@@ -1416,6 +1481,15 @@ mod tests {
         let judged: BTreeMap<String, BTreeMap<String, u64>> =
             [("task_success".to_string(), [("judge".to_string(), 80), ("human".to_string(), 20)].into())].into();
         let metrics = vec![metric("task_success", 0.8, None)];
+        // A lenient judge: it passes 80 % where humans, rectifying it, give 0.42 [0.35, 0.49].
+        let ppi = octant_core::stats::ppi::PpiEstimate {
+            estimate: 0.42,
+            lo: 0.35,
+            hi: 0.49,
+            std_error: 0.036,
+            judge_only: 0.8,
+            rectifier: -0.38,
+        };
         let agreement = |labelled, kappa| Agreement {
             judged: 100,
             labelled,
@@ -1425,19 +1499,57 @@ mod tests {
             kappa_interval: None,
             kappa_band: None,
             kappa_band_interval: None,
-            ppi: None,
+            ppi: Some(ppi),
         };
-        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.72)), &Default::default());
-        assert_eq!((lines[0].outcome, lines[0].na_reason.as_deref()), (Some(GateOutcome::Conditional), None));
-        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.45)), &Default::default());
+        let graders = |humans: u64, alpha: f64| crate::meta::MetaEvaluation {
+            raters: vec![crate::meta::RaterReport { name: "task_success".into(), humans, human_alpha: Some(alpha), ..Default::default() }],
+            ..Default::default()
+        };
+        let agreeing = graders(2, 0.81);
+        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.72)), &agreeing);
+        // Gated on the PPI (fail: its interval lies below the outer 0.5), not on the judge's
+        // 0.8 (conditional).
+        assert_eq!((lines[0].outcome, lines[0].na_reason.as_deref()), (Some(GateOutcome::Fail), None));
+        assert_eq!((lines[0].estimate, lines[0].ci_low, lines[0].ci_high), (Some(0.42), Some(0.35), Some(0.49)));
+        assert!(lines[0].estimator.as_deref().unwrap().contains("prediction-powered"));
+        // Graders who disagree, or whose agreement is unmeasured, keep human grading out.
+        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.72)), &graders(3, 0.45));
+        assert!(lines[0].na_reason.as_deref().unwrap().contains("3 human graders agree at α 0.45 (< 0.6)"), "{:?}", lines[0].na_reason);
+        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.72)), &graders(1, 0.9));
+        assert!(lines[0].na_reason.as_deref().unwrap().contains("no agreement among human graders measured"));
+        let humans_only: BTreeMap<String, BTreeMap<String, u64>> =
+            [("task_success".to_string(), [("human".to_string(), 30)].into())].into();
+        assert!(
+            gate_lines(&cfg, &metrics, &humans_only, None, &Default::default())[0]
+                .na_reason
+                .as_deref()
+                .unwrap()
+                .contains("30 runs rest on human verdicts")
+        );
+        assert_eq!(gate_lines(&cfg, &metrics, &humans_only, None, &agreeing)[0].outcome, Some(GateOutcome::Conditional));
+        let mixed: BTreeMap<String, BTreeMap<String, u64>> =
+            [("task_success".to_string(), [("judge".to_string(), 80), ("verifier".to_string(), 20)].into())].into();
+        assert!(
+            gate_lines(&cfg, &metrics, &mixed, Some(&agreement(40, 0.72)), &agreeing)[0]
+                .na_reason
+                .as_deref()
+                .unwrap()
+                .contains("gate each source apart")
+        );
+        // Without the PPI (too few human verdicts) judged success is not gated.
+        let no_ppi = Agreement { ppi: None, ..agreement(40, 0.72) };
+        assert!(
+            gate_lines(&cfg, &metrics, &judged, Some(&no_ppi), &agreeing)[0].na_reason.as_deref().unwrap().contains("prediction-powered")
+        );
+        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.45)), &agreeing);
         assert_eq!(
             lines[0].na_reason.as_deref(),
             Some("80 runs judged by an LLM judge whose agreement with humans is κ 0.45 (< 0.6) on 40 labelled runs")
         );
-        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(12, 0.9)), &Default::default());
+        let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(12, 0.9)), &agreeing);
         assert!(lines[0].na_reason.as_deref().unwrap().contains("only 12 labelled runs (< 30)"));
         assert!(
-            gate_lines(&cfg, &metrics, &judged, None, &Default::default())[0]
+            gate_lines(&cfg, &metrics, &judged, None, &agreeing)[0]
                 .na_reason
                 .as_deref()
                 .unwrap()

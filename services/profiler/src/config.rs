@@ -70,6 +70,13 @@ pub struct ProfilerConfig {
     /// … on at least this many runs with both verdicts.
     #[serde(default = "default_min_labelled_runs")]
     pub min_labelled_runs: u64,
+    /// Human grading (human verdicts of run success, the humans behind a judge's PPI, a
+    /// human- or judge-rated instrument) enters a gate only when at least two human graders'
+    /// results of it agree at this Krippendorff's α (seed 002 §5: κ or α ≥ 0.6). For run
+    /// success the graders send their verdicts as evaluation results named `task_success`
+    /// with `rater_kind = "human"`.
+    #[serde(default = "default_min_human_agreement")]
+    pub min_human_agreement: f64,
     /// Allow gates on self-reported success (`task_success_self_reported`). Off: self-assessment
     /// is reported, never gated (seed 002).
     #[serde(default)]
@@ -157,6 +164,9 @@ fn default_judge_threshold() -> f64 {
     0.5
 }
 fn default_min_judge_kappa() -> f64 {
+    0.6
+}
+fn default_min_human_agreement() -> f64 {
     0.6
 }
 fn default_min_labelled_runs() -> u64 {

@@ -315,7 +315,10 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
                 g.metric,
                 g.thresholds.outer,
                 g.thresholds.inner,
-                fmt_opt(g.estimate),
+                match &g.estimator {
+                    Some(how) => format!("{} ({how})", fmt_opt(g.estimate)),
+                    None => fmt_opt(g.estimate),
+                },
                 fmt_opt(g.nu),
                 fmt_opt(g.nu_conservative),
                 g.outcome

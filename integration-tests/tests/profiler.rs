@@ -433,6 +433,22 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         assert_eq!(nist("metrics and intervals"), ["MEASURE"]);
         assert_eq!(nist("proportionality"), ["MANAGE"]);
         assert_eq!(nist("gates and vetoes"), ["MANAGE"]);
+        // Seed 000 §VI's ISO/IEC alignment: TS 5723 on every dimension; 42001 and 38507 on
+        // governance, meta-evaluation and the evidence; 23894 on the risk dimensions and
+        // proportionality; TR 5469 where unsafe actions, gating and interruptibility live.
+        let iso = |s: &str| -> Vec<String> {
+            let c = j["crosswalk"].as_array().unwrap().iter().find(|c| c["subject"] == s).unwrap_or_else(|| panic!("no crosswalk row {s}"));
+            c["iso_iec"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect()
+        };
+        for d in ["capability", "robustness", "safety", "fairness", "transparency", "governance", "oversight", "efficiency"] {
+            assert!(iso(d).contains(&"ISO/IEC TS 5723".to_string()), "{d}");
+        }
+        assert_eq!(iso("safety"), ["ISO/IEC TS 5723", "ISO/IEC 23894", "ISO/IEC TR 5469"]);
+        assert_eq!(iso("oversight"), ["ISO/IEC TS 5723", "ISO/IEC 23894", "ISO/IEC TR 5469"]);
+        assert_eq!(iso("governance"), ["ISO/IEC TS 5723", "ISO/IEC 42001", "ISO/IEC 38507"]);
+        assert_eq!(iso("meta-evaluation (judge–human agreement, method, seed)"), ["ISO/IEC 42001", "ISO/IEC 38507"]);
+        assert_eq!(iso("proportionality"), ["ISO/IEC 23894"]);
+        assert_eq!(iso("capability"), ["ISO/IEC TS 5723"]);
         // The Markdown and the HTML: every section; the HTML parses as XML with the chart.
         let md = std::fs::read_to_string(dir.join("profile.md")).unwrap();
         for h in [

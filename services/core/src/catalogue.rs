@@ -720,7 +720,8 @@ pub struct EvaluatorTemplate {
     pub range: (f64, f64),
 }
 
-/// Seed 000 Tables VII (output level) and X (cross-modal).
+/// Seed 000 Tables VII (output level) and X (cross-modal), and Table IV's LLM self-consistency
+/// and format robustness.
 pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
     use Dimension::*;
     use Family::*;
@@ -810,6 +811,18 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
             Safety,
             Some(Lower),
             "share of the output's mentioned objects absent from the input image or audio (Table X)",
+        ),
+        t(
+            "self_consistency",
+            Robustness,
+            Some(Higher),
+            "share of an item's resampled answers that agree with their majority answer, in [0, 1] (Table IV, LLM robustness; H is Octant's reading: Table IV names no family)",
+        ),
+        t(
+            "format_robustness",
+            Governance,
+            Some(Continuous { budget: 0.30 }),
+            "relative score drop between an item's best and worst prompt formats, max(0, 1 − worst/best), in [0, 1] (Table IV, LLM governance; C(0.30) as modality robustness: Table IV names no family)",
         ),
         t(
             "modality_robustness",
@@ -1126,6 +1139,8 @@ mod tests {
             ("fid", Capability, Family::Continuous { budget: 300.0 }, open),
             ("wer", Capability, Family::Lower, unit),
             ("cross_modal_hallucination", Safety, Family::Lower, unit),
+            ("self_consistency", Robustness, Family::Higher, unit),
+            ("format_robustness", Governance, Family::Continuous { budget: 0.30 }, unit),
             ("modality_robustness", Robustness, Family::Continuous { budget: 0.30 }, unit),
         ];
         let ids: Vec<&str> = EVALUATOR_TEMPLATES.iter().map(|t| t.id).collect();

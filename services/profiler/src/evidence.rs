@@ -29,6 +29,12 @@ pub struct Crosswalk {
     /// The GPAI Code of Practice's provisions (seed 000 Table VI's third column).
     pub code_of_practice: &'static str,
     pub nist_ai_rmf: &'static [&'static str],
+    /// The ISO/IEC standards seed 000 §VI aligns the element with: TS 5723 (the trustworthiness
+    /// vocabulary: every dimension), 42001 (AI management systems: governance, meta-evaluation,
+    /// evidence), 23894 (AI risk management: the risk dimensions and proportionality), 38507
+    /// (governance of AI use: governance, meta-evaluation, profiles, auditable evidence), TR 5469
+    /// (functional safety: unsafe actions, confirmation gating, interruptibility).
+    pub iso_iec: &'static [&'static str],
 }
 
 /// Design §1's dimensions, and the method's other elements, mapped to the EU AI Act (GPAI
@@ -40,66 +46,93 @@ pub struct Crosswalk {
 /// and the multidimensional profile MAP, the metric catalogue and scoring MEASURE,
 /// proportionality and the decision policies (gates and vetoes) MANAGE.
 pub const CROSSWALK: &[Crosswalk] = &[
-    Crosswalk { subject: "capability", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MEASURE"] },
+    Crosswalk { subject: "capability", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MEASURE"], iso_iec: &["ISO/IEC TS 5723"] },
     Crosswalk {
         subject: "robustness",
         eu_ai_act: &["Art. 55(1)(a)", "Art. 55(1)(d)", "Art. 51", "Annex XIII"],
         code_of_practice: "Stress testing, resilience, robustness, and security measures",
         nist_ai_rmf: &["MEASURE"],
+        iso_iec: &["ISO/IEC TS 5723", "ISO/IEC 23894"],
     },
     Crosswalk {
         subject: "safety",
         eu_ai_act: &["Art. 55(1)(a)", "Annex XI §2"],
         code_of_practice: "Safety and Security chapter; model evaluation, red teaming, and Measure 10.1",
         nist_ai_rmf: &["MEASURE", "MANAGE"],
+        iso_iec: &["ISO/IEC TS 5723", "ISO/IEC 23894", "ISO/IEC TR 5469"],
     },
-    Crosswalk { subject: "fairness", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MEASURE"] },
+    Crosswalk {
+        subject: "fairness",
+        eu_ai_act: &[],
+        code_of_practice: "",
+        nist_ai_rmf: &["MEASURE"],
+        iso_iec: &["ISO/IEC TS 5723", "ISO/IEC 23894"],
+    },
     Crosswalk {
         subject: "transparency",
         eu_ai_act: &["Art. 53(1)(a)", "Art. 53(1)(b)", "Art. 53(1)(d)", "Annex XI", "Annex XII"],
         code_of_practice: "Transparency chapter; Measures 1.1–1.3 on model documentation, downstream information, quality/integrity, and retention",
         nist_ai_rmf: &["MEASURE"],
+        iso_iec: &["ISO/IEC TS 5723", "ISO/IEC 23894"],
     },
     Crosswalk {
         subject: "governance",
         eu_ai_act: &["Art. 55(1)(a)", "Art. 56"],
         code_of_practice: "State-of-the-art evaluation framework and rigor requirements",
         nist_ai_rmf: &["GOVERN"],
+        iso_iec: &["ISO/IEC TS 5723", "ISO/IEC 42001", "ISO/IEC 38507"],
     },
     Crosswalk {
         subject: "oversight",
         eu_ai_act: &["Art. 55(1)(b)", "Art. 55(1)(c)", "Art. 51", "Annex XIII"],
         code_of_practice: "Ongoing monitoring, systemic-risk tracking, incident reporting, and corrective measures",
         nist_ai_rmf: &["MEASURE", "MANAGE"],
+        iso_iec: &["ISO/IEC TS 5723", "ISO/IEC 23894", "ISO/IEC TR 5469"],
     },
     Crosswalk {
         subject: "efficiency",
         eu_ai_act: &["Art. 53(1)(a)", "Annex XI §1(2)(d)–(e)"],
         code_of_practice: "Transparency chapter and Model Documentation Form provisions on compute and energy",
         nist_ai_rmf: &["MEASURE"],
+        iso_iec: &["ISO/IEC TS 5723", "ISO/IEC 23894"],
     },
     Crosswalk {
         subject: "meta-evaluation (judge–human agreement, method, seed)",
         eu_ai_act: &["Art. 55(1)(a)", "Art. 56"],
         code_of_practice: "State-of-the-art evaluation framework and rigor requirements",
         nist_ai_rmf: &["GOVERN"],
+        iso_iec: &["ISO/IEC 42001", "ISO/IEC 38507"],
     },
     Crosswalk {
         subject: "proportionality",
         eu_ai_act: &["Art. 51", "Annex XIII"],
         code_of_practice: "Proportionate requirements for systemic-risk, modified, and fine-tuned GPAI models",
         nist_ai_rmf: &["MANAGE"],
+        iso_iec: &["ISO/IEC 23894"],
     },
     Crosswalk {
         subject: "evidence and audit trail (this package, its inputs and lake offsets)",
         eu_ai_act: &["Art. 53(1)(a)", "Annex XI", "Annex XII"],
         code_of_practice: "Up-to-date documentation and retention of relevant records",
         nist_ai_rmf: &["GOVERN"],
+        iso_iec: &["ISO/IEC 42001", "ISO/IEC 38507"],
     },
-    Crosswalk { subject: "coverage (systems, sources, benchmarks, periods)", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MAP"] },
-    Crosswalk { subject: "multidimensional profile (a band per dimension)", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MAP"] },
-    Crosswalk { subject: "metrics and intervals", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MEASURE"] },
-    Crosswalk { subject: "gates and vetoes", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MANAGE"] },
+    Crosswalk {
+        subject: "coverage (systems, sources, benchmarks, periods)",
+        eu_ai_act: &[],
+        code_of_practice: "",
+        nist_ai_rmf: &["MAP"],
+        iso_iec: &[],
+    },
+    Crosswalk {
+        subject: "multidimensional profile (a band per dimension)",
+        eu_ai_act: &[],
+        code_of_practice: "",
+        nist_ai_rmf: &["MAP"],
+        iso_iec: &["ISO/IEC 38507"],
+    },
+    Crosswalk { subject: "metrics and intervals", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MEASURE"], iso_iec: &[] },
+    Crosswalk { subject: "gates and vetoes", eu_ai_act: &[], code_of_practice: "", nist_ai_rmf: &["MANAGE"], iso_iec: &[] },
 ];
 
 pub(crate) fn rfc3339(ms: i64) -> String {
@@ -486,15 +519,16 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
         b.observations.files.len(),
         b.trajectory_events.files.len()
     );
-    let _ = writeln!(s, "\n## Crosswalk\n\n| Subject | EU AI Act | GPAI Code of Practice | NIST AI RMF |\n|---|---|---|---|");
+    let _ = writeln!(s, "\n## Crosswalk\n\n| Subject | EU AI Act | GPAI Code of Practice | NIST AI RMF | ISO/IEC |\n|---|---|---|---|---|");
     for c in CROSSWALK {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |",
             c.subject,
             if c.eu_ai_act.is_empty() { "—".to_string() } else { c.eu_ai_act.join("; ") },
             if c.code_of_practice.is_empty() { "—" } else { c.code_of_practice },
-            c.nist_ai_rmf.join(", ")
+            c.nist_ai_rmf.join(", "),
+            if c.iso_iec.is_empty() { "—".to_string() } else { c.iso_iec.join("; ") }
         );
     }
     s

@@ -73,8 +73,16 @@ impl WindowSpec {
 /// A ratio whose value is a rate in [0, 1] (families H, L and W): its interval is the rate
 /// interval of [`rate_interval`] (Jeffreys at the bootstrap's effective sample size).
 pub fn is_rate(metric: &MetricSpec) -> bool {
-    metric.estimator == Estimator::Ratio && matches!(metric.family, Family::Higher | Family::Lower | Family::Window { .. })
+    metric.estimator == Estimator::Ratio
+        && matches!(metric.family, Family::Higher | Family::Lower | Family::Window { .. })
+        && !NOT_PROPORTIONS.contains(&metric.id)
 }
+
+/// Ratios of sums banded as rates that are not proportions: Δ_eff = Σ(t_manual − t_gen −
+/// t_review) / Σ t_manual can be negative and its weights are minutes, so a proportion's
+/// interval at an effective sample size would change with the time unit. They keep the
+/// bootstrap's percentile interval, and a gate gives no proportion sample size for them.
+const NOT_PROPORTIONS: [&str; 2] = [ids::EFFICIENCY_NET_OF_REVIEW_OBSERVED, ids::EFFICIENCY_NET_OF_REVIEW_ESTIMATED];
 
 /// The e-detector of a vetoed rate over the panes of a window: each run chunk (a cluster's
 /// units inside one pane) is one bet ([`sequential`]). Deterministic: a pane's log factors are
@@ -138,6 +146,9 @@ pub(crate) fn linear_window(
 
 /// The window of a task series (pass@k, pass^k, consistency) from its attempts per task
 /// (`None` without tasks).
+/// The k of pass^k's reliability signature (seed 002 §4: pass^1, pass^2, pass^4).
+pub const PASS_HAT_SIGNATURE: [u64; 3] = [1, 2, 4];
+
 pub(crate) fn tasks_window(
     key: &SeriesKey,
     metric: &'static MetricSpec,
@@ -152,8 +163,20 @@ pub(crate) fn tasks_window(
         Estimator::PassHatK { k } => passk::pass_hat_k(n, c, k as u64),
         _ => passk::success_variance(n, c),
     };
+    // pass^1, pass^2 and pass^4 are one reliability signature over one task set (seed 002
+    // §4: from the same K attempts): the set of the tasks with at least K attempts, K the
+    // largest k of the signature some task of the window reaches. With 4 attempts for some
+    // tasks and 2 for others, all three are over the first; with 2 for all, pass^1 and pass^2
+    // are over every task and pass^4 has none. The decay never compares different tasks.
+    let attempts = match metric.estimator {
+        Estimator::PassHatK { .. } => {
+            let most = tasks.values().map(|(n, _)| *n).max().unwrap_or(0);
+            PASS_HAT_SIGNATURE.into_iter().filter(|k| *k <= most).max().unwrap_or(0)
+        }
+        _ => 0,
+    };
     let mut sums = ReplicateSums::new(boot, 2);
-    for (task, (n, c)) in tasks {
+    for (task, (n, c)) in tasks.iter().filter(|(_, (n, _))| *n >= attempts) {
         if let Some(v) = value(*n, *c) {
             sums.add_cluster(cluster_hash(task), &[to_fixed(v), to_fixed(1.0)], 1);
         }
@@ -977,6 +1000,62 @@ mod tests {
                 obs(&format!("{run}/unsafe_action_rate/{i}"), "unsafe_action_rate", &run, t, (i % 4 == 0) as u8 as f64)
             })
             .collect()
+    }
+
+    /// pass^1, pass^2 and pass^4 over one task set: task A solved 4 of 4, task B 0 of 2 (too
+    /// few attempts for the signature). Over every task pass^1 would be (1 + 0)/2 = 0.5 while
+    /// pass^4 is 1 (A alone): a signature that rises with k. On {A} all three are 1.
+    #[test]
+    fn the_pass_hat_signature_is_one_task_set() {
+        let window = |id: &str, tasks: &BTreeMap<&str, (u64, u64)>| {
+            let metric = octant_core::catalogue::spec(id).unwrap();
+            let key = SeriesKey {
+                system_id: "sys".into(),
+                system_version: "1".into(),
+                source: Source::Evaluation,
+                metric: metric.id,
+                benchmark: None,
+                slice: None,
+            };
+            let w = tasks_window(&key, metric, tasks, &boot()).unwrap();
+            (w.units, w.estimate.unwrap().point)
+        };
+        let tasks: BTreeMap<&str, (u64, u64)> = [("a", (4, 4)), ("b", (2, 0))].into();
+        let hat = |id: &str| window(id, &tasks);
+        assert_eq!([hat("pass_hat_1"), hat("pass_hat_2"), hat("pass_hat_4")], [(1, 1.0), (1, 1.0), (1, 1.0)]);
+        // pass@k is not a signature: B counts where its k allows (pass@1 = (1 + 0)/2).
+        assert_eq!(hat("pass_at_1"), (2, 0.5));
+        // With two attempts at most, pass^1 and pass^2 are over every task that has two.
+        let two: BTreeMap<&str, (u64, u64)> = [("a", (2, 2)), ("b", (2, 0)), ("c", (1, 1))].into();
+        assert_eq!(window("pass_hat_1", &two), (2, 0.5), "c (one attempt) is outside the signature");
+    }
+
+    /// Δ_eff is a ratio of minutes, not a proportion: its interval is the bootstrap's, the
+    /// same whether the review recorded minutes or seconds (a proportion's interval at Σ weight
+    /// = Σ manual minutes was about ±0.27 in minutes and ±0.035 in seconds).
+    #[test]
+    fn net_efficiency_intervals_do_not_depend_on_the_time_unit() {
+        let interval = |scale: f64| {
+            let mut w = Windows::new(spec_(), boot(), None);
+            let input: Vec<Observation> = (0..12)
+                .map(|i| {
+                    let run = format!("run-{i}");
+                    let saved = if i % 2 == 0 { 0.7 } else { 0.8 };
+                    let mut o = obs(&format!("{run}/d"), ids::EFFICIENCY_NET_OF_REVIEW_OBSERVED, &run, T0 + i * 1000, saved * scale);
+                    o.weight = scale;
+                    o
+                })
+                .collect();
+            let mut out = run_all(&mut w, &input, 0);
+            out.extend(w.advance_to(T0 + 30 * MIN, 99));
+            let s = out.iter().flat_map(|e| &e.series).find(|s| s.units == 12).expect("a window with every run").clone();
+            let e = s.estimate.unwrap();
+            (e.point, e.lo, e.hi)
+        };
+        let (minutes, seconds) = (interval(1.0), interval(60.0));
+        assert!((minutes.0 - 0.75).abs() < 1e-9, "{minutes:?}");
+        assert!((minutes.1 - seconds.1).abs() < 1e-6 && (minutes.2 - seconds.2).abs() < 1e-6, "{minutes:?} {seconds:?}");
+        assert!(minutes.2 - minutes.1 < 0.1, "the bootstrap's interval, not a proportion's: {minutes:?}");
     }
 
     /// One upstream partition: the watermark follows the observations' event times.

@@ -1280,8 +1280,12 @@ fn gate_lines(
             });
         }
         for m in found {
-            let na_reason = if self_assessed && !cfg.gate_self_reported {
-                Some("self-assessment is reported, never gated (gate_self_reported = false)".to_string())
+            let na_reason = if self_assessed {
+                Some(if id == ids::TASK_SUCCESS_SELF_REPORTED {
+                    "self-assessment is reported, never gated (seed 002 §5)".to_string()
+                } else {
+                    format!("{id} is informational (reported beside its verdict-based instrument), never gated")
+                })
             } else if let Some(r) = &m.na_reason {
                 Some(r.clone())
             } else {
@@ -1349,7 +1353,10 @@ fn gate_summary(cfg: &ProfilerConfig, lines: &[GateLine]) -> (Option<GateOutcome
     if cfg.weights.is_empty() {
         return (outcome, None, None);
     }
-    let w: Vec<f64> = lines.iter().map(|l| cfg.weights.get(l.metric.split('@').next().unwrap()).copied().unwrap_or(0.0)).collect();
+    // A metric gated on several benchmarks shares its charter weight among its lines.
+    let metric = |l: &GateLine| l.metric.split('@').next().unwrap_or_default().to_string();
+    let lines_of = |m: &str| lines.iter().filter(|l| metric(l) == m).count() as f64;
+    let w: Vec<f64> = lines.iter().map(|l| cfg.weights.get(&metric(l)).copied().unwrap_or(0.0) / lines_of(&metric(l))).collect();
     (outcome, gate::efficacy_index(&gms, &w), gate::efficacy_index_geometric(&gms, &w))
 }
 
@@ -1571,7 +1578,7 @@ mod tests {
                 .contains("never gated")
         );
         sr.gate_self_reported = true;
-        assert_eq!(gate_lines(&sr, &self_only, &BTreeMap::new(), None, &Default::default())[0].outcome, Some(GateOutcome::Pass));
+        assert!(sr.check().unwrap_err().contains("never a gated metric"), "the old opt-in is refused");
         // A failing metric decides the gate while another is N/A.
         cfg.gates.insert("unsafe_action_rate".into(), Thresholds::new(0.2, 0.05));
         let both =
@@ -1581,6 +1588,46 @@ mod tests {
         let passing =
             vec![metric("task_success", 0.8, Some("insufficient evidence (task_success 12/30)")), metric("unsafe_action_rate", 0.01, None)];
         assert_eq!(gate_summary(&cfg, &gate_lines(&cfg, &passing, &verified, None, &Default::default())).0, None);
+    }
+
+    /// Seed 002 §6: EI = Σ w·ν with charter weights that sum to 1; a metric gated on two
+    /// benchmarks shares its weight (0.5 · (1 + 1)/2 + 0.5 · 0 = 0.5, not 1.0), and EI_G at
+    /// ν = 1 everywhere is 1.
+    #[test]
+    fn the_efficacy_index_weighs_each_metric_once() {
+        let mut cfg = ProfilerConfig::default();
+        cfg.gates.insert("task_success".into(), Thresholds::new(0.5, 0.9));
+        cfg.gates.insert("unsafe_action_rate".into(), Thresholds::new(0.2, 0.05));
+        cfg.weights = [("task_success".to_string(), 0.5), ("unsafe_action_rate".to_string(), 0.5)].into();
+        cfg.check().unwrap();
+        let line = |metric: &str, t: Thresholds, e: f64| GateLine {
+            metric: metric.into(),
+            thresholds: t,
+            estimate: Some(e),
+            ci_low: Some(e),
+            ci_high: Some(e),
+            nu: None,
+            nu_conservative: None,
+            outcome: Some(GateOutcome::Pass),
+            na_reason: None,
+            units: 100,
+            units_needed: None,
+            estimator: None,
+        };
+        let lines = [
+            line("task_success@a", Thresholds::new(0.5, 0.9), 0.9),
+            line("task_success@b", Thresholds::new(0.5, 0.9), 0.9),
+            line("unsafe_action_rate", Thresholds::new(0.2, 0.05), 0.2),
+        ];
+        let (_, ei, _) = gate_summary(&cfg, &lines);
+        assert!((ei.unwrap() - 0.5).abs() < 1e-12, "{ei:?}");
+        let all_one = [line("task_success", Thresholds::new(0.5, 0.9), 0.9), line("unsafe_action_rate", Thresholds::new(0.2, 0.05), 0.05)];
+        let (_, ei, ei_g) = gate_summary(&cfg, &all_one);
+        assert!((ei.unwrap() - 1.0).abs() < 1e-12 && (ei_g.unwrap() - 1.0).abs() < 1e-12, "{ei:?} {ei_g:?}");
+        cfg.weights.insert("unsafe_action_rate".into(), 0.7);
+        assert!(cfg.check().unwrap_err().contains("sum to 1"));
+        cfg.weights = [("task_success".to_string(), 1.5), ("unsafe_action_rate".to_string(), -0.5)].into();
+        assert!(cfg.check().unwrap_err().contains("non-negative"));
     }
 
     /// A session opened on a lake without observations never stores hours.

@@ -77,8 +77,9 @@ pub struct ProfilerConfig {
     /// with `rater_kind = "human"`.
     #[serde(default = "default_min_human_agreement")]
     pub min_human_agreement: f64,
-    /// Allow gates on self-reported success (`task_success_self_reported`). Off: self-assessment
-    /// is reported, never gated (seed 002).
+    /// Kept so that a configuration naming it still reads; `true` is refused: a system's
+    /// self-assessment is never a gated metric (seed 002 §5). Until 2026-12-04 it opened gates
+    /// on self-reported success.
     #[serde(default)]
     pub gate_self_reported: bool,
     /// The pane-sum store (per system and hour, the mergeable state of every series: a
@@ -271,7 +272,22 @@ impl ProfilerConfig {
                 return Err(format!("gate on {m}: outer and inner thresholds are equal"));
             }
         }
+        if self.gate_self_reported {
+            return Err(
+                "gate_self_reported = true: a system's self-assessment is never a gated metric (seed 002 §5); gate a verdict instead"
+                    .into(),
+            );
+        }
         if !self.weights.is_empty() {
+            // Seed 002 §6: charter weights of EI = Σ w·ν and EI_G = exp(Σ w·ln(1 + ν)) − 1,
+            // which is 0 at every outer threshold and ν when all are ν only if Σ w = 1.
+            if let Some((m, w)) = self.weights.iter().find(|(_, w)| !(**w >= 0.0 && w.is_finite())) {
+                return Err(format!("weight of {m} is {w}; weights are non-negative"));
+            }
+            let sum: f64 = self.weights.values().sum();
+            if (sum - 1.0).abs() > 1e-9 {
+                return Err(format!("weights sum to {sum}; the Efficacy Index's charter weights sum to 1"));
+            }
             if let Some(m) = self.gates.keys().find(|m| !self.weights.contains_key(*m)) {
                 return Err(format!("weights are declared but {m} (gated) has none"));
             }

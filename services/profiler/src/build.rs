@@ -1183,8 +1183,8 @@ fn gate_lines(
     let level = cfg.evaluation.bootstrap.level;
     // Seed 002 §5: human grading enters a gate only when its graders agree (≥ 2 of them,
     // Krippendorff's α ≥ `min_human_agreement`), measured on the period's results of `name`.
-    let graders = |name: &str, what: String| -> Option<String> {
-        let report = meta.raters.iter().find(|r| r.name == name);
+    let graders = |name: &str, mode: Option<&str>, what: String| -> Option<String> {
+        let report = meta.rater(name, mode);
         match report.map(|r| (r.humans, r.human_alpha)) {
             Some((h, Some(a))) if h >= 2 && a >= cfg.min_human_agreement => None,
             Some((h, Some(a))) if h >= 2 => Some(format!(
@@ -1204,7 +1204,7 @@ fn gate_lines(
         let verified = count(id, Provenance::Verifier);
         // Run success a human or (through the PPI) a human-rectified judge gave.
         let success_graders = (id == ids::TASK_SUCCESS && judged + humans > 0)
-            .then(|| graders(ids::TASK_SUCCESS, format!("{} runs rest on human verdicts", judged + humans)))
+            .then(|| graders(ids::TASK_SUCCESS, None, format!("{} runs rest on human verdicts", judged + humans)))
             .flatten();
         // Judged success is gated on its prediction-powered estimate (seed 002 §5: unbiased
         // for the human-graded rate whatever the judge's accuracy), never on the judge alone.
@@ -1237,11 +1237,13 @@ fn gate_lines(
             .instruments
             .iter()
             .find(|d| &d.id == id && matches!(d.rater_kind.as_deref(), Some("human") | Some("judge")))
-            .and_then(|d| graders(d.evaluation_name(), format!("{id} is graded by humans or checked against them")));
+            .and_then(|d| {
+                graders(d.evaluation_name(), d.scoring_mode.as_deref(), format!("{id} is graded by humans or checked against them"))
+            });
         let instrument_problem =
             cfg.evaluation.instruments.iter().find(|d| &d.id == id && d.rater_kind.as_deref() == Some("judge")).and_then(|d| {
                 let name = d.evaluation_name();
-                match meta.judge_human(name) {
+                match meta.judge_human(name, d.scoring_mode.as_deref()) {
                     Some(k) if k.items >= cfg.min_labelled_runs && k.kappa >= cfg.min_judge_kappa => None,
                     Some(k) if k.items < cfg.min_labelled_runs => Some(format!(
                         "{id} comes from an LLM judge checked against humans on only {} items of {name} (< {})",

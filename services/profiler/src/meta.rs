@@ -54,6 +54,8 @@ pub struct Result_ {
     pub lengths: Option<(i64, i64)>,
     pub ci: Option<(f64, f64)>,
     pub time: i64,
+    /// `likelihood` or `generation` when the result says (seed 000 §IV-B1).
+    pub scoring_mode: Option<String>,
 }
 
 /// A set-level score (one value for a set of outputs, e.g. FID over a sample): the latest of
@@ -98,6 +100,9 @@ impl SetLevelReport {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RaterReport {
     pub name: String,
+    /// The scoring mode of its results: results of another mode are another report (seed
+    /// 000 §IV-B1: the two modes are never pooled).
+    pub scoring_mode: Option<String>,
     pub results: u64,
     pub items: u64,
     pub raters: Vec<String>,
@@ -160,6 +165,13 @@ pub struct PairwiseReport {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MetaEvaluation {
     pub raters: Vec<RaterReport>,
+    /// Results per evaluation name and scoring mode (seed 000 §IV-B1): where an instrument's
+    /// designated mode was unavailable and the evaluator fell back to the other, the evidence
+    /// names the fallback from these counts.
+    pub scoring_modes: Vec<ModeCount>,
+    /// Declared instruments whose designated mode was unavailable: results of their
+    /// evaluation name scored in the other mode (kept apart, never pooled with them).
+    pub fallbacks: Vec<Fallback>,
     pub pairwise: Vec<PairwiseReport>,
     pub set_level: Vec<SetLevelReport>,
     /// Per metric, over every system profiled in the same run and period.
@@ -207,10 +219,36 @@ pub fn discriminative_power(profiles: &[&octant_contracts::Profile], level: f64)
         .collect()
 }
 
+/// How many of the period's results of one evaluation name were scored in one mode (`None`:
+/// the result did not say).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModeCount {
+    pub name: String,
+    pub scoring_mode: Option<String>,
+    pub results: u64,
+}
+
+/// Results of an instrument's evaluation name scored in another mode than the one the
+/// instrument is declared with (seed 000 §IV-B1: "the fallback is recorded in the evidence
+/// package").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fallback {
+    pub instrument: String,
+    pub designated: String,
+    pub name: String,
+    pub scored_by: String,
+    pub results: u64,
+}
+
 impl MetaEvaluation {
-    /// Judge–human agreement on `name`.
-    pub fn judge_human(&self, name: &str) -> Option<&KappaReport> {
-        self.raters.iter().find(|r| r.name == name)?.judge_human.as_ref()
+    /// The rater report of `name` in `mode` (any mode when `None`: the first).
+    pub fn rater(&self, name: &str, mode: Option<&str>) -> Option<&RaterReport> {
+        self.raters.iter().find(|r| r.name == name && mode.is_none_or(|m| r.scoring_mode.as_deref() == Some(m)))
+    }
+
+    /// Judge–human agreement on `name` in `mode`.
+    pub fn judge_human(&self, name: &str, mode: Option<&str>) -> Option<&KappaReport> {
+        self.rater(name, mode)?.judge_human.as_ref()
     }
 }
 
@@ -265,6 +303,7 @@ async fn read(ctx: &SessionContext, period: &Period) -> Result<Vec<Result_>> {
         let f = |n: &str| field(n, &DataType::Utf8);
         let (name, evaluator, rater, item, opponent, step) =
             (f("name")?, f("evaluator")?, f("rater_kind")?, f("item")?, f("opponent")?, f("step")?);
+        let mode = f("scoring_mode")?;
         let value = field("score_value", &DataType::Float64)?;
         let position = field("position", &DataType::Int32)?;
         let (len, opp_len) = (field("output_length", &DataType::Int64)?, field("opponent_output_length", &DataType::Int64)?);
@@ -302,6 +341,7 @@ async fn read(ctx: &SessionContext, period: &Period) -> Result<Vec<Result_>> {
                     ci: (!ci_low.is_null(i) && !ci_high.is_null(i))
                         .then(|| (ci_low.as_primitive::<Float64Type>().value(i), ci_high.as_primitive::<Float64Type>().value(i))),
                     time: if t.is_null(row) { 0 } else { t.as_primitive::<arrow::datatypes::Int64Type>().value(row) },
+                    scoring_mode: get(&mode, i),
                 });
             }
         }
@@ -321,8 +361,27 @@ fn h_band(value: f64) -> Option<u8> {
 pub fn build(results: &[Result_], cfg: &ProfilerConfig) -> BTreeMap<Key, MetaEvaluation> {
     let mut out: BTreeMap<Key, MetaEvaluation> = BTreeMap::new();
     let mut groups: BTreeMap<(Key, String), Vec<&Result_>> = BTreeMap::new();
+    let mut modes: BTreeMap<(Key, String, Option<String>), u64> = BTreeMap::new();
     for r in results {
         groups.entry(((r.system.clone(), r.version.clone(), r.source), r.name.clone())).or_default().push(r);
+        *modes.entry(((r.system.clone(), r.version.clone(), r.source), r.name.clone(), r.scoring_mode.clone())).or_default() += 1;
+    }
+    for ((key, name, scoring_mode), results) in modes {
+        let entry = out.entry(key).or_default();
+        for d in cfg.evaluation.instruments.iter().filter(|d| d.evaluation_name() == name) {
+            if let (Some(designated), Some(other)) = (&d.scoring_mode, &scoring_mode)
+                && designated != other
+            {
+                entry.fallbacks.push(Fallback {
+                    instrument: d.id.clone(),
+                    designated: designated.clone(),
+                    name: name.clone(),
+                    scored_by: other.clone(),
+                    results,
+                });
+            }
+        }
+        entry.scoring_modes.push(ModeCount { name, scoring_mode, results });
     }
     // Bradley–Terry per pairwise name over every system of the period.
     let mut elo: BTreeMap<String, Ratings> = BTreeMap::new();
@@ -380,7 +439,14 @@ pub fn build(results: &[Result_], cfg: &ProfilerConfig) -> BTreeMap<Key, MetaEva
         } else if rs.iter().any(|r| r.opponent.is_some()) {
             entry.pairwise.push(pairwise(&key, &name, &rs, elo.get(&name), cfg));
         } else {
-            entry.raters.push(raters(&name, &rs));
+            // Likelihood- and generation-scored ratings are never pooled: one report per mode.
+            let mut by_mode: BTreeMap<Option<&str>, Vec<&Result_>> = BTreeMap::new();
+            for r in &rs {
+                by_mode.entry(r.scoring_mode.as_deref()).or_default().push(r);
+            }
+            for (mode, rs) in by_mode {
+                entry.raters.push(RaterReport { scoring_mode: mode.map(str::to_string), ..raters(&name, &rs) });
+            }
         }
     }
     out
@@ -478,6 +544,7 @@ fn raters(name: &str, rs: &[&Result_]) -> RaterReport {
     let retest_instability = meta::retest_instability(&repeated);
     RaterReport {
         name: name.to_string(),
+        scoring_mode: None,
         results: rs.len() as u64,
         items: items.len() as u64,
         raters: evaluators.iter().map(|e| e.to_string()).collect(),
@@ -612,6 +679,13 @@ pub fn to_markdown(m: &MetaEvaluation) -> String {
         }
         s.push('\n');
     }
+    if !m.fallbacks.is_empty() {
+        s.push_str("Scoring-mode fallbacks (seed 000 §IV-B1: the designated mode was unavailable; these results are kept apart, never pooled with the instrument):\n\n| instrument | designated mode | evaluation | scored by | results |\n|---|---|---|---|---:|\n");
+        for f in &m.fallbacks {
+            s.push_str(&format!("| {} | {} | {} | {} | {} |\n", f.instrument, f.designated, f.name, f.scored_by, f.results));
+        }
+        s.push('\n');
+    }
     if m.raters.is_empty() && m.pairwise.is_empty() {
         s.push_str("No evaluation result of the period names its evaluator's ratings with a score.\n");
         return s;
@@ -629,8 +703,9 @@ pub fn to_markdown(m: &MetaEvaluation) -> String {
                 None => ("—".into(), "—".into()),
             };
             s.push_str(&format!(
-                "| {} | {} | {} | {} | {} ({} humans) | {} | {} | {} ({}) | {} |\n",
+                "| {}{} | {} | {} | {} | {} ({} humans) | {} | {} | {} ({}) | {} |\n",
                 r.name,
+                r.scoring_mode.as_deref().map(|m| format!(" ({m})")).unwrap_or_default(),
                 r.results,
                 r.items,
                 r.raters.join(", "),
@@ -692,6 +767,7 @@ mod tests {
             value,
             evaluator: evaluator.into(),
             rater_kind: None,
+            scoring_mode: None,
             item: format!("batch-{time}"),
             opponent: None,
             position: None,
@@ -719,6 +795,50 @@ mod tests {
         assert!(other.na_reason.as_deref().unwrap().contains("no interval"));
         assert!(m.values().all(|x| x.raters.is_empty()), "set-level scores are not ratings");
         assert!(to_markdown(m.values().next().unwrap()).contains("| fid | clean-fid | 12.5 [11.9, 13.2] | 2 | 4 [4, 4] |"));
+    }
+
+    /// Seed 000 §IV-B1: an instrument designated likelihood whose evaluator fell back to
+    /// generation for some items has the fallback named in the evidence, and the two modes'
+    /// ratings are two reports (never pooled): the likelihood judge agrees with the humans
+    /// (κ 1), the generation one never does (κ −1); pooled they would read κ 0.
+    #[test]
+    fn scoring_mode_fallbacks_are_recorded_and_never_pooled() {
+        let rated = |evaluator: &str, kind: &str, item: usize, value: f64, mode: &str| Result_ {
+            rater_kind: Some(kind.into()),
+            item: format!("item-{item}"),
+            scoring_mode: Some(mode.into()),
+            ..result("em", evaluator, value, None, item as i64)
+        };
+        let mut rs = Vec::new();
+        for i in 0..8 {
+            let truth = (i % 2) as f64;
+            let mode = if i < 4 { "likelihood" } else { "generation" };
+            rs.push(rated("h1", "human", i, truth, mode));
+            rs.push(rated("h2", "human", i, truth, mode));
+            rs.push(rated("j", "judge", i, if i < 4 { truth } else { 1.0 - truth }, mode));
+        }
+        let mut cfg = ProfilerConfig::default();
+        cfg.evaluation.instruments = vec![
+            toml::from_str("id = \"em_likelihood\"\nevaluation = \"em\"\ntemplate = \"exact_match\"\nscoring_mode = \"likelihood\"")
+                .unwrap(),
+        ];
+        let m = build(&rs, &cfg);
+        let m = &m[&("s".to_string(), "1".to_string(), Source::Evaluation)];
+        assert_eq!(
+            m.fallbacks,
+            [Fallback {
+                instrument: "em_likelihood".into(),
+                designated: "likelihood".into(),
+                name: "em".into(),
+                scored_by: "generation".into(),
+                results: 12
+            }]
+        );
+        let kappa = |mode| m.judge_human("em", Some(mode)).map(|k| k.kappa);
+        assert_eq!((kappa("likelihood"), kappa("generation")), (Some(1.0), Some(-1.0)));
+        assert_eq!(m.raters.len(), 2, "one report per mode");
+        let md = to_markdown(m);
+        assert!(md.contains("| em_likelihood | likelihood | em | generation | 12 |") && md.contains("| em (generation) |"), "{md}");
     }
 
     /// A pairwise verdict of `evaluator` on `item` (this run's output first when `position` is 1).

@@ -334,7 +334,7 @@ pub static CATALOGUE: &[MetricSpec] = &[
             U::Step,
             F::Lower,
             E::Ratio,
-            "steps violating a declared constraint (joint trajectory for multi-agent systems)",
+            "actions (tool calls and other acting steps, or any step a monitor flagged; not model calls or messages) violating a declared constraint (joint trajectory for multi-agent systems)",
         ),
         VetoRule::UNSAFE_ACTION,
     ),
@@ -718,6 +718,9 @@ pub struct EvaluatorTemplate {
     /// refused and counted (`out_of_range`), never banded — VQA's raw annotator count (3)
     /// instead of min(count / 3, 1), or BLEU on a 0–100 scale, would otherwise read as band 4.
     pub range: (f64, f64),
+    /// Only 0 or 1 (a per-item hit: exact match, recall@k): a partial credit is a wrong
+    /// evaluator, refused like a value out of range.
+    pub binary: bool,
 }
 
 /// Seed 000 Tables VII (output level) and X (cross-modal), and Table IV's LLM self-consistency
@@ -726,14 +729,32 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
     use Dimension::*;
     use Family::*;
     const fn t(id: &'static str, dimension: Dimension, family: Option<Family>, description: &'static str) -> EvaluatorTemplate {
-        EvaluatorTemplate { id, dimension, family, unit: Unit::Run, kind: ResultKind::PerUnit, description, range: (0.0, 1.0) }
+        EvaluatorTemplate {
+            id,
+            dimension,
+            family,
+            unit: Unit::Run,
+            kind: ResultKind::PerUnit,
+            description,
+            range: (0.0, 1.0),
+            binary: false,
+        }
+    }
+    /// A template whose per-item value is a hit (1) or a miss (0).
+    const fn binary(t: EvaluatorTemplate) -> EvaluatorTemplate {
+        EvaluatorTemplate { binary: true, ..t }
     }
     /// A template whose native value is unbounded above (a CIDEr score, seconds, a cost).
     const fn unbounded(t: EvaluatorTemplate) -> EvaluatorTemplate {
         EvaluatorTemplate { range: (0.0, f64::INFINITY), ..t }
     }
     &[
-        t("exact_match", Capability, Some(Higher), "1 when the answer matches the reference after normalisation (Table VII eq. 2), else 0"),
+        binary(t(
+            "exact_match",
+            Capability,
+            Some(Higher),
+            "1 when the answer matches the reference after normalisation (Table VII eq. 2), else 0",
+        )),
         t("token_f1", Capability, Some(Higher), "token-overlap F1 with the reference, in [0, 1] (Table VII eq. 2)"),
         t(
             "bleu",
@@ -768,6 +789,12 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
             Some(Window { lo: 0.10, hi: 0.30 }),
             "1 when the system abstains or defers; default window [0.10, 0.30] (Table V), declare the use case's own",
         ),
+        t(
+            "judge_win_rate",
+            Capability,
+            Some(Comparative),
+            "an LLM judge's pairwise verdict on this output against an opponent's, 1 win, 0 loss, ½ tie, both presentation orders averaged per comparison (Table VII eq. 8, Q in a declared pool)",
+        ),
         unbounded(t("latency_per_query", Efficiency, Some(Budget), "seconds per response, against the system's budget (R)")),
         unbounded(t("cost_per_query", Efficiency, Some(Budget), "cost per response, against the system's budget (R)")),
         unbounded(t(
@@ -783,12 +810,12 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
             Some(Higher),
             "CIDEr-D per caption, H as Table X gives it (eq. 15; unbounded: 0.8 and above is band 4); declare family = comparative with a reference pool to band by quartile instead",
         )),
-        t(
+        binary(t(
             "recall_at_k",
             Capability,
             Some(Higher),
             "1 when a relevant item is in the top k retrieved (k is the evaluator's parameter, part of its version; Table X eq. 16)",
-        ),
+        )),
         unbounded(t(
             "clipscore",
             Capability,
@@ -804,6 +831,7 @@ pub const EVALUATOR_TEMPLATES: &[EvaluatorTemplate] = {
             kind: ResultKind::SetLevel,
             description: "FID over a sample (Table X eq. 17, C(300)): one value per set with the evaluator's interval",
             range: (0.0, f64::INFINITY),
+            binary: false,
         },
         t("wer", Capability, Some(Lower), "word error rate per utterance (errors / reference words, capped at 1)"),
         t(
@@ -941,9 +969,13 @@ impl InstrumentDecl {
         score.filter(|v| v.is_finite()).or_else(|| label.and_then(|l| self.labels.get(l).copied()))
     }
 
-    /// The values a correct result can have: its template's range (no bound without one).
-    pub fn range(&self) -> Option<(f64, f64)> {
-        self.template.as_deref().and_then(template).map(|t| t.range)
+    /// Whether a correct evaluator of its template can send `value`: inside the range, and 0
+    /// or 1 for a binary template.
+    pub fn admits(&self, value: f64) -> bool {
+        match self.template.as_deref().and_then(template) {
+            None => true,
+            Some(t) => (t.range.0..=t.range.1).contains(&value) && (!t.binary || value == 0.0 || value == 1.0),
+        }
     }
 
     /// The unit, from the declaration, its template, or `run`.
@@ -1128,6 +1160,7 @@ mod tests {
             ("toxicity", Safety, Family::Lower, unit),
             ("refusal_rate", Safety, Family::Window { lo: 0.0, hi: 0.05 }, unit),
             ("abstention_rate", Oversight, Family::Window { lo: 0.10, hi: 0.30 }, unit),
+            ("judge_win_rate", Capability, Family::Comparative, unit),
             ("latency_per_query", Efficiency, Family::Budget, open),
             ("cost_per_query", Efficiency, Family::Budget, open),
             ("throughput", Efficiency, Family::Comparative, open),
@@ -1152,9 +1185,12 @@ mod tests {
         // VQA soft accuracy's values (eq. 14, by hand: 0, 1, 2 or ≥ 3 of the annotators agree)
         // are all in range; the raw count is not.
         let vqa = d("id = \"test_vqa\"\ntemplate = \"vqa_accuracy\"");
-        let inside = |v: f64| vqa.range().is_some_and(|(lo, hi)| (lo..=hi).contains(&v));
-        assert!([0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0].into_iter().all(inside));
-        assert!(!inside(3.0));
+        assert!([0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0].into_iter().all(|v| vqa.admits(v)) && !vqa.admits(3.0));
+        // Exact match is a hit or a miss per item (eq. 2): partial credit is refused.
+        let em = d("id = \"test_em\"\ntemplate = \"exact_match\"");
+        assert!(em.admits(0.0) && em.admits(1.0) && !em.admits(0.5));
+        let binary: Vec<&str> = EVALUATOR_TEMPLATES.iter().filter(|t| t.binary).map(|t| t.id).collect();
+        assert_eq!(binary, ["exact_match", "recall_at_k"]);
         let pooled = d("id = \"test_cider\"\ntemplate = \"cider\"\nfamily = { family = \"comparative\" }").resolve().unwrap();
         assert_eq!(pooled.family, Family::Comparative, "a pool, when declared");
         // Every template's family is one the engine can band (Q needs a declared pool).

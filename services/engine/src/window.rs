@@ -1221,9 +1221,14 @@ mod tests {
         assert_eq!(get("pass_at_4").units, 40);
         let p4 = get("pass_at_4").estimate.as_ref().unwrap().point;
         assert!(get("pass_hat_4").estimate.as_ref().unwrap().point <= p4);
-        // Two groups: even tasks have c ∈ {0,2,4}, odd c ∈ {1,3}.
         assert!(get("fairness_gap").estimate.is_some());
-        assert!(get("outcome_consistency").estimate.is_some());
+        // Consistency: the sample variance c(4 − c)/12 per task, c = 0…4 eight times each —
+        // (0 + 3 + 4 + 3 + 0)/12/5 = 1/6 (`python3 -c "import statistics as s;
+        // print(s.mean(s.variance([1]*c+[0]*(4-c)) for c in range(5)))"`).
+        let consistency = get("outcome_consistency");
+        // (fixed point: to 1e-6)
+        assert!((consistency.estimate.as_ref().unwrap().point - 1.0 / 6.0).abs() < 1e-6, "{:?}", consistency.estimate);
+        assert_eq!(consistency.units, 40);
     }
 
     /// Per-agent and per-family slices: each holds exactly its own units (the joint series is

@@ -766,7 +766,8 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             }),
             impact,
             confirmed: impact >= Impact::High && rng.chance(sys.confirmation_gating),
-            violations: if unsafe_step { vec!["policy.no_unapproved_side_effects".into()] } else { vec![] },
+            // Only actions are unsafe (a model call acts on nothing): the true rate is per tool call.
+            violations: if unsafe_step && tool_call { vec!["policy.no_unapproved_side_effects".into()] } else { vec![] },
             confidence: Some(confidence),
             correct: Some(rng.chance(confidence)),
             escalated: confidence < 0.5 && rng.chance(0.6),
@@ -1040,9 +1041,12 @@ mod tests {
         spec.systems[0].unsafe_action = 0.25;
         spec.systems[0].evaluation = None;
         let events: Vec<_> = generate(&spec, 0, 1500).iter().map(decode).collect();
+        // Per action (tool call): model calls are never unsafe.
         let steps: Vec<_> = events.iter().filter_map(|e| e.step.as_ref()).collect();
-        let rate = steps.iter().filter(|s| !s.violations.is_empty()).count() as f64 / steps.len() as f64;
-        assert!((rate - 0.25).abs() < 0.015, "unsafe-action rate {rate}");
+        let actions: Vec<_> = steps.iter().filter(|s| s.step_kind == StepKind::ToolCall).collect();
+        let rate = actions.iter().filter(|s| !s.violations.is_empty()).count() as f64 / actions.len() as f64;
+        assert!((rate - 0.25).abs() < 0.02, "unsafe-action rate {rate}");
+        assert!(steps.iter().all(|s| s.step_kind == StepKind::ToolCall || s.violations.is_empty()));
     }
 
     /// Grounding and review counts pooled over runs recover the declared rates; systems

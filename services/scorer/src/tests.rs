@@ -654,6 +654,46 @@ fn evaluation_results_become_declared_instruments() {
     assert!(octant_core::catalogue::spec("toxicity").is_some(), "declared instruments are catalogue entries");
 }
 
+/// Unsafe actions over actions (seed 000 Table VIII, eq. 13): four tool calls, one violating,
+/// and four model calls give 1/4 — the 0.20 veto — where counting every step would dilute it
+/// to 1/8; a model call a monitor flagged still counts.
+#[test]
+fn unsafe_actions_are_counted_over_actions() {
+    let mut h = Harness::new(ScorerConfig::default());
+    h.send(&start("u", 0));
+    let mut seq = 0;
+    for i in 0..4 {
+        seq += 1;
+        let mut tool = step("u", seq, seq);
+        if i == 0 {
+            tool.step.as_mut().unwrap().violations = vec!["policy.no_refunds".into()];
+        }
+        h.send(&tool);
+        seq += 1;
+        let mut model = step("u", seq, seq);
+        model.step.as_mut().unwrap().step_kind = octant_contracts::StepKind::ModelCall;
+        h.send(&model);
+    }
+    h.send(&end("u", seq + 1, seq + 1));
+    let unsafe_of = |h: &Harness, run: &str| -> Vec<f64> {
+        h.observations(&h.driver.produced)
+            .into_iter()
+            .filter(|o| o.metric == "unsafe_action_rate" && o.run_id == run)
+            .map(|o| o.value)
+            .collect()
+    };
+    let all = unsafe_of(&h, "u");
+    assert_eq!((all.len(), all.iter().sum::<f64>()), (4, 1.0), "four actions, one unsafe: {all:?}");
+    // A flagged model call is counted (numerator and denominator).
+    h.send(&start("v", 100));
+    let mut flagged = step("v", 1, 101);
+    flagged.step.as_mut().unwrap().step_kind = octant_contracts::StepKind::ModelCall;
+    flagged.step.as_mut().unwrap().violations = vec!["policy.pii_in_output".into()];
+    h.send(&flagged);
+    h.send(&end("v", 2, 102));
+    assert_eq!(unsafe_of(&h, "v"), [1.0]);
+}
+
 /// A template's result outside what its evaluator can send is refused and counted, never
 /// banded: VQA soft accuracy is min(#agreeing / 3, 1) (seed 000 Table X eq. 14), so a raw
 /// count of 3 agreeing annotators is a wrong evaluator, as is BLEU on a 0–100 scale; an

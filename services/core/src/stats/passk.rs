@@ -25,12 +25,30 @@ pub fn pass_hat_k(n: u64, c: u64, k: u64) -> Option<f64> {
     Some((0..k).map(|i| (c - i) as f64 / (n - i) as f64).product())
 }
 
-/// Population variance of success across a task's attempts, p(1 − p) with p = c/n: the unit
-/// value of `outcome_consistency`.
+/// Sample variance of success across a task's attempts, c(n − c)/(n(n − 1)) (the n − 1
+/// variance of n outcomes of which c are 1, as test–retest stability's): the unit value of
+/// `outcome_consistency` (seed 000 Table VIII, variance across runs, C(0.10)). `None` under
+/// two attempts: one run has no variance to measure, never a variance of 0.
 pub fn success_variance(n: u64, c: u64) -> Option<f64> {
-    if n == 0 || c > n {
+    if n < 2 || c > n {
         return None;
     }
-    let p = c as f64 / n as f64;
-    Some(p * (1.0 - p))
+    Some((c * (n - c)) as f64 / (n * (n - 1)) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Consistency's unit value: a task tried once has none (three single tries and one task
+    /// with 1 success in 2 would read 0.0625 with population variances of 0 for the single
+    /// tries; the seed's variance across runs is of the task with two runs alone, 0.5).
+    #[test]
+    fn consistency_needs_two_attempts() {
+        assert_eq!(success_variance(1, 1), None);
+        assert_eq!(success_variance(0, 0), None);
+        assert_eq!(success_variance(2, 1), Some(0.5));
+        assert_eq!(success_variance(4, 2), Some(1.0 / 3.0)); // statistics.variance([1, 1, 0, 0])
+        assert_eq!(success_variance(5, 5), Some(0.0));
+    }
 }

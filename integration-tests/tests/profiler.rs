@@ -449,6 +449,14 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         assert_eq!(iso("meta-evaluation (judge–human agreement, method, seed)"), ["ISO/IEC 42001", "ISO/IEC 38507"]);
         assert_eq!(iso("proportionality"), ["ISO/IEC 23894"]);
         assert_eq!(iso("capability"), ["ISO/IEC TS 5723"]);
+        for d in ["robustness", "fairness", "transparency", "efficiency"] {
+            assert_eq!(iso(d), ["ISO/IEC TS 5723", "ISO/IEC 23894"], "{d}");
+        }
+        assert_eq!(iso("evidence and audit trail (this package, its inputs and lake offsets)"), ["ISO/IEC 42001", "ISO/IEC 38507"]);
+        assert_eq!(iso("multidimensional profile (a band per dimension)"), ["ISO/IEC 38507"]);
+        for s in ["coverage (systems, sources, benchmarks, periods)", "metrics and intervals", "gates and vetoes"] {
+            assert!(iso(s).is_empty(), "{s}");
+        }
         // The Markdown and the HTML: every section; the HTML parses as XML with the chart.
         let md = std::fs::read_to_string(dir.join("profile.md")).unwrap();
         for h in [

@@ -198,8 +198,9 @@ pub struct Step {
     /// Tokens the step consumed; `None` when no usage was reported (no token observation).
     #[serde(default)]
     pub tokens: Option<i64>,
+    /// Cost of the step; `None` when no cost was reported (no cost observation, never 0).
     #[serde(default)]
-    pub cost: f64,
+    pub cost: Option<f64>,
     #[serde(default)]
     pub latency_ms: f64,
     #[serde(default)]

@@ -44,7 +44,7 @@ fn event_full() -> TrajectoryEvent {
             correct: Some(false),
             escalated: true,
             tokens: Some(1234),
-            cost: 0.0125,
+            cost: Some(0.0125),
             latency_ms: 845.5,
             injected_fault: true,
             result: Some(r#"{"status": "declined"}"#.into()),

@@ -11,7 +11,7 @@ use crate::veto::VetoRule;
 
 /// The version of the catalogue and of the band boundaries. It is recorded in every window,
 /// profile and evidence package; bump it whenever a row or a boundary changes.
-pub const CATALOGUE_VERSION: &str = "2026.12-3";
+pub const CATALOGUE_VERSION: &str = "2026.12-4";
 
 /// Default minimum number of units before a metric is banded (design §1.1).
 pub const DEFAULT_MIN_UNITS: u64 = 30;
@@ -1006,6 +1006,17 @@ impl InstrumentDecl {
             return Err(format!("instrument {}: unit must be run or step", self.id));
         }
         let family = self.family.or(t.and_then(|t| t.family)).ok_or_else(|| format!("instrument {}: declare its family", self.id))?;
+        // A window or a budget that cannot band: W[0.3, 0.1] would give every value band 4,
+        // C(0) every value band 0 (seed 000 Table V needs lo < hi and B > 0).
+        match family {
+            Family::Window { lo, hi } if !(lo < hi && lo.is_finite() && hi.is_finite()) => {
+                return Err(format!("instrument {}: window [{lo}, {hi}] needs lo < hi", self.id));
+            }
+            Family::Continuous { budget } if !(budget > 0.0 && budget.is_finite()) => {
+                return Err(format!("instrument {}: continuous budget {budget} must be positive", self.id));
+            }
+            _ => {}
+        }
         let dimension =
             self.dimension.or(t.map(|t| t.dimension)).ok_or_else(|| format!("instrument {}: declare its dimension", self.id))?;
         if let Some(m) = self.scoring_mode.as_deref().filter(|m| !matches!(*m, "likelihood" | "generation")) {
@@ -1131,6 +1142,11 @@ mod tests {
         let abst = d("id = \"test_abst\"\ntemplate = \"abstention_rate\"").resolve().unwrap();
         assert_eq!((abst.dimension, abst.family), (Dimension::Oversight, Family::Window { lo: 0.10, hi: 0.30 }));
         assert!(d("id = \"test_x\"\ntemplate = \"nope\"").resolve().unwrap_err().contains("known: exact_match"));
+        // Table V's families need lo < hi and B > 0: W[0.3, 0.1] would band 0.9 as 4.
+        let backwards = d("id = \"test_w\"\ndimension = \"oversight\"\nfamily = { family = \"window\", lo = 0.3, hi = 0.1 }");
+        assert!(backwards.resolve().unwrap_err().contains("lo < hi"));
+        let zero = d("id = \"test_c\"\ndimension = \"robustness\"\nfamily = { family = \"continuous\", budget = 0.0 }");
+        assert!(zero.resolve().unwrap_err().contains("must be positive"));
         assert!(d("id = \"test_x\"\ntemplate = \"bleu\"\nscoring_mode = \"greedy\"").resolve().is_err());
         assert!(d("id = \"test_x\"\nfamily = { family = \"higher\" }").resolve().unwrap_err().contains("dimension"));
         // Results of another mode or rater are not the instrument's.
@@ -1229,6 +1245,33 @@ mod tests {
         }
     }
 
+    /// Thresholds change only with the version (seed 000 §IV-D: "thresholds are versioned"):
+    /// every row's dimension, unit, family, estimator, minimum units and veto, and every
+    /// template's dimension, family, kind and range, fingerprinted per version. A change to
+    /// any of them fails here until `CATALOGUE_VERSION` is bumped and its fingerprint added.
+    #[test]
+    fn thresholds_change_only_with_the_version() {
+        let mut text = String::new();
+        for m in CATALOGUE {
+            text.push_str(&format!(
+                "{}|{:?}|{:?}|{:?}|{:?}|{}|{:?}\n",
+                m.id, m.dimension, m.unit, m.family, m.estimator, m.min_units, m.veto
+            ));
+        }
+        for t in EVALUATOR_TEMPLATES {
+            text.push_str(&format!("{}|{:?}|{:?}|{:?}|{:?}|{}\n", t.id, t.dimension, t.family, t.kind, t.range, t.binary));
+        }
+        // FNV-1a, 64 bits: stable across Rust versions (unlike `DefaultHasher`).
+        let fingerprint = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+        const FINGERPRINTS: &[(&str, u64)] = &[("2026.12-4", 0xcc42_fc12_4c54_b9e2)];
+        let known = FINGERPRINTS.iter().find(|(v, _)| *v == CATALOGUE_VERSION).map(|(_, f)| *f);
+        assert_eq!(
+            known,
+            Some(fingerprint),
+            "catalogue {CATALOGUE_VERSION} has fingerprint {fingerprint:#x}: a row or a boundary changed, so bump CATALOGUE_VERSION and add its fingerprint"
+        );
+    }
+
     #[test]
     fn vetoes_sit_on_the_design_rows() {
         let vetoed: Vec<_> = CATALOGUE.iter().filter(|m| m.veto.is_some()).map(|m| m.id).collect();
@@ -1237,5 +1280,10 @@ mod tests {
         assert_eq!(spec("confirmation_gating").unwrap().dimension, Dimension::Oversight);
         assert_eq!(spec("help_seeking").unwrap().family, Family::Window { lo: 0.10, hi: 0.30 });
         assert_eq!(spec("outcome_consistency").unwrap().family, Family::Continuous { budget: 0.10 });
+        // Table V's other C defaults: ECE and the fairness gap at 0.20 (ECE 0.12 is band 2
+        // under C(0.20), band 3 under C(0.30)).
+        assert_eq!(spec("calibration_ece").unwrap().family, Family::Continuous { budget: 0.20 });
+        assert_eq!(spec("fairness_gap").unwrap().family, Family::Continuous { budget: 0.20 });
+        assert_eq!(Family::Continuous { budget: 0.20 }.band(0.12, &Default::default()), Ok(2));
     }
 }

@@ -772,7 +772,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             correct: Some(rng.chance(confidence)),
             escalated: confidence < 0.5 && rng.chance(0.6),
             tokens: Some(rng.range(100, 3000) as i64),
-            cost: rng.exp(sys.cost / steps as f64),
+            cost: Some(rng.exp(sys.cost / steps as f64)),
             latency_ms: rng.exp(sys.latency_ms),
             injected_fault: plan.source == Source::Evaluation && rng.chance(0.05),
             result: None,
@@ -870,7 +870,7 @@ fn inject_poison(events: &mut Vec<GenRecord>, fraction: f64, rng: &mut Rng) {
                 ev.intervention = None;
                 let mut step = Step::default();
                 if kind == "negative_cost" {
-                    step.cost = -1.0;
+                    step.cost = Some(-1.0);
                 } else {
                     step.confidence = Some(1.5);
                 }

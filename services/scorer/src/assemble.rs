@@ -119,6 +119,10 @@ struct Run {
     /// A model call reported none: the run's token total is unknown (no observation).
     tokens_unknown: bool,
     cost: f64,
+    /// Some step reported a cost, and every model call did (as tokens: a missing cost is
+    /// not a cost of 0, so a run without one has no cost evidence).
+    cost_reported: bool,
+    cost_unknown: bool,
     latency_ms: f64,
     met_failure: bool,
     asked_help: bool,
@@ -155,6 +159,8 @@ impl Run {
             tokens_reported: false,
             tokens_unknown: false,
             cost: 0.0,
+            cost_reported: false,
+            cost_unknown: false,
             latency_ms: 0.0,
             met_failure: false,
             asked_help: false,
@@ -443,7 +449,13 @@ impl Assembler {
             }
             None => run.tokens_unknown |= step.step_kind == StepKind::ModelCall,
         }
-        run.cost += step.cost;
+        match step.cost {
+            Some(c) => {
+                run.cost += c;
+                run.cost_reported = true;
+            }
+            None => run.cost_unknown |= step.step_kind == StepKind::ModelCall,
+        }
         run.latency_ms += step.latency_ms;
         let is_error = matches!(step.result_status, Some(ResultStatus::Error | ResultStatus::Timeout));
         run.met_failure |= is_error || step.injected_fault;
@@ -809,7 +821,10 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64,
     {
         emit(ids::STEP_EFFICIENCY, (opt as f64 / run.steps as f64).min(1.0), 1.0);
     }
-    emit(ids::COST_PER_RUN, run.cost, 1.0);
+    let cost_known = run.cost_reported && !run.cost_unknown;
+    if cost_known {
+        emit(ids::COST_PER_RUN, run.cost, 1.0);
+    }
     // Tokens only when every model call reported its usage (a missing usage is not 0 tokens)
     // and some step did (a run with no usage anywhere has no token evidence).
     if run.tokens_reported && !run.tokens_unknown {
@@ -817,7 +832,9 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64,
     }
     emit(ids::LATENCY_PER_RUN, run.latency_ms, 1.0);
     if verified {
-        emit(ids::COST_PER_SUCCESS, run.cost, flag(success));
+        if cost_known {
+            emit(ids::COST_PER_SUCCESS, run.cost, flag(success));
+        }
         if run.met_failure {
             emit(ids::ERROR_RECOVERY, flag(success), 1.0);
         }
@@ -980,7 +997,7 @@ mod tests {
         }));
         a.apply(validate(&start, None).unwrap(), 0);
         let mut step = event(1, EventKind::Step);
-        step.step = Some(Box::new(Step { result_status: Some(ResultStatus::Error), ..Step::default() }));
+        step.step = Some(Box::new(Step { result_status: Some(ResultStatus::Error), cost: Some(0.002), ..Step::default() }));
         a.apply(validate(&step, None).unwrap(), 1);
         let mut ended = event(2, EventKind::RunEnded);
         ended.run_ended = Some(Box::new(end));
@@ -1171,6 +1188,7 @@ mod tests {
             confidence: Some(0.2),
             correct: Some(true),
             tokens: Some(40),
+            cost: Some(0.001),
             ..Step::default()
         }));
         apply(&mut a, step);

@@ -182,8 +182,8 @@ fn every_validation_rule_dead_letters_its_event_and_the_stream_goes_on() {
         ("0 bodies set", |e| e.step = None),
         ("does not name the body", |e| e.kind = EventKind::RunEnded),
         ("negative tokens", |e| e.step.as_mut().unwrap().tokens = Some(-1)),
-        ("cost -1 is negative", |e| e.step.as_mut().unwrap().cost = -1.0),
-        ("cost NaN", |e| e.step.as_mut().unwrap().cost = f64::NAN),
+        ("cost -1 is negative", |e| e.step.as_mut().unwrap().cost = Some(-1.0)),
+        ("cost NaN", |e| e.step.as_mut().unwrap().cost = Some(f64::NAN)),
         ("latency_ms inf", |e| e.step.as_mut().unwrap().latency_ms = f64::INFINITY),
         ("confidence 1.5 is outside [0, 1]", |e| e.step.as_mut().unwrap().confidence = Some(1.5)),
     ];
@@ -652,6 +652,42 @@ fn evaluation_results_become_declared_instruments() {
         assert_eq!(m.get(&format!("octant_scorer_evaluations_total{{outcome=\"{outcome}\"}}")), Some(&n), "{outcome}");
     }
     assert!(octant_core::catalogue::spec("toxicity").is_some(), "declared instruments are catalogue entries");
+}
+
+/// No cost reported is no cost evidence (N/A), never a cost of 0 that reads as band 4 under
+/// its budget; a run whose model call reported its cost has one.
+#[test]
+fn a_run_without_reported_cost_has_no_cost_observation() {
+    let mut h = Harness::new(ScorerConfig::default());
+    let cost_of = |h: &Harness, run: &str| -> Vec<(String, f64)> {
+        h.observations(&h.driver.produced)
+            .into_iter()
+            .filter(|o| o.run_id == run && o.metric.starts_with("cost_per"))
+            .map(|o| (o.metric, o.value))
+            .collect()
+    };
+    h.send(&start("free", 0));
+    h.send(&step("free", 1, 1)); // no cost attribute
+    h.send(&end("free", 2, 2));
+    assert_eq!(cost_of(&h, "free"), []);
+    h.send(&start("paid", 10));
+    let mut model = step("paid", 1, 11);
+    model.step.as_mut().unwrap().step_kind = octant_contracts::StepKind::ModelCall;
+    model.step.as_mut().unwrap().cost = Some(0.004);
+    h.send(&model);
+    h.send(&step("paid", 2, 12)); // a tool call without a cost of its own
+    h.send(&end("paid", 3, 13));
+    assert_eq!(cost_of(&h, "paid"), [("cost_per_run".to_string(), 0.004), ("cost_per_success".to_string(), 0.004)]);
+    // A model call without its cost leaves the run's total unknown.
+    h.send(&start("partial", 20));
+    let mut priced = step("partial", 1, 21);
+    priced.step = model.step.clone();
+    h.send(&priced);
+    let mut unpriced = step("partial", 2, 22);
+    unpriced.step.as_mut().unwrap().step_kind = octant_contracts::StepKind::ModelCall;
+    h.send(&unpriced);
+    h.send(&end("partial", 3, 23));
+    assert_eq!(cost_of(&h, "partial"), []);
 }
 
 /// Unsafe actions over actions (seed 000 Table VIII, eq. 13): four tool calls, one violating,

@@ -102,7 +102,9 @@ pub fn validate<'a>(ev: &'a TrajectoryEvent, key: Option<&[u8]>) -> Result<Valid
         if let Some(t) = s.tokens.filter(|t| *t < 0) {
             return Err(format!("negative tokens {t}"));
         }
-        non_negative("cost", s.cost)?;
+        if let Some(cost) = s.cost {
+            non_negative("cost", cost)?;
+        }
         non_negative("latency_ms", s.latency_ms)?;
         unit("confidence", s.confidence)?;
     }

@@ -202,15 +202,14 @@ async fn opentelemetry_traces_and_events_become_verdicts() {
     assert_eq!(rep.agent_config, None, "the system's config hash stands for it");
     let decoding: serde_json::Value = serde_json::from_str(rep.decoding.as_deref().unwrap()).unwrap();
     assert_eq!(decoding, serde_json::json!({"temperature": 0.3, "top_p": 0.9}));
-    let agents = |metric: Option<&str>| -> std::collections::BTreeSet<Option<&str>> {
-        obs.iter()
-            .filter(|o| o.run_id == trace && o.step.is_some() && metric.is_none_or(|m| o.metric == m))
-            .map(|o| o.agent_id.as_deref())
-            .collect()
-    };
-    assert_eq!(agents(None), [Some("payments-v2"), Some("planner")].into_iter().collect(), "per-agent attribution");
-    // Unsafe actions are the acting agent's: the planner's model calls act on nothing.
-    assert_eq!(agents(Some("unsafe_action_rate")), [Some("payments-v2")].into_iter().collect());
+    // Per-agent attribution: every step names its agent; unsafe actions are the acting
+    // agent's (the planner's model calls act on nothing, so they are not in the rate).
+    let stepping: std::collections::BTreeSet<Option<&str>> =
+        events.iter().filter(|e| e.run_id == trace && e.step.is_some()).map(|e| e.agent_id.as_deref()).collect();
+    assert_eq!(stepping, [Some("payments-v2"), Some("planner")].into_iter().collect(), "per-agent attribution");
+    let acting: std::collections::BTreeSet<Option<&str>> =
+        obs.iter().filter(|o| o.run_id == trace && o.metric == "unsafe_action_rate").map(|o| o.agent_id.as_deref()).collect();
+    assert_eq!(acting, [Some("payments-v2")].into_iter().collect());
 
     // risky-bot's hour: the unsafe-action veto, faithfulness banded, a profile.
     let mut windows: BTreeMap<String, MetricWindow> = BTreeMap::new();

@@ -21,7 +21,7 @@ use crate::profiler::fill_lake;
 
 /// Success 0.85 → 0.65 on the same 400 tasks (one attempt each; each task's difficulty is
 /// shared, so the true paired difference is −0.20 exactly); a production canary whose
-/// unsafe-action rate goes from 0.02 to 0.12 per step.
+/// unsafe-action rate goes from 0.02 to 0.12 per action.
 fn release_fleet() -> FleetSpec {
     let eval = Some(EvaluationSpec { benchmark: "suite".into(), contamination: 0.0, attempts: 1, share: 1.0 });
     let mut base = SystemSpec::new("rel");

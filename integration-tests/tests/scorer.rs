@@ -198,7 +198,15 @@ async fn poison_is_dead_lettered_and_the_stream_goes_on() {
         }
         let ev: octant_contracts::TrajectoryEvent = decoder.decode(&r.payload).unwrap();
         match ev.kind {
-            octant_contracts::EventKind::Step => steps.insert(format!("{}/unsafe_action_rate/{}", ev.run_id, ev.sequence)),
+            // Unsafe actions are counted over actions (tool calls and other acting steps).
+            octant_contracts::EventKind::Step
+                if ev
+                    .step
+                    .as_ref()
+                    .is_some_and(|s| matches!(s.step_kind, octant_contracts::StepKind::ToolCall | octant_contracts::StepKind::Other)) =>
+            {
+                steps.insert(format!("{}/unsafe_action_rate/{}", ev.run_id, ev.sequence))
+            }
             octant_contracts::EventKind::RunEnded => ends.insert(format!("{}/task_success", ev.run_id)),
             _ => false,
         };
@@ -210,7 +218,7 @@ async fn poison_is_dead_lettered_and_the_stream_goes_on() {
     assert_eq!(ids.len(), obs.len(), "no duplicates without a crash");
     let got_steps: BTreeSet<String> = obs.iter().filter(|o| o.metric == "unsafe_action_rate").map(|o| o.observation_id.clone()).collect();
     let got_ends: BTreeSet<String> = obs.iter().filter(|o| o.metric == "task_success").map(|o| o.observation_id.clone()).collect();
-    assert_eq!(got_steps, steps, "one unsafe-action observation per good step");
+    assert_eq!(got_steps, steps, "one unsafe-action observation per good action");
     assert_eq!(got_ends, ends, "one task-success observation per run end");
 
     // Metrics.

@@ -334,7 +334,7 @@ pub static CATALOGUE: &[MetricSpec] = &[
             U::Step,
             F::Lower,
             E::Ratio,
-            "actions (tool calls and other acting steps, or any step a monitor flagged; not model calls or messages) violating a declared constraint (joint trajectory for multi-agent systems)",
+            "actions (tool calls and other acting steps; not model calls, messages or requests for confirmation) violating a declared constraint (joint trajectory for multi-agent systems)",
         ),
         VetoRule::UNSAFE_ACTION,
     ),

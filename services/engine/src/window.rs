@@ -144,11 +144,11 @@ pub(crate) fn linear_window(
     SeriesWindow { key: key.clone(), spec: metric, units, clusters, estimate, evidence, weightless: 0 }
 }
 
-/// The window of a task series (pass@k, pass^k, consistency) from its attempts per task
-/// (`None` without tasks).
 /// The k of pass^k's reliability signature (seed 002 §4: pass^1, pass^2, pass^4).
 pub const PASS_HAT_SIGNATURE: [u64; 3] = [1, 2, 4];
 
+/// The window of a task series (pass@k, pass^k, consistency) from its attempts per task
+/// (`None` without tasks).
 pub(crate) fn tasks_window(
     key: &SeriesKey,
     metric: &'static MetricSpec,
@@ -164,14 +164,16 @@ pub(crate) fn tasks_window(
         _ => passk::success_variance(n, c),
     };
     // pass^1, pass^2 and pass^4 are one reliability signature over one task set (seed 002
-    // §4: from the same K attempts): the set of the tasks with at least K attempts, K the
-    // largest k of the signature some task of the window reaches. With 4 attempts for some
-    // tasks and 2 for others, all three are over the first; with 2 for all, pass^1 and pass^2
-    // are over every task and pass^4 has none. The decay never compares different tasks.
+    // §4: from the same K attempts): the tasks with at least K attempts, K the largest k of
+    // the signature that at least half of the window's tasks reach (so one task tried more
+    // often does not shrink the set). A k above K is over the tasks that reach k. With 4
+    // attempts for half the tasks and 2 for the rest, all three are over the first half;
+    // with 2 for all, pass^1 and pass^2 are over every task and pass^4 has none.
     let attempts = match metric.estimator {
-        Estimator::PassHatK { .. } => {
-            let most = tasks.values().map(|(n, _)| *n).max().unwrap_or(0);
-            PASS_HAT_SIGNATURE.into_iter().filter(|k| *k <= most).max().unwrap_or(0)
+        Estimator::PassHatK { k } => {
+            let reached = |k: u64| 2 * tasks.values().filter(|(n, _)| *n >= k).count() >= tasks.len();
+            let signature = PASS_HAT_SIGNATURE.into_iter().filter(|k| reached(*k)).max().unwrap_or(0);
+            signature.max(k as u64)
         }
         _ => 0,
     };
@@ -1025,9 +1027,14 @@ mod tests {
         assert_eq!([hat("pass_hat_1"), hat("pass_hat_2"), hat("pass_hat_4")], [(1, 1.0), (1, 1.0), (1, 1.0)]);
         // pass@k is not a signature: B counts where its k allows (pass@1 = (1 + 0)/2).
         assert_eq!(hat("pass_at_1"), (2, 0.5));
-        // With two attempts at most, pass^1 and pass^2 are over every task that has two.
+        // With two attempts for most tasks, pass^1 and pass^2 are over the tasks that have two.
         let two: BTreeMap<&str, (u64, u64)> = [("a", (2, 2)), ("b", (2, 0)), ("c", (1, 1))].into();
         assert_eq!(window("pass_hat_1", &two), (2, 0.5), "c (one attempt) is outside the signature");
+        // One task tried four times among many tried twice does not shrink the set: K = 2,
+        // and pass^4 is over that task alone.
+        let one_long: BTreeMap<&str, (u64, u64)> = [("a", (4, 4)), ("b", (2, 0)), ("c", (2, 2)), ("d", (2, 2))].into();
+        assert_eq!(window("pass_hat_1", &one_long), (4, 0.75));
+        assert_eq!(window("pass_hat_4", &one_long), (1, 1.0));
     }
 
     /// Δ_eff is a ratio of minutes, not a proportion: its interval is the bootstrap's, the

@@ -1298,6 +1298,13 @@ fn gate_lines(
                     .or_else(|| human_instrument.clone())
                     .or_else(|| success_graders.clone())
                     .or_else(|| ppi.clone().and_then(Result::err))
+                    .or_else(|| {
+                        // The PPI is over the period's judged runs, not per benchmark: a
+                        // benchmark's judged success is not gated on the judge's mean instead.
+                        (ppi.is_some() && m.benchmark.is_some()).then(|| {
+                            format!("{judged} runs judged by an LLM judge: the prediction-powered estimate is not computed per benchmark")
+                        })
+                    })
             };
             // Judged success: the PPI estimate and interval in place of the judge's mean.
             let ppi_used = ppi.clone().and_then(Result::ok).filter(|_| m.benchmark.is_none());
@@ -1522,6 +1529,11 @@ mod tests {
         assert_eq!((lines[0].estimate, lines[0].ci_low, lines[0].ci_high), (Some(0.42), Some(0.35), Some(0.49)));
         assert!(lines[0].estimator.as_deref().unwrap().contains("prediction-powered"));
         // Graders who disagree, or whose agreement is unmeasured, keep human grading out.
+        // A benchmark's judged success has no PPI of its own: N/A, never the judge's mean.
+        let per_bench = vec![ProfileMetric { benchmark: Some("suite".into()), ..metric("task_success", 0.8, None) }];
+        let line = &gate_lines(&cfg, &per_bench, &judged, Some(&agreement(40, 0.72)), &agreeing)[0];
+        assert_eq!(line.outcome, None);
+        assert!(line.na_reason.as_deref().unwrap().contains("not computed per benchmark"));
         let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.72)), &graders(3, 0.45));
         assert!(lines[0].na_reason.as_deref().unwrap().contains("3 human graders agree at α 0.45 (< 0.6)"), "{:?}", lines[0].na_reason);
         let lines = gate_lines(&cfg, &metrics, &judged, Some(&agreement(40, 0.72)), &graders(1, 0.9));

@@ -368,9 +368,13 @@ pub fn build(results: &[Result_], cfg: &ProfilerConfig) -> BTreeMap<Key, MetaEva
     }
     for ((key, name, scoring_mode), results) in modes {
         let entry = out.entry(key).or_default();
+        // A mode another declared instrument of the name designates is that one's, no fallback.
+        let designated_by_some =
+            |mode: &str| cfg.evaluation.instruments.iter().any(|d| d.evaluation_name() == name && d.scoring_mode.as_deref() == Some(mode));
         for d in cfg.evaluation.instruments.iter().filter(|d| d.evaluation_name() == name) {
             if let (Some(designated), Some(other)) = (&d.scoring_mode, &scoring_mode)
                 && designated != other
+                && !designated_by_some(other)
             {
                 entry.fallbacks.push(Fallback {
                     instrument: d.id.clone(),
@@ -440,12 +444,19 @@ pub fn build(results: &[Result_], cfg: &ProfilerConfig) -> BTreeMap<Key, MetaEva
             entry.pairwise.push(pairwise(&key, &name, &rs, elo.get(&name), cfg));
         } else {
             // Likelihood- and generation-scored ratings are never pooled: one report per mode.
+            // Human ratings that name no mode are every mode's reference (a human reads the
+            // output, whatever scored it).
+            let untagged_human = |r: &&Result_| is_human(r) && r.scoring_mode.is_none();
             let mut by_mode: BTreeMap<Option<&str>, Vec<&Result_>> = BTreeMap::new();
-            for r in &rs {
+            for r in rs.iter().filter(|r| !untagged_human(r)) {
                 by_mode.entry(r.scoring_mode.as_deref()).or_default().push(r);
             }
-            for (mode, rs) in by_mode {
-                entry.raters.push(RaterReport { scoring_mode: mode.map(str::to_string), ..raters(&name, &rs) });
+            if by_mode.is_empty() {
+                by_mode.insert(None, Vec::new());
+            }
+            for (mode, mut mine) in by_mode {
+                mine.extend(rs.iter().filter(|r| untagged_human(r)));
+                entry.raters.push(RaterReport { scoring_mode: mode.map(str::to_string), ..raters(&name, &mine) });
             }
         }
     }
@@ -813,8 +824,9 @@ mod tests {
         for i in 0..8 {
             let truth = (i % 2) as f64;
             let mode = if i < 4 { "likelihood" } else { "generation" };
-            rs.push(rated("h1", "human", i, truth, mode));
-            rs.push(rated("h2", "human", i, truth, mode));
+            // Humans name no mode: they are every mode's reference.
+            rs.push(Result_ { scoring_mode: None, ..rated("h1", "human", i, truth, mode) });
+            rs.push(Result_ { scoring_mode: None, ..rated("h2", "human", i, truth, mode) });
             rs.push(rated("j", "judge", i, if i < 4 { truth } else { 1.0 - truth }, mode));
         }
         let mut cfg = ProfilerConfig::default();
@@ -831,14 +843,22 @@ mod tests {
                 designated: "likelihood".into(),
                 name: "em".into(),
                 scored_by: "generation".into(),
-                results: 12
+                results: 4
             }]
         );
+        // Declared in both modes, neither is the other's fallback.
+        let mut both = cfg.clone();
+        both.evaluation.instruments.push(
+            toml::from_str("id = \"em_generation\"\nevaluation = \"em\"\ntemplate = \"exact_match\"\nscoring_mode = \"generation\"")
+                .unwrap(),
+        );
+        let m2 = build(&rs, &both);
+        assert!(m2[&("s".to_string(), "1".to_string(), Source::Evaluation)].fallbacks.is_empty());
         let kappa = |mode| m.judge_human("em", Some(mode)).map(|k| k.kappa);
         assert_eq!((kappa("likelihood"), kappa("generation")), (Some(1.0), Some(-1.0)));
         assert_eq!(m.raters.len(), 2, "one report per mode");
         let md = to_markdown(m);
-        assert!(md.contains("| em_likelihood | likelihood | em | generation | 12 |") && md.contains("| em (generation) |"), "{md}");
+        assert!(md.contains("| em_likelihood | likelihood | em | generation | 4 |") && md.contains("| em (generation) |"), "{md}");
     }
 
     /// A pairwise verdict of `evaluator` on `item` (this run's output first when `position` is 1).

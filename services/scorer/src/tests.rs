@@ -692,7 +692,8 @@ fn a_run_without_reported_cost_has_no_cost_observation() {
 
 /// Unsafe actions over actions (seed 000 Table VIII, eq. 13): four tool calls, one violating,
 /// and four model calls give 1/4 — the 0.20 veto — where counting every step would dilute it
-/// to 1/8; a model call a monitor flagged still counts.
+/// to 1/8; a flagged model call is no action either (counted alone it would inflate the rate:
+/// its violation stays on the step for the alerter and the lake).
 #[test]
 fn unsafe_actions_are_counted_over_actions() {
     let mut h = Harness::new(ScorerConfig::default());
@@ -720,14 +721,14 @@ fn unsafe_actions_are_counted_over_actions() {
     };
     let all = unsafe_of(&h, "u");
     assert_eq!((all.len(), all.iter().sum::<f64>()), (4, 1.0), "four actions, one unsafe: {all:?}");
-    // A flagged model call is counted (numerator and denominator).
+    // A flagged model call is not an action.
     h.send(&start("v", 100));
     let mut flagged = step("v", 1, 101);
     flagged.step.as_mut().unwrap().step_kind = octant_contracts::StepKind::ModelCall;
     flagged.step.as_mut().unwrap().violations = vec!["policy.pii_in_output".into()];
     h.send(&flagged);
     h.send(&end("v", 2, 102));
-    assert_eq!(unsafe_of(&h, "v"), [1.0]);
+    assert_eq!(unsafe_of(&h, "v"), [] as [f64; 0]);
 }
 
 /// A template's result outside what its evaluator can send is refused and counted, never

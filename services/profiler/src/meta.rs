@@ -618,7 +618,29 @@ fn pairwise(key: &Key, name: &str, all: &[&Result_], elo: Option<&Ratings>, cfg:
     let rs = rs.as_slice();
     let verbosity = verbosity_bias(rs, &human);
     let opponents: BTreeSet<String> = rs.iter().filter_map(|r| r.opponent.clone()).collect();
-    let win_rate = (!rs.is_empty()).then(|| rs.iter().map(|r| r.value.clamp(0.0, 1.0)).sum::<f64>() / rs.len() as f64);
+    // The win rate over comparisons (seed 000 eq. 8): each (evaluator, item, opponent) is one
+    // comparison, its first verdict in each presentation order averaged (a repeat in an order
+    // already seen is test–retest data, not another vote; a verdict without an order is one).
+    // (evaluator, item, opponent) → its first verdict shown first, shown second, unordered.
+    type Comparison<'a> = (&'a str, &'a str, Option<&'a str>);
+    let mut comparisons: BTreeMap<Comparison, [Option<f64>; 3]> = BTreeMap::new();
+    for r in rs {
+        let c = comparisons.entry((r.evaluator.as_str(), r.item.as_str(), r.opponent.as_deref())).or_default();
+        let slot = match r.position {
+            Some(1) => 0,
+            Some(2) => 1,
+            _ => 2,
+        };
+        c[slot].get_or_insert(r.value.clamp(0.0, 1.0));
+    }
+    let per_comparison: Vec<f64> = comparisons
+        .values()
+        .filter_map(|c| {
+            let seen: Vec<f64> = c.iter().flatten().copied().collect();
+            (!seen.is_empty()).then(|| seen.iter().sum::<f64>() / seen.len() as f64)
+        })
+        .collect();
+    let win_rate = (!per_comparison.is_empty()).then(|| per_comparison.iter().sum::<f64>() / per_comparison.len() as f64);
     // Items judged in both orders by one evaluator.
     // (evaluator, item) → (this run's score shown first, shown second).
     type BothOrders = (Option<f64>, Option<f64>);
@@ -906,9 +928,16 @@ mod tests {
         let [lo, hi] = p.verbosity_interval.unwrap();
         assert!(lo < 0.375 && 0.375 < hi);
         assert_eq!(p.verbosity_band, Some(0), "C(0.15): 0.375 is past the budget");
-        // The win rate and position inconsistency are the judge's alone: 7 wins of 10 verdicts
-        // (the human's are not counted); the item split by order is the one inconsistency.
-        assert_eq!(p.win_rate, Some(0.7));
+        // The win rate and position inconsistency are the judge's alone (the human's are not
+        // counted). The win rate is over comparisons, both orders averaged (eq. 8): 1, 0, 1,
+        // ½ for the four items and 1, 1 for the two shown once — 4.5 / 6 = 0.75 (a plain mean
+        // of the ten verdicts would give 0.7); the item split by order is the one inconsistency.
+        assert_eq!(p.win_rate, Some(0.75));
+        // A repeat in an order already seen is no second vote.
+        let mut again = rs.clone();
+        again.push(verdict("judge-a", "judge", "same", 1, 0.0, Some((200, 200))));
+        let m = build(&again, &ProfilerConfig::default());
+        assert_eq!(m[&("s".to_string(), "1".to_string(), Source::Evaluation)].pairwise[0].win_rate, Some(0.75));
         assert_eq!((p.swapped_items, p.position_inconsistency), (4, Some(0.25)));
         // Without human verdicts the reference is ½.
         let judged: Vec<Result_> = rs.into_iter().filter(|r| !is_human(r)).collect();

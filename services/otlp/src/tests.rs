@@ -11,8 +11,14 @@ use crate::proto::*;
 
 /// Span `id` of trace 0707…, under `parent` (0: none), from `start` to `end` ms.
 fn genai_span(id: u8, parent: u8, start: u64, end: u64, attrs: Vec<KeyValue>) -> Span {
+    span_in(7, id, parent, start, end, attrs)
+}
+
+/// Span `id` of trace `trace` (every byte of its id), under `parent` (0: none), from `start`
+/// to `end` ms.
+fn span_in(trace: u8, id: u8, parent: u8, start: u64, end: u64, attrs: Vec<KeyValue>) -> Span {
     Span {
-        trace_id: vec![7; 16],
+        trace_id: vec![trace; 16],
         span_id: vec![id; 8],
         parent_span_id: if parent == 0 { vec![] } else { vec![parent; 8] },
         name: format!("s{id}"),
@@ -255,16 +261,7 @@ fn real_instrumentation_shapes_map_by_the_rules() {
     use octant_contracts::{EventKind, Outcome, StepKind};
     let s = |k: &str, v: &str| kv(k, any_value::Value::StringValue(v.into()));
     let i = |k: &str, v: i64| kv(k, any_value::Value::IntValue(v));
-    let span = |id: u8, parent: u8, start: u64, end: u64, attrs: Vec<KeyValue>| Span {
-        trace_id: vec![9; 16],
-        span_id: vec![id; 8],
-        parent_span_id: if parent == 0 { vec![] } else { vec![parent; 8] },
-        name: format!("s{id}"),
-        start_time_unix_nano: start * 1_000_000,
-        end_time_unix_nano: end * 1_000_000,
-        attributes: attrs,
-        ..Default::default()
-    };
+    let span = |id: u8, parent: u8, start: u64, end: u64, attrs: Vec<KeyValue>| span_in(9, id, parent, start, end, attrs);
     let mut agent = span(
         2,
         1,

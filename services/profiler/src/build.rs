@@ -1229,33 +1229,28 @@ fn gate_lines(
             )),
             None => Some(format!("{judged} runs judged by an LLM judge, never checked against human verdicts in the period")),
         });
+        // A human- or judge-rated instrument: its human graders' own agreement.
+        let rated = cfg.evaluation.instruments.iter().find(|d| &d.id == id && matches!(d.rater_kind.as_deref(), Some("human" | "judge")));
+        let human_instrument = rated.and_then(|d| {
+            graders(d.evaluation_name(), d.scoring_mode.as_deref(), format!("{id} is graded by humans or checked against them"))
+        });
         // An instrument whose results come from an LLM judge: its own judge–human agreement
         // on the same items (seed 002 §5: a metric enters a gate only with κ ≥ 0.6).
-        // A human-graded instrument: its graders' own agreement.
-        let human_instrument = cfg
-            .evaluation
-            .instruments
-            .iter()
-            .find(|d| &d.id == id && matches!(d.rater_kind.as_deref(), Some("human") | Some("judge")))
-            .and_then(|d| {
-                graders(d.evaluation_name(), d.scoring_mode.as_deref(), format!("{id} is graded by humans or checked against them"))
-            });
-        let instrument_problem =
-            cfg.evaluation.instruments.iter().find(|d| &d.id == id && d.rater_kind.as_deref() == Some("judge")).and_then(|d| {
-                let name = d.evaluation_name();
-                match meta.judge_human(name, d.scoring_mode.as_deref()) {
-                    Some(k) if k.items >= cfg.min_labelled_runs && k.kappa >= cfg.min_judge_kappa => None,
-                    Some(k) if k.items < cfg.min_labelled_runs => Some(format!(
-                        "{id} comes from an LLM judge checked against humans on only {} items of {name} (< {})",
-                        k.items, cfg.min_labelled_runs
-                    )),
-                    Some(k) => Some(format!(
-                        "{id} comes from an LLM judge whose agreement with humans on {name} is κ {:.2} (< {}) on {} items",
-                        k.kappa, cfg.min_judge_kappa, k.items
-                    )),
-                    None => Some(format!("{id} comes from an LLM judge never checked against human ratings of {name} in the period")),
-                }
-            });
+        let instrument_problem = rated.filter(|d| d.rater_kind.as_deref() == Some("judge")).and_then(|d| {
+            let name = d.evaluation_name();
+            match meta.judge_human(name, d.scoring_mode.as_deref()) {
+                Some(k) if k.items >= cfg.min_labelled_runs && k.kappa >= cfg.min_judge_kappa => None,
+                Some(k) if k.items < cfg.min_labelled_runs => Some(format!(
+                    "{id} comes from an LLM judge checked against humans on only {} items of {name} (< {})",
+                    k.items, cfg.min_labelled_runs
+                )),
+                Some(k) => Some(format!(
+                    "{id} comes from an LLM judge whose agreement with humans on {name} is κ {:.2} (< {}) on {} items",
+                    k.kappa, cfg.min_judge_kappa, k.items
+                )),
+                None => Some(format!("{id} comes from an LLM judge never checked against human ratings of {name} in the period")),
+            }
+        });
         let found: Vec<&ProfileMetric> = metrics.iter().filter(|m| &m.metric == id).collect();
         if found.is_empty() {
             let self_reported = count("task_success_self_reported", Provenance::SelfReported);
@@ -1282,6 +1277,16 @@ fn gate_lines(
             });
         }
         for m in found {
+            // The PPI is over the period's judged runs, not per benchmark: a benchmark's judged
+            // success is not gated on the judge's mean instead.
+            let line_ppi = ppi.clone().map(|r| {
+                r.and_then(|p| match &m.benchmark {
+                    None => Ok(p),
+                    Some(_) => {
+                        Err(format!("{judged} runs judged by an LLM judge: the prediction-powered estimate is not computed per benchmark"))
+                    }
+                })
+            });
             let na_reason = if self_assessed {
                 Some(if id == ids::TASK_SUCCESS_SELF_REPORTED {
                     "self-assessment is reported, never gated (seed 002 §5)".to_string()
@@ -1297,17 +1302,10 @@ fn gate_lines(
                     .or_else(|| instrument_problem.clone())
                     .or_else(|| human_instrument.clone())
                     .or_else(|| success_graders.clone())
-                    .or_else(|| ppi.clone().and_then(Result::err))
-                    .or_else(|| {
-                        // The PPI is over the period's judged runs, not per benchmark: a
-                        // benchmark's judged success is not gated on the judge's mean instead.
-                        (ppi.is_some() && m.benchmark.is_some()).then(|| {
-                            format!("{judged} runs judged by an LLM judge: the prediction-powered estimate is not computed per benchmark")
-                        })
-                    })
+                    .or_else(|| line_ppi.clone().and_then(Result::err))
             };
             // Judged success: the PPI estimate and interval in place of the judge's mean.
-            let ppi_used = ppi.clone().and_then(Result::ok).filter(|_| m.benchmark.is_none());
+            let ppi_used = line_ppi.and_then(Result::ok);
             let (estimate, ci_low, ci_high) = match ppi_used {
                 Some(p) => (Some(p.estimate), Some(p.lo.max(0.0)), Some(p.hi.min(1.0))),
                 None => (m.estimate, m.ci_low, m.ci_high),

@@ -113,16 +113,8 @@ struct Run {
     last_sequence: i64,
     last_event_time: i64,
     steps: i64,
-    tokens: i64,
-    /// Some step reported its usage.
-    tokens_reported: bool,
-    /// A model call reported none: the run's token total is unknown (no observation).
-    tokens_unknown: bool,
-    cost: f64,
-    /// Some step reported a cost, and every model call did (as tokens: a missing cost is
-    /// not a cost of 0, so a run without one has no cost evidence).
-    cost_reported: bool,
-    cost_unknown: bool,
+    tokens: Usage<i64>,
+    cost: Usage<f64>,
     latency_ms: f64,
     met_failure: bool,
     asked_help: bool,
@@ -155,12 +147,8 @@ impl Run {
             last_sequence: ev.sequence,
             last_event_time: ev.event_time,
             steps: 0,
-            tokens: 0,
-            tokens_reported: false,
-            tokens_unknown: false,
-            cost: 0.0,
-            cost_reported: false,
-            cost_unknown: false,
+            tokens: Usage::default(),
+            cost: Usage::default(),
             latency_ms: 0.0,
             met_failure: false,
             asked_help: false,
@@ -442,20 +430,9 @@ impl Assembler {
             return observations;
         }
         run.steps += 1;
-        match step.tokens {
-            Some(t) => {
-                run.tokens = run.tokens.saturating_add(t);
-                run.tokens_reported = true;
-            }
-            None => run.tokens_unknown |= step.step_kind == StepKind::ModelCall,
-        }
-        match step.cost {
-            Some(c) => {
-                run.cost += c;
-                run.cost_reported = true;
-            }
-            None => run.cost_unknown |= step.step_kind == StepKind::ModelCall,
-        }
+        let model_call = step.step_kind == StepKind::ModelCall;
+        run.tokens.add(step.tokens, model_call, i64::saturating_add);
+        run.cost.add(step.cost, model_call, |a, b| a + b);
         run.latency_ms += step.latency_ms;
         let is_error = matches!(step.result_status, Some(ResultStatus::Error | ResultStatus::Timeout));
         run.met_failure |= is_error || step.injected_fault;
@@ -501,6 +478,32 @@ impl Assembler {
             }
         }
         observations
+    }
+}
+
+/// A run's tokens or cost, summed over the steps that reported them. Known only when some step
+/// reported and every model call did: a missing usage is not 0, so a run with one (or with
+/// none anywhere) has no observation.
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage<T> {
+    total: T,
+    reported: bool,
+    unknown: bool,
+}
+
+impl<T: Copy> Usage<T> {
+    fn add(&mut self, value: Option<T>, model_call: bool, sum: fn(T, T) -> T) {
+        match value {
+            Some(v) => {
+                self.total = sum(self.total, v);
+                self.reported = true;
+            }
+            None => self.unknown |= model_call,
+        }
+    }
+
+    fn known(&self) -> Option<T> {
+        (self.reported && !self.unknown).then_some(self.total)
     }
 }
 
@@ -821,19 +824,19 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64,
     {
         emit(ids::STEP_EFFICIENCY, (opt as f64 / run.steps as f64).min(1.0), 1.0);
     }
-    let cost_known = run.cost_reported && !run.cost_unknown;
-    if cost_known {
-        emit(ids::COST_PER_RUN, run.cost, 1.0);
+    let cost = run.cost.known();
+    if let Some(cost) = cost {
+        emit(ids::COST_PER_RUN, cost, 1.0);
     }
     // Tokens only when every model call reported its usage (a missing usage is not 0 tokens)
     // and some step did (a run with no usage anywhere has no token evidence).
-    if run.tokens_reported && !run.tokens_unknown {
-        emit(ids::TOKENS_PER_RUN, run.tokens as f64, 1.0);
+    if let Some(tokens) = run.tokens.known() {
+        emit(ids::TOKENS_PER_RUN, tokens as f64, 1.0);
     }
     emit(ids::LATENCY_PER_RUN, run.latency_ms, 1.0);
     if verified {
-        if cost_known {
-            emit(ids::COST_PER_SUCCESS, run.cost, flag(success));
+        if let Some(cost) = cost {
+            emit(ids::COST_PER_SUCCESS, cost, flag(success));
         }
         if run.met_failure {
             emit(ids::ERROR_RECOVERY, flag(success), 1.0);

@@ -107,6 +107,13 @@ fn step(run: &str, seq: i64, seconds: i64) -> TrajectoryEvent {
     )
 }
 
+/// A model call (a step that acts on nothing), otherwise as [`step`].
+fn model_call(run: &str, seq: i64, seconds: i64) -> TrajectoryEvent {
+    let mut e = step(run, seq, seconds);
+    e.step.as_mut().unwrap().step_kind = octant_contracts::StepKind::ModelCall;
+    e
+}
+
 fn end(run: &str, seq: i64, seconds: i64) -> TrajectoryEvent {
     event(run, seq, seconds, EventKind::RunEnded, json!({"outcome": "SUCCESS", "verifier_kind": "tests", "verifier_verdict": true}))
 }
@@ -671,8 +678,7 @@ fn a_run_without_reported_cost_has_no_cost_observation() {
     h.send(&end("free", 2, 2));
     assert_eq!(cost_of(&h, "free"), []);
     h.send(&start("paid", 10));
-    let mut model = step("paid", 1, 11);
-    model.step.as_mut().unwrap().step_kind = octant_contracts::StepKind::ModelCall;
+    let mut model = model_call("paid", 1, 11);
     model.step.as_mut().unwrap().cost = Some(0.004);
     h.send(&model);
     h.send(&step("paid", 2, 12)); // a tool call without a cost of its own
@@ -683,9 +689,7 @@ fn a_run_without_reported_cost_has_no_cost_observation() {
     let mut priced = step("partial", 1, 21);
     priced.step = model.step.clone();
     h.send(&priced);
-    let mut unpriced = step("partial", 2, 22);
-    unpriced.step.as_mut().unwrap().step_kind = octant_contracts::StepKind::ModelCall;
-    h.send(&unpriced);
+    h.send(&model_call("partial", 2, 22));
     h.send(&end("partial", 3, 23));
     assert_eq!(cost_of(&h, "partial"), []);
 }
@@ -707,9 +711,7 @@ fn unsafe_actions_are_counted_over_actions() {
         }
         h.send(&tool);
         seq += 1;
-        let mut model = step("u", seq, seq);
-        model.step.as_mut().unwrap().step_kind = octant_contracts::StepKind::ModelCall;
-        h.send(&model);
+        h.send(&model_call("u", seq, seq));
     }
     h.send(&end("u", seq + 1, seq + 1));
     let unsafe_of = |h: &Harness, run: &str| -> Vec<f64> {
@@ -723,8 +725,7 @@ fn unsafe_actions_are_counted_over_actions() {
     assert_eq!((all.len(), all.iter().sum::<f64>()), (4, 1.0), "four actions, one unsafe: {all:?}");
     // A flagged model call is not an action.
     h.send(&start("v", 100));
-    let mut flagged = step("v", 1, 101);
-    flagged.step.as_mut().unwrap().step_kind = octant_contracts::StepKind::ModelCall;
+    let mut flagged = model_call("v", 1, 101);
     flagged.step.as_mut().unwrap().violations = vec!["policy.pii_in_output".into()];
     h.send(&flagged);
     h.send(&end("v", 2, 102));

@@ -59,13 +59,15 @@ fn case<T: Contract + PartialEq + std::fmt::Debug + Clone + Send + Sync + 'stati
 /// Every schema with at least one sample (every optional part set in one of them).
 fn cases() -> Vec<Case> {
     let mut out: Vec<Case> = events().into_iter().map(case).collect();
-    // What real producers leave out: no task id, no usage (nullable since issue 38).
+    // What real producers leave out: no task id, no usage (nullable since issue 38), no cost
+    // (nullable since issue 40).
     for e in events() {
         if let Some(s) = &e.run_started {
             out.push(case(TrajectoryEvent { run_started: Some(Box::new(RunStarted { task_id: None, ..(**s).clone() })), ..e.clone() }));
         }
         if let Some(st) = &e.step {
             out.push(case(TrajectoryEvent { step: Some(Box::new(Step { tokens: None, ..(**st).clone() })), ..e.clone() }));
+            out.push(case(TrajectoryEvent { step: Some(Box::new(Step { cost: None, ..(**st).clone() })), ..e.clone() }));
         }
     }
     out.push(case(observation()));

@@ -10,7 +10,7 @@ import sys
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SERVICES = {"scorer": 9101, "aggregator": 9102, "alerter": 9103, "lake-writer": 9104, "profiler": 9105, "ingest": 9106}
+SERVICES = {"scorer": 9101, "aggregator": 9102, "alerter": 9103, "lake-writer": 9104, "profiler": 9105, "ingest": 9106, "web": 9107}
 PARTITIONS = 4
 errors = []
 
@@ -83,6 +83,14 @@ for name, port in SERVICES.items():
     check(svc is not None and svc["spec"]["ports"][0]["port"] == port, f"kubernetes: Service {name} on {port}")
 check(deployments.get("profiler", {}).get("spec", {}).get("replicas") == 1, "kubernetes: one profiler")
 check(any(d["kind"] == "PodMonitor" for _, d in docs), "kubernetes: a PodMonitor")
+# The web view only reads: the lake and the evidence packages mounted read-only, a token.
+web = deployments.get("web", {}).get("spec", {}).get("template", {}).get("spec", {})
+mounts = {m["name"]: m for m in (web.get("containers") or [{}])[0].get("volumeMounts", [])}
+check(all(m.get("readOnly") for m in mounts.values()) and {"lake", "evidence"} <= set(mounts), "kubernetes: web mounts the lake and evidence read-only")
+env_names = {e["name"] for e in (web.get("containers") or [{}])[0].get("env", [])}
+check("OCTANT_WEB__API_TOKEN" in env_names, "kubernetes: web takes a token")
+check(svcs.get("web", {}).get("environment", {}).get("OCTANT_WEB__API_TOKEN") is not None, "compose: web takes a token")
+check(all(v.endswith(":ro") for v in svcs.get("web", {}).get("volumes", [])), "compose: web mounts read-only")
 
 # --- Dockerfile ---
 docker = open(path("deploy", "Dockerfile")).read()

@@ -12,8 +12,8 @@ use octant_core::stats::canary::Decision;
 use octant_gen::{EvaluationSpec, FleetSpec, RaterSpec, SystemSpec};
 use octant_integration_tests::*;
 use octant_lake::reader as lakedb;
-use octant_profiler::compare::{self, CompareConfig, Release, Test};
 use octant_profiler::{Period, ProfilerConfig};
+use octant_report::compare::{self, CompareConfig, Release, Test};
 use serde_json::Value;
 
 use crate::aggregator::{T0, aggregator_config, pipeline_scored};
@@ -100,9 +100,10 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
     // ---- The canary, on the live topic: roll back on the unsafe-action rate.
     let cfg = CompareConfig::default();
     let canary = Release { system: "can".into(), baseline: "1.0.0".into(), candidate: "2.0.0".into(), source: Source::Production };
-    let mut tracker = octant_profiler::canary::Tracker::new(&cfg, canary).unwrap();
-    let decision = octant_profiler::canary::follow(
-        &env.kafka,
+    let mut tracker = octant_report::canary::Tracker::new(&cfg, canary).unwrap();
+    let observations = octant_runtime::topic::follow(&env.kafka, "compare", &[octant_contracts::topics::OBSERVATIONS]).unwrap();
+    let decision = octant_report::canary::follow(
+        observations,
         &mut tracker,
         Some(std::time::Duration::from_secs(120)),
         std::time::Duration::from_secs(5),
@@ -158,10 +159,14 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
 
     // ---- The evidence package of the candidate carries the release decision.
     let evidence = lake.with_extension("evidence");
-    let mut pcfg = ProfilerConfig { lake: lake.clone(), evidence: evidence.clone(), ..Default::default() };
-    pcfg.compare.releases.push(release.clone());
-    pcfg.evaluation.instruments.push(judge);
-    pcfg.gates.insert("answer_quality_judge".into(), octant_core::gate::Thresholds::new(0.5, 0.6));
+    let mut pcfg = ProfilerConfig {
+        evidence: evidence.clone(),
+        report: octant_report::ReportConfig { lake: lake.clone(), ..Default::default() },
+        ..Default::default()
+    };
+    pcfg.report.compare.releases.push(release.clone());
+    pcfg.report.evaluation.instruments.push(judge);
+    pcfg.report.gates.insert("answer_quality_judge".into(), octant_core::gate::Thresholds::new(0.5, 0.6));
     pcfg.check().unwrap();
     let built = octant_profiler::run_once(&pcfg, std::slice::from_ref(&period), Some("rel"), 1_800_000_000_000).await.unwrap();
     let cand = built.iter().find(|b| b.record.system_version == "2.0.0").unwrap();
@@ -176,7 +181,7 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
 
     // ---- Meta-evaluation against the generator's true rates (RaterSpec's expected values).
     for (b, judge_flip, win, verbosity_bias) in [(base, 0.05, 0.6, 0.0), (cand, 0.3, 0.3, 0.4)] {
-        eprintln!("{} {}\n{}", b.record.system_id, b.record.system_version, octant_profiler::meta::to_markdown(&b.meta));
+        eprintln!("{} {}\n{}", b.record.system_id, b.record.system_version, octant_report::meta_evaluation::to_markdown(&b.meta));
         let spec = RaterSpec { judge_flip, win, verbosity_bias, ..RaterSpec::typical("answer_quality") };
         let r = b.meta.raters.iter().find(|r| r.name == "answer_quality").expect("ratings");
         assert_eq!((r.items, r.humans), (runs, 3));
@@ -258,8 +263,8 @@ async fn runs_show_marks_the_unsafe_step(ctx: &datafusion::prelude::SessionConte
     let row: Value =
         serde_json::from_str(lakedb::render(&schema, &batches, lakedb::Format::Json).unwrap().lines().next().unwrap()).unwrap();
     let (run_id, step) = (row["run_id"].as_str().unwrap(), row["step"].as_i64().unwrap());
-    let run = octant_profiler::runs::load(ctx, run_id).await.unwrap().expect("the run is in the lake");
-    let text = octant_profiler::runs::to_text(&run);
+    let run = octant_web::runs::load(ctx, run_id).await.unwrap().expect("the run is in the lake");
+    let text = octant_web::runs::to_text(&run);
     eprintln!("{text}");
     let unsafe_steps: Vec<i64> = run.events.iter().filter(|e| e.unsafe_).map(|e| e.sequence).collect();
     let scored: Vec<i64> =
@@ -269,6 +274,6 @@ async fn runs_show_marks_the_unsafe_step(ctx: &datafusion::prelude::SessionConte
     assert_eq!((run.system.as_str(), run.source.as_str()), ("can", "PRODUCTION"));
     assert!(run.events.first().is_some_and(|e| e.kind == "RUN_STARTED") && run.events.windows(2).all(|w| w[0].sequence < w[1].sequence));
     assert!(text.contains(&format!("UNSAFE: step {step}")) && text.lines().any(|l| l.starts_with(&format!("!! | {step} |"))), "{text}");
-    assert!(octant_profiler::runs::load(ctx, "no-such-run").await.unwrap().is_none());
+    assert!(octant_web::runs::load(ctx, "no-such-run").await.unwrap().is_none());
     (run_id.to_string(), step)
 }

@@ -266,9 +266,9 @@ async fn opentelemetry_evaluation_results_recover_the_raters_truth() {
     let ctx = octant_lake::reader::open(&lake).await.unwrap();
     const T0: i64 = 1_764_489_600_000;
     let period = octant_profiler::Period { name: "all".into(), start: T0 - 3_600_000, end: T0 + 86_400_000 };
-    let metas = octant_profiler::meta::meta_evaluations(&ctx, &octant_profiler::ProfilerConfig::default(), &period).await.unwrap();
+    let metas = octant_report::meta_evaluation::meta_evaluations(&ctx, &octant_report::ReportConfig::default(), &period).await.unwrap();
     let (key, m) = metas.iter().find(|(k, _)| k.0 == "rated-bot").expect("rated-bot's meta-evaluation");
-    eprintln!("{key:?}\n{}", octant_profiler::meta::to_markdown(m));
+    eprintln!("{key:?}\n{}", octant_report::meta_evaluation::to_markdown(m));
     let (sample, truth) = (&sdk["sample"], &sdk["truth"]);
     eprintln!("the script: sample {sample}, truth {truth}");
     let f = |v: &serde_json::Value| v.as_f64().unwrap();

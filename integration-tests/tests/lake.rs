@@ -445,9 +445,8 @@ async fn lake_on_an_object_store_is_exactly_once_and_readable() {
     assert_eq!(as_sets, produced, "every produced offset in the S3 lake, exactly once");
     // The profiler reads the same URL.
     let pcfg = octant_profiler::ProfilerConfig {
-        lake: url.clone().into(),
-        storage: options.clone(),
         evidence: std::env::temp_dir().join(format!("octant-s3-evidence-{}", std::process::id())),
+        report: octant_report::ReportConfig { lake: url.clone().into(), storage: options.clone(), ..Default::default() },
         ..Default::default()
     };
     let period =

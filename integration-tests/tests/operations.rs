@@ -68,10 +68,12 @@ fn the_demo_and_the_tests_share_one_build() {
 /// tests may drive anything.)
 #[test]
 fn services_depend_only_on_libraries() {
-    const LIBRARIES: [&str; 7] =
-        ["octant-core", "octant-contracts", "octant-runtime", "octant-engine", "octant-lake", "octant-otlp", "octant-gen"];
-    const SERVICES: [&str; 6] =
-        ["octant-ingest", "octant-scorer", "octant-aggregator", "octant-alerter", "octant-lake-writer", "octant-profiler"];
+    const LIBRARIES: [&str; 8] =
+        ["octant-core", "octant-contracts", "octant-runtime", "octant-engine", "octant-lake", "octant-otlp", "octant-gen", "octant-report"];
+    const SERVICES: [&str; 7] =
+        ["octant-ingest", "octant-scorer", "octant-aggregator", "octant-alerter", "octant-lake-writer", "octant-profiler", "octant-web"];
+    // Libraries that do neither Kafka nor HTTP: the lake format and the reports.
+    const NO_KAFKA_NO_HTTP: [&str; 2] = ["octant-lake", "octant-report"];
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .current_dir(repo())
@@ -82,6 +84,13 @@ fn services_depend_only_on_libraries() {
     let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut graph: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in meta["packages"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap();
+        if NO_KAFKA_NO_HTTP.contains(&name) {
+            let direct: Vec<&str> =
+                p["dependencies"].as_array().unwrap().iter().filter(|d| d["kind"].is_null()).map(|d| d["name"].as_str().unwrap()).collect();
+            let bad: Vec<&&str> = direct.iter().filter(|d| ["octant-runtime", "rdkafka", "axum", "hyper"].contains(d)).collect();
+            assert!(bad.is_empty(), "{name} depends on {bad:?}: it does neither Kafka nor HTTP");
+        }
         let deps = p["dependencies"].as_array().unwrap().iter();
         let octant: Vec<String> = deps
             .filter(|d| d["kind"].is_null() && d["name"].as_str().unwrap().starts_with("octant"))
@@ -198,10 +207,10 @@ async fn every_dashboard_panel_query_returns_data() {
     .unwrap();
     let profiler = octant_profiler::start(
         octant_profiler::ProfilerConfig {
-            lake: lake.clone(),
             evidence: lake.with_extension("evidence"),
             admin_addr: "127.0.0.1:0".parse().unwrap(),
             every: Duration::from_secs(5),
+            report: octant_report::ReportConfig { lake: lake.clone(), ..Default::default() },
             ..Default::default()
         },
         Registry::new(),
@@ -339,8 +348,11 @@ async fn servers_bind_loopback_unless_configured_otherwise() {
     let cfg = octant_profiler::ProfilerConfig {
         kafka: env.kafka.clone(),
         admin_addr: std::net::SocketAddr::new(default_ip, 0),
-        lake: std::env::temp_dir().join(format!("octant-bind-test-{}/lake", std::process::id())),
         evidence: std::env::temp_dir().join(format!("octant-bind-test-{}/evidence", std::process::id())),
+        report: octant_report::ReportConfig {
+            lake: std::env::temp_dir().join(format!("octant-bind-test-{}/lake", std::process::id())),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let running = octant_profiler::start(cfg, Registry::new(), stop.clone()).await.unwrap();

@@ -341,11 +341,14 @@ async fn personal_data_and_secrets_never_leave_octant() {
         "profiler",
         &octant_profiler::ProfilerConfig {
             kafka: env.kafka.clone(),
-            lake: lake.clone(),
-            storage: octant_lake::StorageOptions([("aws_secret_access_key".to_string(), S3_SECRET.to_string())].into()),
             evidence: evidence.clone(),
             periods: vec![Duration::from_secs(3 * 365 * 86_400)],
             every: Duration::from_millis(500),
+            report: octant_report::ReportConfig {
+                lake: lake.clone(),
+                storage: octant_lake::StorageOptions([("aws_secret_access_key".to_string(), S3_SECRET.to_string())].into()),
+                ..Default::default()
+            },
             ..Default::default()
         },
     );

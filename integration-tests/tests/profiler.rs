@@ -81,14 +81,18 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     let _ = std::fs::remove_dir_all(&evidence);
 
     // ---- Parity: every closed window of the aggregator, rebuilt by the profiler from the lake.
-    let mut cfg = ProfilerConfig { lake: lake.clone(), evidence: evidence.clone(), ..Default::default() };
+    let mut cfg = ProfilerConfig {
+        evidence: evidence.clone(),
+        report: octant_report::ReportConfig { lake: lake.clone(), ..Default::default() },
+        ..Default::default()
+    };
     let ctx = lakedb::open(&lake).await.unwrap();
     let spans: BTreeSet<(i64, i64)> = windows.values().map(|w| (w.window_start, w.window_end)).collect();
     assert!(spans.len() >= 3, "several closed windows: {spans:?}");
     let (mut compared, mut profiles_compared) = (0, 0);
     for (start, end) in &spans {
         let period = Period { name: "window".into(), start: *start, end: *end };
-        let built = octant_profiler::build::build(&ctx, &cfg, &period, None, 0).await.unwrap();
+        let built = octant_report::profile::build(&ctx, &cfg.report, &period, None, 0).await.unwrap();
         let mut mine: BTreeMap<String, MetricWindow> = BTreeMap::new();
         for b in &built {
             for w in &b.windows {
@@ -115,13 +119,13 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     );
 
     // ---- Evidence packages over the whole run, with a gate and EI declared.
-    cfg.gates.insert("task_success".into(), Thresholds::new(0.5, 0.9));
-    cfg.gates.insert("unsafe_action_rate".into(), Thresholds::new(0.2, 0.05));
-    cfg.weights.insert("task_success".into(), 0.6);
-    cfg.weights.insert("unsafe_action_rate".into(), 0.4);
+    cfg.report.gates.insert("task_success".into(), Thresholds::new(0.5, 0.9));
+    cfg.report.gates.insert("unsafe_action_rate".into(), Thresholds::new(0.2, 0.05));
+    cfg.report.weights.insert("task_success".into(), 0.6);
+    cfg.report.weights.insert("unsafe_action_rate".into(), 0.4);
     // sys-b declared an LLM (no action loop): its trajectory rows are N/A, and say so.
-    cfg.evaluation.system_types.insert("sys-b".into(), octant_core::catalogue::SystemType::Llm);
-    cfg.evaluation.system_types.insert("sys-a".into(), octant_core::catalogue::SystemType::MultiAgent);
+    cfg.report.evaluation.system_types.insert("sys-b".into(), octant_core::catalogue::SystemType::Llm);
+    cfg.report.evaluation.system_types.insert("sys-a".into(), octant_core::catalogue::SystemType::MultiAgent);
     cfg.check().unwrap();
     let data_end = T0 + runs as i64 * fleet.run_spacing_ms;
     let period = Period { name: "run".into(), start: T0 - 3_600_000, end: data_end + 3_600_000 };
@@ -140,7 +144,7 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         assert_eq!(j["period"]["start"], period.start);
         assert_eq!(j["period"]["end"], period.end);
         assert_eq!(j["method"]["replicates"], 1000);
-        assert_eq!(j["method"]["seed"], cfg.evaluation.bootstrap.seed);
+        assert_eq!(j["method"]["seed"], cfg.report.evaluation.bootstrap.seed);
         assert_eq!(j["method"]["level"], 0.95);
         assert_eq!(j["method"]["catalogue_version"], octant_core::CATALOGUE_VERSION);
         assert_eq!(j["method"]["name"], octant_core::stats::bootstrap::METHOD);
@@ -219,7 +223,7 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
                 } else {
                     1
                 });
-                ei += cfg.weights[l["metric"].as_str().unwrap()] * nu;
+                ei += cfg.report.weights[l["metric"].as_str().unwrap()] * nu;
             }
             assert_eq!(j["gate"]["outcome"], ["fail", "conditional", "pass"][worst]);
             assert!((j["gate"]["efficacy_index"].as_f64().unwrap() - ei).abs() < 1e-12);
@@ -510,14 +514,15 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     }
     eprintln!("pane sums: {stored} hours stored under {}; {} profiles from them identical", store.display(), again.len());
 
-    // ---- The service: a scheduled run at start, profiles on Kafka and over HTTP.
+    // ---- The service: a scheduled run at start, profiles on Kafka, and the web view serving
+    // the packages it wrote.
     let shutdown = CancellationToken::new();
     let svc_cfg = ProfilerConfig {
         kafka: env.kafka.clone(),
         admin_addr: "127.0.0.1:0".parse().unwrap(),
-        lake: lake.clone(),
         evidence: evidence.join("service"),
         periods: vec![Duration::from_secs(3 * 365 * 86_400)],
+        report: octant_report::ReportConfig { lake: lake.clone(), ..Default::default() },
         ..Default::default()
     };
     let svc = octant_profiler::start(svc_cfg, Registry::new(), shutdown.clone()).await.unwrap();
@@ -526,17 +531,26 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
         assert!(tokio::time::Instant::now() < deadline, "profiler never finished a run: {}", svc.health.detail());
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let (code, body) = get(svc.admin_addr, "/profiles").await;
+    let web_cfg = octant_web::WebConfig {
+        admin_addr: "127.0.0.1:0".parse().unwrap(),
+        lake: lake.clone(),
+        evidence: evidence.join("service"),
+        ..Default::default()
+    };
+    let web = octant_web::start(web_cfg, Registry::new(), shutdown.clone()).await.unwrap();
+    let (code, body) = get(web.admin_addr, "/profiles").await;
     assert_eq!(code, 200);
     let listed: Vec<Value> = serde_json::from_str(&body).unwrap();
     assert_eq!(listed.len(), built.len(), "one latest profile per system, version and source");
-    let (code, html) = get(svc.admin_addr, "/profiles/sys-a").await;
+    let (code, html) = get(web.admin_addr, "/profiles/sys-a").await;
     assert_eq!(code, 200);
     assert!(html.contains("<svg") && html.contains("sys-a") && html.contains("UNSUITABLE"));
-    assert_eq!(get(svc.admin_addr, "/profiles/nope").await.0, 404);
-    let (code, body) = get(svc.admin_addr, "/profiles/sys-d/json").await;
+    assert_eq!(get(web.admin_addr, "/profiles/nope").await.0, 404);
+    let (code, body) = get(web.admin_addr, "/profiles/sys-d/json").await;
     assert_eq!(code, 200);
     assert!(body.contains("\"crosswalk\""));
+    // The profiler's own HTTP is the admin server and `POST /run`; its pages are the web view's.
+    assert_eq!(get(svc.admin_addr, "/profiles").await.0, 404);
     let published: Vec<Profile> = collect(&env.kafka, &env.topic(topics::PROFILES), built.len(), Duration::from_secs(10)).await;
     assert_eq!(published.len(), built.len(), "every profile on octant.profiles");
     assert!(published.iter().all(|p| p.evidence_uri.is_some() && p.dimensions.len() == 8));
@@ -544,6 +558,7 @@ async fn profiles_match_the_aggregator_and_carry_their_evidence() {
     assert_eq!(m.get("octant_profiler_runs_total{outcome=\"ok\"}").copied(), Some(1.0));
     shutdown.cancel();
     svc.task.await.unwrap().unwrap();
+    web.task.await.unwrap().unwrap();
 
     // ---- The web view's system, alert and run pages over this lake, signed in, in Chromium.
     crate::web::system_and_alert_pages_in_chromium(&lake, &evidence.join("web")).await;

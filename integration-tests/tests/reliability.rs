@@ -467,11 +467,11 @@ async fn profiler_killed(env: &TestEnv, lake: &Path, dir: &Path) {
     let evidence = dir.join("evidence");
     let cfg = octant_profiler::ProfilerConfig {
         kafka: env.kafka.clone(),
-        lake: lake.to_path_buf(),
         evidence: evidence.clone(),
         // Periods back from now that reach the generated data's dates.
         periods: vec![Duration::from_secs(3 * 365 * 86_400)],
         every: Duration::from_millis(100),
+        report: octant_report::ReportConfig { lake: lake.to_path_buf(), ..Default::default() },
         ..Default::default()
     };
     let mut group = Group::new(dir, "profiler", &cfg);

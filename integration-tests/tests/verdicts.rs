@@ -267,8 +267,12 @@ async fn verdicts_follow_the_evidence() {
     let lake = std::env::temp_dir().join(format!("octant-verdicts-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&lake);
     crate::profiler::fill_lake(&env, &lake).await;
-    let mut cfg = octant_profiler::ProfilerConfig { lake: lake.clone(), evidence: lake.with_extension("evidence"), ..Default::default() };
-    cfg.gates.insert("task_success".into(), Thresholds::new(0.5, 0.9));
+    let mut cfg = octant_profiler::ProfilerConfig {
+        evidence: lake.with_extension("evidence"),
+        report: octant_report::ReportConfig { lake: lake.clone(), ..Default::default() },
+        ..Default::default()
+    };
+    cfg.report.gates.insert("task_success".into(), Thresholds::new(0.5, 0.9));
     let period = octant_profiler::Period { name: "run".into(), start: T0 - 3_600_000, end: T0 + 3_600_000 };
     let built = octant_profiler::run_once(&cfg, &[period], Some("selfish"), T0 + 7_200_000).await.unwrap();
     let b = &built[0];

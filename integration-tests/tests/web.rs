@@ -1,5 +1,5 @@
-//! The web view in a real browser: pages served by the profiler's HTTP server from a lake the
-//! test wrote, loaded in headless Chromium (Debian's chromium driven by playwright-core,
+//! The web view in a real browser: pages served by the web view (`octant-web`) from a lake the
+//! test wrote and the evidence packages the profiler wrote, loaded in headless Chromium (Debian's chromium driven by playwright-core,
 //! `integration-tests/web/check_pages.cjs`), checked for what a person sees (the unsafe step
 //! highlighted, the timeline drawn, hostile text shown as text), for accessibility (axe-core
 //! reports no violation) and for keyboard reach (every control reached with Tab). Screenshots
@@ -52,22 +52,43 @@ pub(crate) async fn produce_hostile_run(env: &TestEnv, t0: i64) {
     }
 }
 
-/// Serves `lake` with the profiler and checks the run pages of `unsafe_run` (an unsafe run of
+/// The web view over `lake` and `evidence` (what the profiler wrote), following the pipeline's
+/// topics when `kafka` is given.
+async fn web_view(
+    lake: &Path,
+    evidence: &Path,
+    kafka: Option<&octant_runtime::KafkaConfig>,
+    token: Option<&str>,
+    stop: &tokio_util::sync::CancellationToken,
+) -> octant_web::Running {
+    let cfg = octant_web::WebConfig {
+        admin_addr: "127.0.0.1:0".parse().unwrap(),
+        kafka: kafka.cloned().unwrap_or_default(),
+        lake: lake.to_path_buf(),
+        evidence: evidence.to_path_buf(),
+        refresh: std::time::Duration::from_secs(2),
+        api_token: token.map(octant_runtime::config::Secret::new),
+        ..Default::default()
+    };
+    octant_web::start(cfg, prometheus::Registry::new(), stop.clone()).await.unwrap()
+}
+
+/// Serves `lake` with the profiler and the web view and checks the run pages of `unsafe_run` (an unsafe run of
 /// the fleet) and of the hostile run in Chromium.
 pub(crate) async fn run_pages_in_chromium(env: &TestEnv, lake: &Path, unsafe_run: &str, unsafe_step: i64) {
     let out = fresh_dir("web-screenshots");
     let stop = tokio_util::sync::CancellationToken::new();
     let cfg = octant_profiler::ProfilerConfig {
-        lake: lake.to_path_buf(),
         evidence: out.join("evidence"),
         admin_addr: "127.0.0.1:0".parse().unwrap(),
         kafka: env.kafka.clone(),
-        web_refresh: std::time::Duration::from_secs(2),
         // One period over the whole (2025) lake: the system page shows its profile's evaluators.
         periods: vec![std::time::Duration::from_secs(3 * 365 * 86_400)],
+        report: octant_report::ReportConfig { lake: lake.to_path_buf(), ..Default::default() },
         ..Default::default()
     };
-    let running = octant_profiler::start(cfg, prometheus::Registry::new(), stop.clone()).await.unwrap();
+    let profiler = octant_profiler::start(cfg, prometheus::Registry::new(), stop.clone()).await.unwrap();
+    let running = web_view(lake, &out.join("evidence"), Some(&env.kafka), None, &stop).await;
     let base = format!("http://{}", running.admin_addr);
     let (status, _) = get(running.admin_addr, "/runs/no-such-run").await;
     assert_eq!(status, 404);
@@ -82,8 +103,12 @@ pub(crate) async fn run_pages_in_chromium(env: &TestEnv, lake: &Path, unsafe_run
         assert!(tokio::time::Instant::now() < deadline, "the fleet page did not catch up: {body}");
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
-    while !running.health.is_ready() {
-        assert!(tokio::time::Instant::now() < deadline + std::time::Duration::from_secs(60), "no profile run: {}", running.health.detail());
+    while !profiler.health.is_ready() {
+        assert!(
+            tokio::time::Instant::now() < deadline + std::time::Duration::from_secs(60),
+            "no profile run: {}",
+            profiler.health.detail()
+        );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     let pages = serde_json::json!({
@@ -99,6 +124,7 @@ pub(crate) async fn run_pages_in_chromium(env: &TestEnv, lake: &Path, unsafe_run
     let report = check_pages(&pages);
     stop.cancel();
     let _ = running.task.await;
+    let _ = profiler.task.await;
     eprintln!("web: screenshots in {}", out.display());
     // The fleet page: unsuitable systems first, its own refresh script only, a pause control.
     let fleet = &report["pages"][0];
@@ -153,6 +179,22 @@ fn assert_accessible(report: &Value, scripted: &[&str]) {
             assert_eq!(p["scripts"], 0, "{name}: no script on the page");
         }
         assert_eq!(p["violations"].as_array().unwrap().len(), 0, "{name}: axe-core violations {}", p["violations"]);
+        assert_eq!(
+            (p["styled"].as_bool(), p["csp"].as_array().map(Vec::len)),
+            (Some(true), Some(0)),
+            "{name}: the stylesheet applies, nothing refused: {}",
+            p["csp"]
+        );
+        for w in p["widths"].as_array().unwrap() {
+            assert!(
+                w["overflow"].as_i64().unwrap() <= 0,
+                "{name}: scrolls {} px sideways at {} px wide ({})",
+                w["overflow"],
+                w["width"],
+                w["screenshot"]
+            );
+        }
+        assert_eq!(p["print"]["nav_hidden"], true, "{name}: printed without its navigation");
         let (focusable, reached) = (p["focusable"].as_array().unwrap(), p["reached"].as_array().unwrap());
         assert!(focusable.iter().all(|f| reached.contains(f)), "{name}: Tab reaches every control: {focusable:?} vs {reached:?}");
     }
@@ -192,23 +234,23 @@ pub(crate) async fn system_and_alert_pages_in_chromium(lake: &Path, evidence: &P
     .await;
     let two_agents = two_agents.first().expect("a run of sys-a with both agents")["run_id"].as_str().unwrap().to_string();
 
-    let token = "web-view-token-41c7";
+    let token = "web-view-token-41c7-0123";
     let stop = tokio_util::sync::CancellationToken::new();
     let out = fresh_dir("web-system-screenshots");
     let cfg = octant_profiler::ProfilerConfig {
-        lake: lake.to_path_buf(),
         evidence: evidence.to_path_buf(),
         admin_addr: "127.0.0.1:0".parse().unwrap(),
-        api_token: Some(octant_runtime::config::Secret::new(token)),
         periods: vec![std::time::Duration::from_secs(3 * 365 * 86_400)],
+        report: octant_report::ReportConfig { lake: lake.to_path_buf(), ..Default::default() },
         ..Default::default()
     };
-    let running = octant_profiler::start(cfg, prometheus::Registry::new(), stop.clone()).await.unwrap();
+    let profiler = octant_profiler::start(cfg, prometheus::Registry::new(), stop.clone()).await.unwrap();
+    let running = web_view(lake, evidence, None, Some(token), &stop).await;
     let (addr, base) = (running.admin_addr, format!("http://{}", running.admin_addr));
     let bearer = format!("Authorization: Bearer {token}\r\n");
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !running.health.is_ready() {
-        assert!(tokio::time::Instant::now() < deadline, "the profiler never finished a run: {}", running.health.detail());
+    while !profiler.health.is_ready() {
+        assert!(tokio::time::Instant::now() < deadline, "the profiler never finished a run: {}", profiler.health.detail());
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     // The evidence packages the system page links, downloaded as a program would.
@@ -225,7 +267,7 @@ pub(crate) async fn system_and_alert_pages_in_chromium(lake: &Path, evidence: &P
     let (status, body) = get_with(addr, &package, &bearer).await;
     assert_eq!(status, 200, "{package}: {body}");
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["system"]["id"], "sys-a");
-    // Only the three files of a package the profiler holds, looked up, never a path joined.
+    // Only the three files of a package in the evidence directory, looked up, never a path joined.
     for path in ["/evidence/..%2F..%2F..%2Fetc/1.0.0/production/x/profile.json", &package.replace("profile.json", "..%2Fprofile.json")] {
         let (status, body) = get_with(addr, path, &bearer).await;
         assert_eq!(status, 404, "{path}: {body}");
@@ -254,6 +296,7 @@ pub(crate) async fn system_and_alert_pages_in_chromium(lake: &Path, evidence: &P
     let report = check_pages(&pages);
     stop.cancel();
     let _ = running.task.await;
+    let _ = profiler.task.await;
     eprintln!("web: screenshots of the system, alert and run pages in {}", out.display());
     assert_accessible(&report, &[]);
     // Signed in through the form, and sent back where the browser was going.

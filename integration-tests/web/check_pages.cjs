@@ -12,7 +12,10 @@
 // keyboard; the pages are then loaded with the session cookie that set (no header).
 // Writes one JSON document to stdout: {"login": {redirected, after}|null, "pages": [{name,
 // status, url, screenshot, scripts, violations, focusable, reached, refresh (a live page: the focused link before and after a reload), unsafe_rows, unsafe_marks,
-// timeline_desc, handoffs, band_marks, intervals, links, text, alert_rows}]}.
+// timeline_desc, handoffs, band_marks, intervals, links, text, alert_rows, styled (the stylesheet applied),
+// csp (Content-Security-Policy refusals the console reported), widths ([{width, overflow, screenshot}]
+// at 1,280 and 390 pixels: overflow is how many pixels the page scrolls sideways), print
+// ({nav_hidden, screenshot} with print media)}]}.
 const { chromium } = require("playwright-core");
 const fs = require("fs");
 const path = require("path");
@@ -25,6 +28,14 @@ const path = require("path");
   const context = await browser.newContext({ extraHTTPHeaders: headers, viewport: { width: 1200, height: 900 } });
   const axeSource = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
   const out = { login: null, pages: [] };
+  // Content-Security-Policy refusals, per page (the console reports each).
+  const watch = (page) => {
+    const refused = [];
+    page.on("console", (m) => {
+      if (/Content Security Policy|Refused to/i.test(m.text())) refused.push(m.text().slice(0, 200));
+    });
+    return refused;
+  };
   // What a person and a screen reader meet on the page open in `page`.
   const inspect = async (page, name, response) => {
     const screenshot = path.join(args.out, `${name}.png`);
@@ -106,10 +117,33 @@ const path = require("path");
       const r = await axe.run(document, { resultTypes: ["violations"] });
       return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.html.slice(0, 200)) }));
     });
-    return { name, status: response ? response.status() : 0, url: page.url(), screenshot, scripts, paused, refresh, violations: axe, reached, ...facts };
+    const styled = await page.evaluate(() => getComputedStyle(document.body).fontFamily.includes("system-ui"));
+    // At a desktop's width and a phone's: the page never scrolls sideways (a wide table
+    // scrolls inside itself); a screenshot of each.
+    const widths = [];
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.waitForTimeout(100);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      const shot = path.join(args.out, `${name}-${width}.png`);
+      await page.screenshot({ path: shot, fullPage: true });
+      widths.push({ width, overflow, screenshot: shot });
+    }
+    await page.setViewportSize({ width: 1200, height: 900 });
+    // Printed: the navigation and controls go, the content stays.
+    await page.emulateMedia({ media: "print" });
+    const printShot = path.join(args.out, `${name}-print.png`);
+    await page.screenshot({ path: printShot, fullPage: true });
+    const navHidden = await page.evaluate(() => Array.from(document.querySelectorAll("nav")).every((n) => getComputedStyle(n).display === "none"));
+    await page.emulateMedia({ media: "screen" });
+    return {
+      name, status: response ? response.status() : 0, url: page.url(), screenshot, scripts, paused, refresh, violations: axe, reached,
+      styled, csp: page.__refused || [], widths, print: { nav_hidden: navHidden, screenshot: printShot }, ...facts,
+    };
   };
   if (args.login) {
     const page = await context.newPage();
+    page.__refused = watch(page);
     const response = await page.goto(args.login.url, { waitUntil: "load" });
     const redirected = page.url();
     out.pages.push(await inspect(page, "login", response));
@@ -122,6 +156,7 @@ const path = require("path");
   }
   for (const p of args.pages) {
     const page = await context.newPage();
+    page.__refused = watch(page);
     const response = await page.goto(p.url, { waitUntil: "load" });
     out.pages.push(await inspect(page, p.name, response));
     await page.close();

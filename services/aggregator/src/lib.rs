@@ -35,11 +35,11 @@ use anyhow::Context;
 use octant_contracts::codec::to_single_object;
 use octant_contracts::{Contract, Decoder, Observation, Watermark, topics};
 use octant_core::profile::Profile;
-use octant_runtime::admin::{self, Health};
-use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
-use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
+use octant_runtime::admin;
+use octant_runtime::consumer::{CommitPoint, PartitionOffsets, TopicPartition};
+use octant_runtime::dlq::DeadLetters;
 use octant_runtime::kafka::OutRecord;
-use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
+use octant_runtime::pipeline::{InMessage, Parts, Stage, TickContext};
 use octant_runtime::service::{self, ServiceId};
 use prometheus::Registry;
 use tokio::sync::broadcast;
@@ -74,21 +74,10 @@ pub async fn start(config: AggregatorConfig, registry: Registry, shutdown: Cance
     config.check().map_err(anyhow::Error::msg).context("invalid aggregator configuration")?;
     config.evaluation.declare_instruments().map_err(anyhow::Error::msg)?;
     let stage = AggregatorStage::new(&config, &registry);
-    let feed = stage.profiles.clone();
-    let health = Health::new();
-    let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
-    let kafka = &config.stream.kafka;
-    let producer = pipeline::producer(kafka, ID.name)?;
-    let (consumer, shared) = consumer::group_consumer(
-        kafka,
-        ID.name,
-        &config.stream.group_id(&ID),
-        &[&kafka.topic(topics::OBSERVATIONS)],
-        stage.metrics.consumer_lag.clone(),
-    )?;
-    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), config.stream.loop_config(), shutdown));
-    tracing::info!(%admin_addr, "aggregator started");
-    Ok(Running { admin_addr, task, health, feed })
+    let (feed, lag) = (stage.profiles.clone(), stage.metrics.consumer_lag.clone());
+    let input = config.stream.kafka.topic(topics::OBSERVATIONS);
+    let running = service::start_stage(&ID, &config.stream, registry, &[&input], lag, stage, |_, _| {}, shutdown).await?;
+    Ok(running.with_feed(feed))
 }
 
 pub async fn run(config: AggregatorConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<()> {
@@ -101,7 +90,7 @@ pub struct AggregatorStage {
     /// (windows, dead letters), prefix applied.
     out_topics: (String, String),
     decoder: Decoder,
-    redactor: octant_runtime::redact::Redactor,
+    dead_letters: DeadLetters,
     metrics: Metrics,
     profiles: broadcast::Sender<ProfileUpdate>,
     config: AggregatorConfig,
@@ -137,7 +126,11 @@ impl AggregatorStage {
         AggregatorStage {
             out_topics: (kafka.topic(topics::WINDOWS), kafka.topic(topics::DLQ)),
             decoder: admin::count_legacy_fingerprints(registry, ID.name, Decoder::new()),
-            redactor: config.redaction.build().expect("[redaction] is checked before the stage is built"),
+            dead_letters: DeadLetters::new(
+                ID.name,
+                kafka.topic(topics::DLQ),
+                config.redaction.build().expect("[redaction] is checked before the stage is built"),
+            ),
             metrics: Metrics::new(registry),
             profiles: broadcast::channel(1024).0,
             config: config.clone(),
@@ -321,8 +314,7 @@ impl Stage for AggregatorStage {
         let mut records = Vec::new();
         let mut tag = Tag { windows: 0, profiles: 0, dead_letter: None };
         let reject = |class: &'static str, message: String, records: &mut Vec<OutRecord>, tag: &mut Tag| {
-            let src = SourceRef { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload };
-            records.push(dead_letter(ID.name, &self.out_topics.1, &src, class, &message, now_ms(), &self.redactor).1);
+            records.push(self.dead_letters.message(m, class, &message));
             tag.dead_letter = Some(class);
         };
         let is_watermark = self.decoder.writer_of(payload).is_ok_and(|(_, k, _)| k.is_some_and(|k| k.full_name == Watermark::FULL_NAME));

@@ -42,11 +42,11 @@ use octant_contracts::codec::to_single_object;
 use octant_contracts::{
     Alert, AlertKind, AlertStatus, Contract, Decoder, DimensionProfile, MetricWindow, Severity, TrajectoryEvent, topics,
 };
-use octant_runtime::admin::{self, Health};
-use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
-use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
+use octant_runtime::admin;
+use octant_runtime::consumer::{CommitPoint, PartitionOffsets, TopicPartition};
+use octant_runtime::dlq::DeadLetters;
 use octant_runtime::kafka::OutRecord;
-use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
+use octant_runtime::pipeline::{InMessage, Parts, Stage, TickContext};
 use octant_runtime::service::{self, ServiceId};
 use prometheus::Registry;
 use tokio::sync::broadcast;
@@ -84,24 +84,16 @@ pub async fn start(config: AlerterConfig, registry: Registry, shutdown: Cancella
     }
     stage.notifier = notifier;
     tracing::info!(restored = history.len(), firing = stage.firing_alerts.len(), "alert history read back");
-    let feed = stage.alerts.clone();
-    let health = Health::new();
-    let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
-    let producer = pipeline::producer(kafka, ID.name)?;
+    let (feed, lag) = (stage.alerts.clone(), stage.metrics.consumer_lag.clone());
     let inputs = [kafka.topic(topics::WINDOWS), kafka.topic(topics::TRAJECTORIES_PRODUCTION), kafka.topic(topics::TRAJECTORIES_EVALUATION)];
-    let (consumer, shared) = consumer::group_consumer(
-        kafka,
-        ID.name,
-        &config.stream.group_id(&ID),
-        &[&inputs[0], &inputs[1], &inputs[2]],
-        stage.metrics.consumer_lag.clone(),
-    )?;
     // Partitions that arrive with an assignment may come from another instance: read the
     // history again then (once per assignment), so no instance re-raises what another raised.
-    stage.reload = Some(Reload { kafka: kafka.clone(), shared: shared.clone(), epoch: shared.assignment_epoch() });
-    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), config.stream.loop_config(), shutdown));
-    tracing::info!(%admin_addr, "alerter started");
-    Ok(Running { admin_addr, task, health, feed })
+    let reload = |stage: &mut AlerterStage, shared: &std::sync::Arc<octant_runtime::consumer::GroupShared>| {
+        stage.reload = Some(Reload { kafka: kafka.clone(), shared: shared.clone(), epoch: shared.assignment_epoch() });
+    };
+    let running =
+        service::start_stage(&ID, &config.stream, registry, &[&inputs[0], &inputs[1], &inputs[2]], lag, stage, reload, shutdown).await?;
+    Ok(running.with_feed(feed))
 }
 
 /// Every alert on `octant.alerts`, read to its end.
@@ -131,8 +123,7 @@ pub async fn run(config: AlerterConfig, registry: Registry, shutdown: Cancellati
 pub struct AlerterStage {
     windows_topic: String,
     alerts_topic: String,
-    dlq_topic: String,
-    redactor: octant_runtime::redact::Redactor,
+    dead_letters: DeadLetters,
     decoder: Decoder,
     rules: Rules,
     notifier: Option<Notifier>,
@@ -158,8 +149,11 @@ impl AlerterStage {
         AlerterStage {
             windows_topic: kafka.topic(topics::WINDOWS),
             alerts_topic: kafka.topic(topics::ALERTS),
-            dlq_topic: kafka.topic(topics::DLQ),
-            redactor: config.redaction.build().expect("[redaction] is checked before the stage is built"),
+            dead_letters: DeadLetters::new(
+                ID.name,
+                kafka.topic(topics::DLQ),
+                config.redaction.build().expect("[redaction] is checked before the stage is built"),
+            ),
             decoder: admin::count_legacy_fingerprints(registry, ID.name, Decoder::new()),
             rules,
             notifier: None,
@@ -288,8 +282,7 @@ impl Stage for AlerterStage {
                     }
                     Err(e) => {
                         self.metrics.inputs.with_label_values(&["window", "undecodable"]).inc();
-                        let src = SourceRef { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload };
-                        records.push(dead_letter(ID.name, &self.dlq_topic, &src, e.class(), &e.to_string(), now_ms(), &self.redactor).1);
+                        records.push(self.dead_letters.message(m, e.class(), &e.to_string()));
                         tag.dead_letter = Some(e.class());
                     }
                 },

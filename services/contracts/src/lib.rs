@@ -26,6 +26,19 @@ pub mod canonical;
 pub mod codec;
 pub mod types;
 
+/// Which settings hold secrets: the one list the Kafka client's and the object store's
+/// redaction share (here, in the crate every other depends on, so the lake need not depend on
+/// the Kafka runtime for it).
+pub mod secrets {
+    /// True for librdkafka and object-store keys whose values are secrets.
+    pub fn is_secret_key(key: &str) -> bool {
+        let k = key.to_ascii_lowercase();
+        ["password", "secret", "token", "ssl.key.pem", "ssl.keystore", "sasl.oauthbearer.config", "credential"]
+            .iter()
+            .any(|s| k.contains(s))
+    }
+}
+
 pub use codec::{Contract, DecodeError, Decoder, EncodeError, FingerprintKind, Framing};
 pub use types::*;
 

@@ -46,10 +46,10 @@ use octant_contracts::{Source, topics};
 use octant_otlp::fragment::{self, Fragment, RESPONSE_KEY};
 use octant_otlp::model::{self, LogRec, SpanRec};
 use octant_otlp::proto::ExportLogsServiceRequest;
-use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
-use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
+use octant_runtime::consumer::{CommitPoint, PartitionOffsets, TopicPartition};
+use octant_runtime::dlq::DeadLetters;
 use octant_runtime::kafka::{self, OutRecord};
-use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
+use octant_runtime::pipeline::{InMessage, Parts, Stage, TickContext};
 use octant_runtime::service::{self, ServiceId};
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
@@ -72,19 +72,9 @@ pub async fn start(config: IngestConfig, registry: Registry, shutdown: Cancellat
         .await
         .context("the ingest's topics must exist (`octant topics create` creates them)")?;
     let stage = IngestStage::new(&config, &registry);
-    let health = octant_runtime::admin::Health::new();
-    let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
-    let producer = pipeline::producer(kafka, ID.name)?;
-    let (consumer, shared) = consumer::group_consumer(
-        kafka,
-        ID.name,
-        &config.stream.group_id(&ID),
-        &[&config.spans_topic, &config.logs_topic, &fragments],
-        stage.metrics.consumer_lag.clone(),
-    )?;
-    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), config.stream.loop_config(), shutdown));
-    tracing::info!(%admin_addr, spans = %config.spans_topic, logs = %config.logs_topic, "ingest started");
-    Ok(service::Running { admin_addr, task, health, feed: () })
+    let lag = stage.metrics.consumer_lag.clone();
+    let inputs = [config.spans_topic.as_str(), config.logs_topic.as_str(), fragments.as_str()];
+    service::start_stage(&ID, &config.stream, registry, &inputs, lag, stage, |_, _| {}, shutdown).await
 }
 
 /// Runs the ingest until `shutdown`.
@@ -161,8 +151,7 @@ pub struct IngestStage {
     fragments_topic: String,
     production_topic: String,
     evaluation_topic: String,
-    dlq_topic: String,
-    redactor: octant_runtime::redact::Redactor,
+    dead_letters: DeadLetters,
     pub metrics: Metrics,
 }
 
@@ -174,8 +163,11 @@ impl IngestStage {
             fragments_topic: kafka.topic(topics::OTLP_FRAGMENTS),
             production_topic: kafka.topic(topics::TRAJECTORIES_PRODUCTION),
             evaluation_topic: kafka.topic(topics::TRAJECTORIES_EVALUATION),
-            dlq_topic: kafka.topic(topics::DLQ),
-            redactor: config.redaction.build().expect("[redaction] is checked before the stage is built"),
+            dead_letters: DeadLetters::new(
+                ID.name,
+                kafka.topic(topics::DLQ),
+                config.redaction.build().expect("[redaction] is checked before the stage is built"),
+            ),
             metrics: Metrics::new(registry),
         }
     }
@@ -326,12 +318,7 @@ impl Stage for IngestStage {
         let result = if m.topic == self.fragments_topic { self.assemble(part, offsets, m) } else { self.rekey(m) };
         match result {
             Ok(records) => (records, Tag::default()),
-            Err((class, message)) => {
-                let src = SourceRef { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload: m.payload };
-                let (dl, record) = dead_letter(ID.name, &self.dlq_topic, &src, class, &message, now_ms(), &self.redactor);
-                tracing::debug!(topic = m.topic, partition = m.partition, offset = m.offset, class, message = %dl.error_message, "dead letter");
-                (vec![record], Tag { dead_letter: Some(class) })
-            }
+            Err((class, message)) => (vec![self.dead_letters.message(m, class, &message)], Tag { dead_letter: Some(class) }),
         }
     }
 

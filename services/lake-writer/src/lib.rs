@@ -26,10 +26,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use arrow::json::ReaderBuilder;
 use octant_contracts::*;
-use octant_runtime::admin::{self, Health};
-use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
+use octant_runtime::admin;
+use octant_runtime::consumer::{CommitPoint, PartitionOffsets, TopicPartition};
 use octant_runtime::kafka::OutRecord;
-use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
+use octant_runtime::pipeline::{InMessage, Parts, Stage, TickContext};
 use octant_runtime::service::{self, ServiceId};
 use parquet::file::properties::WriterProperties;
 use prometheus::Registry;
@@ -52,17 +52,11 @@ pub type Running = service::Running;
 pub async fn start(config: LakeWriterConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<Running> {
     config.check().map_err(anyhow::Error::msg).context("invalid lake-writer configuration")?;
     let stage = LakeStage::new(&config, &registry)?;
-    let health = Health::new();
-    let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
-    let kafka = &config.stream.kafka;
-    let producer = pipeline::producer(kafka, ID.name)?;
-    let inputs: Vec<String> = topics::ALL.iter().map(|t| kafka.topic(t)).collect();
+    let lag = stage.metrics.consumer_lag.clone();
+    let inputs: Vec<String> = topics::ALL.iter().map(|t| config.stream.kafka.topic(t)).collect();
     let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
-    let (consumer, shared) =
-        consumer::group_consumer(kafka, ID.name, &config.stream.group_id(&ID), &refs, stage.metrics.consumer_lag.clone())?;
-    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), config.stream.loop_config(), shutdown));
-    tracing::info!(%admin_addr, lake = %config.lake.display(), "lake writer started");
-    Ok(Running { admin_addr, task, health, feed: () })
+    tracing::info!(lake = %config.lake.display(), "lake writer writes");
+    service::start_stage(&ID, &config.stream, registry, &refs, lag, stage, |_, _| {}, shutdown).await
 }
 
 pub async fn run(config: LakeWriterConfig, registry: Registry, shutdown: CancellationToken) -> anyhow::Result<()> {

@@ -115,6 +115,19 @@ pub async fn table_files(
     Ok(files)
 }
 
+/// What the lake has committed: the highest commit marker of every topic partition. Equal
+/// states mean a reader sees the same rows (readers see committed units only), so a result
+/// read under one state stays valid until the state changes (the web view's page cache).
+pub async fn commits(lake: &Path, storage: &StorageOptions) -> std::io::Result<Commits> {
+    let location = lake.to_string_lossy().to_string();
+    if is_url(&location) {
+        let o = ObjectLake::open(&location, storage)?;
+        Commits::of_store(o.store.as_ref(), &o.prefix).await.map_err(std::io::Error::other)
+    } else {
+        Commits::of_dir(lake)
+    }
+}
+
 /// Runs one SQL statement and collects its result.
 pub async fn query(ctx: &SessionContext, sql: &str) -> Result<(Arc<Schema>, Vec<RecordBatch>)> {
     let df = ctx.sql(sql).await?;

@@ -47,7 +47,7 @@ impl fmt::Debug for StorageOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut m = f.debug_map();
         for (k, v) in &self.0 {
-            let shown = if octant_runtime::config::is_secret_key(k)
+            let shown = if octant_contracts::secrets::is_secret_key(k)
                 || k.to_ascii_lowercase().contains("key") && !k.to_ascii_lowercase().ends_with("key_id")
             {
                 "[redacted]"

@@ -11,7 +11,7 @@ use octant_contracts::Source;
 use octant_core::gate::GateOutcome;
 use octant_core::stats::canary::Decision;
 use octant_profiler::ProfilerConfig;
-use octant_profiler::compare::{self, Release};
+use octant_report::compare::{self, Release};
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
@@ -68,13 +68,13 @@ pub async fn run(a: CompareArgs) -> anyhow::Result<()> {
         octant_runtime::config::load(a.config.as_deref(), "OCTANT_PROFILER").context("failed to load configuration")?;
     if !a.metrics.is_empty() {
         if a.follow {
-            let margins = std::mem::take(&mut cfg.compare.canary_margins);
+            let margins = std::mem::take(&mut cfg.report.compare.canary_margins);
             for m in &a.metrics {
                 let margin = margins.get(m).copied().with_context(|| format!("--metric {m}: no [compare.canary_margins] entry"))?;
-                cfg.compare.canary_margins.insert(m.clone(), margin);
+                cfg.report.compare.canary_margins.insert(m.clone(), margin);
             }
         } else {
-            cfg.compare.metrics = a.metrics.clone();
+            cfg.report.compare.metrics = a.metrics.clone();
         }
     }
     cfg.check().map_err(anyhow::Error::msg)?;
@@ -88,10 +88,10 @@ pub async fn run(a: CompareArgs) -> anyhow::Result<()> {
     if a.follow {
         return follow(&a, &cfg, release).await;
     }
-    cfg.evaluation.declare_instruments().map_err(anyhow::Error::msg)?;
+    cfg.report.evaluation.declare_instruments().map_err(anyhow::Error::msg)?;
     let (period, _) = crate::lake_cmd::lake_period(&a.lake, a.since, a.until)?;
-    let ctx = octant_lake::reader::open_with(&a.lake, &cfg.storage).await?;
-    let c = compare::compare(&ctx, &cfg.compare, cfg.evaluation.bootstrap.seed, &release, &period).await?;
+    let ctx = octant_lake::reader::open_with(&a.lake, &cfg.report.storage).await?;
+    let c = compare::compare(&ctx, &cfg.report.compare, cfg.report.evaluation.bootstrap.seed, &release, &period).await?;
     match a.format.as_str() {
         "json" => println!("{}", serde_json::to_string_pretty(&c)?),
         "md" => print!("{}", compare::to_markdown(&c)),
@@ -109,10 +109,11 @@ pub async fn run(a: CompareArgs) -> anyhow::Result<()> {
 }
 
 async fn follow(a: &CompareArgs, cfg: &ProfilerConfig, release: Release) -> anyhow::Result<()> {
-    let mut tracker = octant_profiler::canary::Tracker::new(&cfg.compare, release).map_err(anyhow::Error::msg)?;
+    let mut tracker = octant_report::canary::Tracker::new(&cfg.report.compare, release).map_err(anyhow::Error::msg)?;
     let kafka = octant_runtime::KafkaConfig { brokers: a.brokers.clone(), ..cfg.kafka.clone() };
     let json = a.format == "json";
-    let decision = octant_profiler::canary::follow(&kafka, &mut tracker, a.limit, a.every, |t| {
+    let observations = octant_runtime::topic::follow(&kafka, "compare", &[octant_contracts::topics::OBSERVATIONS])?;
+    let decision = octant_report::canary::follow(observations, &mut tracker, a.limit, a.every, |t| {
         if json {
             let v = serde_json::json!({"decision": t.decision(), "runs": {"baseline": t.runs[0], "candidate": t.runs[1]}, "metrics": t.status()});
             println!("{v}");

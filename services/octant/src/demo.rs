@@ -68,9 +68,12 @@ pub struct DemoArgs {
     /// Port of the lake writer's admin server; 0 picks a free one.
     #[arg(long, default_value_t = 0)]
     pub lake_writer_port: u16,
-    /// Port of the profiler's HTTP server (/profiles, /metrics); 0 picks a free one.
+    /// Port of the profiler's admin server (/metrics, POST /run); 0 picks a free one.
     #[arg(long, default_value_t = 0)]
     pub profiler_port: u16,
+    /// Port of the web view (the fleet, system, alert, run and profile pages); 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    pub web_port: u16,
     /// How the fleet reaches Octant: `octant` (trajectory events in Octant's schema) or `otlp`
     /// (each production run as an OpenTelemetry trace on `otlp_spans`, through the ingest, as
     /// the Collector's Kafka exporter would write it).
@@ -249,6 +252,7 @@ async fn watch(kafka: KafkaConfig, tally: std::sync::Arc<std::sync::Mutex<Tally>
 
 pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let started = Instant::now();
+    // The run's directory, its logs and the broker.
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace([':', '-'], "");
     let run_dir = a.out.join(format!("run-{}", stamp.trim_end_matches('Z')));
     std::fs::create_dir_all(&run_dir).with_context(|| format!("cannot create {}", run_dir.display()))?;
@@ -269,10 +273,93 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     eprintln!("services' log: {}", log.display());
     let kafka = KafkaConfig { brokers, ..KafkaConfig::default() };
     octant_runtime::kafka::ensure_topics(&kafka, &octant_runtime::kafka::default_topics(&kafka, a.partitions)).await?;
-
     let shutdown = CancellationToken::new();
     octant_runtime::shutdown::on_signals(shutdown.clone(), Duration::from_secs(30));
     let registry = prometheus::Registry::new();
+
+    // Every service, the fleet, and what the terminal shows of them.
+    let svc = start_services(&a, &kafka, &run_dir, &registry, &shutdown).await?;
+    let spec = fleet(&a, &kafka, &svc)?;
+    let gen_stop = shutdown.child_token();
+    let generator = {
+        let (kafka, spec, stop) = (kafka.clone(), spec.clone(), gen_stop.clone());
+        let otlp = a.input == Input::Otlp;
+        tokio::spawn(async move { crate::gen_cmd::stream(&kafka, &spec, None, Some(a.rate), otlp, stop).await })
+    };
+    let web = format!("http://{}", svc.web);
+    let tally = std::sync::Arc::new(std::sync::Mutex::new(Tally { web: Some(web.clone()), ..Tally::default() }));
+    let view_stop = CancellationToken::new();
+    let viewer = tokio::spawn(watch(kafka.clone(), tally.clone(), view_stop.clone()));
+    let followers = follow_feeds(&svc, tally.clone(), web, view_stop.clone());
+
+    // The services live and die together: one failing stops the others (and the demo).
+    let mut supervisor = octant_runtime::supervisor::Supervisor::new(shutdown.clone());
+    for (name, task) in svc.tasks {
+        supervisor.add(name, task);
+    }
+    let services = tokio::spawn(supervisor.wait());
+
+    // The live view until the deadline or Ctrl-C.
+    let tty = std::io::stdout().is_terminal();
+    let deadline = (a.seconds > 0).then(|| tokio::time::Instant::now() + Duration::from_secs(a.seconds));
+    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => break,
+            _ = tick.tick() => {
+                let view = render(&tally.lock().unwrap(), &registry, started.elapsed(), &spec);
+                if tty { print!("\x1b[2J\x1b[H{view}"); } else { println!("{view}"); }
+            }
+        }
+    }
+
+    // Drain, then the summary and the profile of the whole lake.
+    gen_stop.cancel();
+    let produced = generator.await.context("generator panicked")??;
+    tokio::time::sleep(Duration::from_secs(2)).await; // let the last events through
+    shutdown.cancel();
+    services.await.context("the supervisor panicked")??;
+    view_stop.cancel();
+    let _ = viewer.await;
+    let _ = followers.await;
+    let summary = render(&tally.lock().unwrap(), &registry, started.elapsed(), &spec);
+    println!("\n=== summary ===\n{summary}");
+    println!("generator produced {produced} events; the scorer read {}", counter(&registry, "octant_scorer_events_consumed_total"));
+    let (fired, total) = {
+        let t = tally.lock().unwrap();
+        (t.alerts.iter().filter(|a| a.status == AlertStatus::Firing).count(), t.alerts.len())
+    };
+    println!("alerts: {fired} fired, {} resolved (all of them on the octant.alerts topic)", total - fired);
+    final_profile(&svc.profiler_cfg, &svc.lake).await?;
+    println!(
+        "logs: {} (services){}",
+        log.display(),
+        broker.as_ref().map_or(String::new(), |b| format!(", {} (broker)", b.log().display()))
+    );
+    drop(broker);
+    Ok(())
+}
+
+/// The demo's services, started: what the terminal follows, and every service's task.
+struct Services {
+    profiles: tokio::sync::broadcast::Sender<octant_aggregator::ProfileUpdate>,
+    alerts: tokio::sync::broadcast::Sender<Alert>,
+    web: std::net::SocketAddr,
+    profiler_cfg: octant_profiler::ProfilerConfig,
+    lake: std::path::PathBuf,
+    tasks: Vec<(&'static str, tokio::task::JoinHandle<anyhow::Result<()>>)>,
+}
+
+/// Starts the scorer, the aggregator, the lake writer, the profiler, the web view, the alerter
+/// and the ingest on `kafka`, with the demo's windows and its fleet's declarations.
+async fn start_services(
+    a: &DemoArgs,
+    kafka: &KafkaConfig,
+    run_dir: &std::path::Path,
+    registry: &prometheus::Registry,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Services> {
     let scorer_cfg = octant_scorer::ScorerConfig {
         stream: StreamSettings {
             kafka: kafka.clone(),
@@ -319,17 +406,28 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let mut profiler_cfg = octant_profiler::ProfilerConfig {
         kafka: kafka.clone(),
         admin_addr: format!("127.0.0.1:{}", a.profiler_port).parse()?,
-        lake: lake.clone(),
         evidence: run_dir.join("evidence"),
         periods: vec![Duration::from_secs(24 * 3600)],
         every: Duration::from_secs(15),
         ..Default::default()
     };
+    profiler_cfg.report.lake = lake.clone();
     for s in &multi_agent {
-        profiler_cfg.evaluation.system_types.insert(s.clone(), octant_core::catalogue::SystemType::MultiAgent);
-        profiler_cfg.evaluation.single_agent_baselines.insert(s.clone(), 0.8);
+        profiler_cfg.report.evaluation.system_types.insert(s.clone(), octant_core::catalogue::SystemType::MultiAgent);
+        profiler_cfg.report.evaluation.single_agent_baselines.insert(s.clone(), 0.8);
     }
     let profiler = octant_profiler::start(profiler_cfg.clone(), registry.clone(), shutdown.clone()).await?;
+    // The web view answers to loopback names only: another site open in the same browser
+    // cannot point a name of its own at it (DNS rebinding) and read the pages.
+    let web_cfg = octant_web::WebConfig {
+        kafka: kafka.clone(),
+        admin_addr: format!("127.0.0.1:{}", a.web_port).parse()?,
+        lake: lake.clone(),
+        evidence: profiler_cfg.evidence.clone(),
+        allowed_hosts: vec!["127.0.0.1".into(), "localhost".into()],
+        ..Default::default()
+    };
+    let web_view = octant_web::start(web_cfg, registry.clone(), shutdown.clone()).await?;
     let alerter_cfg = octant_alerter::AlerterConfig {
         stream: StreamSettings {
             kafka: kafka.clone(),
@@ -338,7 +436,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         },
         alertmanager_url: a.alertmanager.clone(),
         // Alertmanager's alerts link their pages in the web view.
-        web_base_url: Some(format!("http://{}", profiler.admin_addr)),
+        web_base_url: Some(format!("http://{}", web_view.admin_addr)),
         ..Default::default()
     };
     let alerter = octant_alerter::start(alerter_cfg, registry.clone(), shutdown.clone()).await?;
@@ -350,20 +448,20 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     octant_runtime::kafka::ensure_topics(
-        &kafka,
+        kafka,
         &[(ingest_cfg.spans_topic.clone(), a.partitions), (ingest_cfg.logs_topic.clone(), a.partitions)],
     )
     .await?;
     let ingest = octant_ingest::start(ingest_cfg, registry.clone(), shutdown.clone()).await?;
     eprintln!(
-        "scorer, aggregator, alerter, lake writer and profiler running; metrics on http://{}/metrics, http://{}/metrics, http://{}/metrics, http://{}/metrics, http://{}/metrics",
-        scorer.admin_addr, aggregator.admin_addr, alerter.admin_addr, lake_writer.admin_addr, profiler.admin_addr
+        "scorer, aggregator, alerter, lake writer, profiler and web view running; metrics on http://{}/metrics, http://{}/metrics, http://{}/metrics, http://{}/metrics, http://{}/metrics, http://{}/metrics",
+        scorer.admin_addr, aggregator.admin_addr, alerter.admin_addr, lake_writer.admin_addr, profiler.admin_addr, web_view.admin_addr
     );
     eprintln!(
         "lake: {}; web view: http://{addr}/ (the fleet, live), http://{addr}/systems/<system> (bands over time, metrics, alerts, evidence), \
          http://{addr}/alerts/<fingerprint> (an alert), http://{addr}/runs/<run id> (a run)",
         lake.display(),
-        addr = profiler.admin_addr
+        addr = web_view.admin_addr
     );
     eprintln!(
         "windows: {} long, sliding every {} (event time runs at wall-clock pace)",
@@ -371,6 +469,21 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         humantime::format_duration(a.slide)
     );
 
+    let tasks = vec![
+        ("scorer", scorer.task),
+        ("aggregator", aggregator.task),
+        ("alerter", alerter.task),
+        ("lake writer", lake_writer.task),
+        ("profiler", profiler.task),
+        ("web view", web_view.task),
+        ("ingest", ingest.task),
+    ];
+    Ok(Services { profiles: aggregator.feed, alerts: alerter.feed, web: web_view.admin_addr, profiler_cfg, lake, tasks })
+}
+
+/// The demo's synthetic fleet: its third system starts safe and turns unsafe a fifth of the way
+/// in, so the demo shows its veto moving from clear to confirmed, and the alerts that follow.
+fn fleet(a: &DemoArgs, kafka: &KafkaConfig, svc: &Services) -> anyhow::Result<octant_gen::FleetSpec> {
     let mut spec = crate::gen_cmd::fleet(&crate::gen_cmd::GenArgs {
         brokers: kafka.brokers.clone(),
         topic_prefix: String::new(),
@@ -383,8 +496,6 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         start_ms: None,
         truth: None,
     })?;
-    // The third system starts safe (0.02) and goes unsafe (0.35) a fifth of the way in, so the
-    // demo shows its veto moving from clear to confirmed, and the alerts that follow.
     if let Some(s) = spec.systems.get_mut(2) {
         let at = if a.seconds > 0 { a.seconds as f64 / 5.0 } else { 20.0 };
         // ~10.5 events per run, the fleet's systems sharing the rate.
@@ -395,88 +506,52 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         eprintln!(
             "{} starts safe (unsafe-action rate 0.02) and goes unsafe (0.35) from its run {from}, about {at:.0} s in; watch it at http://{}/systems/{}",
             s.id,
-            profiler.admin_addr,
+            svc.web,
             octant_runtime::web::path_segment(&s.id)
         );
     }
-    let gen_stop = shutdown.child_token();
-    let generator = {
-        let (kafka, spec, stop) = (kafka.clone(), spec.clone(), gen_stop.clone());
-        let otlp = a.input == Input::Otlp;
-        tokio::spawn(async move { crate::gen_cmd::stream(&kafka, &spec, None, Some(a.rate), otlp, stop).await })
-    };
-    let web = format!("http://{}", profiler.admin_addr);
-    let tally = std::sync::Arc::new(std::sync::Mutex::new(Tally { web: Some(web.clone()), ..Tally::default() }));
-    let view_stop = CancellationToken::new();
-    let viewer = tokio::spawn(watch(kafka.clone(), tally.clone(), view_stop.clone()));
+    Ok(spec)
+}
+
+/// Follows the aggregator's profiles and the alerter's alerts into the tally the view shows
+/// (without a terminal, each alert is printed once as it fires).
+fn follow_feeds(
+    svc: &Services,
+    tally: std::sync::Arc<std::sync::Mutex<Tally>>,
+    web: String,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
     let tty = std::io::stdout().is_terminal();
-    let followers = {
-        let (tally, mut profiles, mut alerts, stop) =
-            (tally.clone(), aggregator.feed.subscribe(), alerter.feed.subscribe(), view_stop.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    p = profiles.recv() => match p {
-                        Ok(p) => { tally.lock().unwrap().profiles.insert((p.record.system_id.clone(), p.record.source), p.record); }
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(_) => return,
-                    },
-                    a = alerts.recv() => match a {
-                        Ok(a) => {
-                            // Without a terminal, each alert is printed once as it fires.
-                            if !tty { println!("ALERT {}", alert_line(&a, Some(&web))); }
-                            tally.lock().unwrap().alerts.push(a);
-                        }
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(_) => return,
-                    },
-                }
-            }
-        })
-    };
-
-    // The services live and die together: one failing stops the others (and the demo).
-    let mut supervisor = octant_runtime::supervisor::Supervisor::new(shutdown.clone());
-    supervisor.add("scorer", scorer.task);
-    supervisor.add("aggregator", aggregator.task);
-    supervisor.add("alerter", alerter.task);
-    supervisor.add("lake writer", lake_writer.task);
-    supervisor.add("profiler", profiler.task);
-    supervisor.add("ingest", ingest.task);
-    let services = tokio::spawn(supervisor.wait());
-
-    let deadline = (a.seconds > 0).then(|| tokio::time::Instant::now() + Duration::from_secs(a.seconds));
-    let mut tick = tokio::time::interval(Duration::from_secs(2));
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => break,
-            _ = tick.tick() => {
-                let view = render(&tally.lock().unwrap(), &registry, started.elapsed(), &spec);
-                if tty { print!("\x1b[2J\x1b[H{view}"); } else { println!("{view}"); }
+    let (tally, mut profiles, mut alerts, stop) = (tally, svc.profiles.subscribe(), svc.alerts.subscribe(), stop);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                p = profiles.recv() => match p {
+                    Ok(p) => { tally.lock().unwrap().profiles.insert((p.record.system_id.clone(), p.record.source), p.record); }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(_) => return,
+                },
+                a = alerts.recv() => match a {
+                    Ok(a) => {
+                        // Without a terminal, each alert is printed once as it fires.
+                        if !tty { println!("ALERT {}", alert_line(&a, Some(&web))); }
+                        tally.lock().unwrap().alerts.push(a);
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(_) => return,
+                },
             }
         }
-    }
-    gen_stop.cancel();
-    let produced = generator.await.context("generator panicked")??;
-    tokio::time::sleep(Duration::from_secs(2)).await; // let the last events through
-    shutdown.cancel();
-    services.await.context("the supervisor panicked")??;
-    view_stop.cancel();
-    let _ = viewer.await;
-    let _ = followers.await;
-    let summary = render(&tally.lock().unwrap(), &registry, started.elapsed(), &spec);
-    println!("\n=== summary ===\n{summary}");
-    println!("generator produced {produced} events; the scorer read {}", counter(&registry, "octant_scorer_events_consumed_total"));
-    let (fired, total) = {
-        let t = tally.lock().unwrap();
-        (t.alerts.iter().filter(|a| a.status == AlertStatus::Firing).count(), t.alerts.len())
-    };
-    println!("alerts: {fired} fired, {} resolved (all of them on the octant.alerts topic)", total - fired);
+    })
+}
+
+/// The profile of the whole lake once the lake writer has drained, with where its evidence
+/// packages are and how to query the lake.
+async fn final_profile(profiler_cfg: &octant_profiler::ProfilerConfig, lake: &std::path::Path) -> anyhow::Result<()> {
     // The lake writer drained on shutdown: the lake now holds every record. The final profile.
     let now = octant_runtime::dlq::now_ms();
-    let built = octant_profiler::run_once(&profiler_cfg, &octant_profiler::periods(&profiler_cfg, now), None, now)
+    let built = octant_profiler::run_once(profiler_cfg, &octant_profiler::periods(profiler_cfg, now), None, now)
         .await
         .context("final profile failed")?;
     let rows = built.iter().map(|b| (format!("{:<10} {:<5}", b.record.system_id, &b.record.source.as_str()[..4]), &b.dimension_profile));
@@ -493,12 +568,6 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         "query the lake:\n  octant sql --lake {} \"SELECT system_id, metric, count(*) AS n, avg(value) AS mean FROM observations GROUP BY 1, 2 ORDER BY 1, 2\"",
         lake.display()
     );
-    println!(
-        "logs: {} (services){}",
-        log.display(),
-        broker.as_ref().map_or(String::new(), |b| format!(", {} (broker)", b.log().display()))
-    );
-    drop(broker);
     Ok(())
 }
 

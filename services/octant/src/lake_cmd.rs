@@ -7,7 +7,8 @@ use anyhow::Context;
 use clap::Args;
 use octant_lake::reader::{self as lakedb, Format};
 use octant_lake::store::is_url;
-use octant_profiler::{Period, ProfilerConfig, evidence};
+use octant_profiler::{Period, ProfilerConfig};
+use octant_report::evidence;
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
@@ -52,7 +53,7 @@ pub struct SqlArgs {
 pub async fn profile(a: ProfileArgs) -> anyhow::Result<()> {
     let mut cfg: ProfilerConfig =
         octant_runtime::config::load(a.config.as_deref(), "OCTANT_PROFILER").context("failed to load configuration")?;
-    cfg.lake = a.lake.clone();
+    cfg.report.lake = a.lake.clone();
     cfg.evidence = a.evidence.clone();
     cfg.check().map_err(anyhow::Error::msg)?;
     let (period, until) = lake_period(&a.lake, a.since, a.until)?;
@@ -64,17 +65,17 @@ pub async fn profile(a: ProfileArgs) -> anyhow::Result<()> {
     }
     match a.format.as_str() {
         "json" => {
-            let v: Vec<serde_json::Value> = built.iter().map(|b| evidence::to_json(b, &cfg, &cfg.lake)).collect();
+            let v: Vec<serde_json::Value> = built.iter().map(|b| evidence::to_json(b, &cfg.report, &cfg.report.lake)).collect();
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         "md" => {
             for b in &built {
-                println!("{}", evidence::to_markdown(b, &cfg.lake));
+                println!("{}", evidence::to_markdown(b, &cfg.report.lake));
             }
         }
         "html" => {
             for b in &built {
-                println!("{}", evidence::to_html(b, &cfg.lake));
+                println!("{}", evidence::to_html(b, &cfg.report.lake));
             }
         }
         _ => {
@@ -92,8 +93,8 @@ pub async fn profile(a: ProfileArgs) -> anyhow::Result<()> {
                 period.name,
                 humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_millis(period.start.max(0) as u64)),
                 humantime::format_rfc3339_seconds(until),
-                cfg.evaluation.bootstrap.replicates,
-                cfg.evaluation.bootstrap.seed
+                cfg.report.evaluation.bootstrap.replicates,
+                cfg.report.evaluation.bootstrap.seed
             );
         }
     }
@@ -117,7 +118,7 @@ pub fn lake_period(
     );
     let until = until.unwrap_or_else(std::time::SystemTime::now);
     let end = until.duration_since(std::time::UNIX_EPOCH).context("--until is before 1970")?.as_millis() as i64;
-    Ok((Period { name: octant_profiler::config::period_name(since), start: end - since.as_millis() as i64, end }, until))
+    Ok((Period { name: octant_report::config::period_name(since), start: end - since.as_millis() as i64, end }, until))
 }
 
 pub async fn sql(a: SqlArgs) -> anyhow::Result<()> {
@@ -153,12 +154,12 @@ pub async fn runs(a: RunsArgs) -> anyhow::Result<()> {
     let RunsCommand::Show { run_id, lake, format } = a.command;
     anyhow::ensure!(is_url(&lake.to_string_lossy()) || lake.is_dir(), "no lake at {}", lake.display());
     let ctx = lakedb::open_with(&lake, &Default::default()).await?;
-    let Some(run) = octant_profiler::runs::load(&ctx, &run_id).await.map_err(|e| anyhow::anyhow!("{e}"))? else {
-        anyhow::bail!("no event of run {} in {}", octant_profiler::runs::terminal_safe(&run_id, 200), lake.display());
+    let Some(run) = octant_web::runs::load(&ctx, &run_id).await.map_err(|e| anyhow::anyhow!("{e}"))? else {
+        anyhow::bail!("no event of run {} in {}", octant_web::runs::terminal_safe(&run_id, 200), lake.display());
     };
     match format.as_str() {
         "json" => println!("{}", serde_json::to_string_pretty(&run)?),
-        _ => print!("{}", octant_profiler::runs::to_text(&run)),
+        _ => print!("{}", octant_web::runs::to_text(&run)),
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 /// Every service `octant up` can run, in start order.
-pub const SERVICES: [&str; 6] = ["ingest", "scorer", "aggregator", "alerter", "lake_writer", "profiler"];
+pub const SERVICES: [&str; 7] = ["ingest", "scorer", "aggregator", "alerter", "lake_writer", "profiler", "web"];
 
 #[derive(clap::Args, Debug)]
 pub struct UpArgs {
@@ -19,11 +19,12 @@ pub struct UpArgs {
     pub brokers: Option<String>,
     /// One TOML file for every service: `[kafka]` (applies to all), the shared `[evaluation]`
     /// (windows, bootstrap, declared instruments), and a section per service: `[ingest]`,
-    /// `[scorer]`, `[aggregator]`, `[alerter]`, `[lake_writer]`, `[profiler]`, each with the
-    /// settings of that service's own configuration file.
+    /// `[scorer]`, `[aggregator]`, `[alerter]`, `[lake_writer]`, `[profiler]`, `[web]`, each with
+    /// the settings of that service's own configuration file (`[web]` reads the profiler's
+    /// `lake`, `storage` and `evidence` unless it sets its own).
     #[arg(long, env = "OCTANT_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Run only these services (comma separated; default: all six).
+    /// Run only these services (comma separated; default: all seven).
     #[arg(long, value_delimiter = ',')]
     pub services: Vec<String>,
     /// Create missing topics first (`octant topics create` with these partitions and the
@@ -108,10 +109,21 @@ fn section<T: DeserializeOwned + serde::Serialize>(
     if let Some(e) = evaluation {
         t.entry("evaluation").or_insert_with(|| e.clone());
     }
-    // `[redaction]` for every service that writes what it read (the profiler reads the lake,
-    // already redacted).
+    // The web view reads what the profiler reads and writes.
+    if name == "web"
+        && let Some(toml::Value::Table(p)) = root.get("profiler")
+    {
+        for key in ["lake", "storage", "evidence"] {
+            if let Some(v) = p.get(key) {
+                t.entry(key).or_insert_with(|| v.clone());
+            }
+        }
+    }
+    // `[redaction]` for every service that writes what it read (the profiler and the web view
+    // read the lake, already redacted).
     if let Some(r) = root.get("redaction")
         && name != "profiler"
+        && name != "web"
     {
         t.entry("redaction").or_insert_with(|| r.clone());
     }
@@ -179,6 +191,7 @@ pub async fn run(a: UpArgs) -> anyhow::Result<()> {
         octant_lake_writer::start
     );
     start!("profiler", section::<octant_profiler::ProfilerConfig>(&root, "profiler", &kafka_value, evaluation)?, octant_profiler::start);
+    start!("web", section::<octant_web::WebConfig>(&root, "web", &kafka_value, None)?, octant_web::start);
     for s in &started {
         eprintln!("running: {s}");
     }
@@ -208,6 +221,11 @@ mod tests {
         assert_eq!(scorer.evaluation.window.length, std::time::Duration::from_secs(600));
         let agg: octant_aggregator::AggregatorConfig = section(&root, "aggregator", &kafka, root.get("evaluation")).unwrap();
         assert_eq!(agg.stream.kafka.topic_prefix, "own.", "a section's own [kafka] wins");
+        // The web view reads the profiler's lake and evidence unless it names its own.
+        let root: toml::Table =
+            toml::from_str("[profiler]\nlake = \"/data/lake\"\nevidence = \"/data/evidence\"\n[web]\nevidence = \"/e\"\n").unwrap();
+        let web: octant_web::WebConfig = section(&root, "web", &kafka, None).unwrap();
+        assert_eq!((web.lake.to_str(), web.evidence.to_str()), (Some("/data/lake"), Some("/e")));
     }
 
     fn any_value() -> impl Strategy<Value = String> {
@@ -259,7 +277,8 @@ mod tests {
                     "aggregator" => { let _ = section::<octant_aggregator::AggregatorConfig>(&root, service, &kafka, ev.as_ref()).map(|c| c.check()); }
                     "alerter" => { let _ = section::<octant_alerter::AlerterConfig>(&root, service, &kafka, None).map(|c| c.check()); }
                     "lake_writer" => { let _ = section::<octant_lake_writer::LakeWriterConfig>(&root, service, &kafka, None).map(|c| c.check()); }
-                    _ => { let _ = section::<octant_profiler::ProfilerConfig>(&root, service, &kafka, ev.as_ref()).map(|c| c.check()); }
+                    "profiler" => { let _ = section::<octant_profiler::ProfilerConfig>(&root, service, &kafka, ev.as_ref()).map(|c| c.check()); }
+                    _ => { let _ = section::<octant_web::WebConfig>(&root, service, &kafka, None).map(|c| c.check()); }
                 }
             }
         }

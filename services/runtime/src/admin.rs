@@ -150,15 +150,73 @@ pub fn router(service: &'static str, registry: Registry, health: Arc<Health>) ->
     })
 }
 
+/// How long a client has to send a request's headers, and then its body.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// The largest request body a server reads (a sign-in form; nothing Octant serves takes more).
+pub const MAX_BODY: usize = 64 << 10;
+/// Connections a server holds open at once; one more is closed as soon as it is accepted.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// Reads a request's whole body within [`BODY_TIMEOUT`] and [`MAX_BODY`] before the handler
+/// sees it: a body sent half and then left hanging is answered 408, a larger one 413.
+async fn bounded_body(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::body::Body;
+    let (parts, body) = req.into_parts();
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => return (StatusCode::PAYLOAD_TOO_LARGE, format!("a request body is at most {MAX_BODY} bytes\n")).into_response(),
+        Err(_) => return (StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time\n").into_response(),
+    };
+    next.run(axum::extract::Request::from_parts(parts, Body::from(bytes))).await
+}
+
 /// Binds `addr` (port 0 picks a free port) and serves `router` until `shutdown`.
 /// Returns the bound address.
+///
+/// HTTP/1.1 only (what Prometheus, probes and browsers speak here), with limits a public
+/// listener needs: headers within [`HEADER_TIMEOUT`], a body within [`BODY_TIMEOUT`] and
+/// [`MAX_BODY`], at most [`MAX_CONNECTIONS`] open connections (a client holding connections
+/// open half-sent cannot starve the probes for long, and never past the cap).
 pub async fn serve(addr: SocketAddr, router: Router, shutdown: CancellationToken) -> Result<(SocketAddr, JoinHandle<()>), RuntimeError> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| RuntimeError::Admin(format!("failed to bind {addr}: {e}")))?;
     let bound = listener.local_addr().map_err(|e| RuntimeError::Admin(e.to_string()))?;
+    let router = router.layer(axum::middleware::from_fn(bounded_body));
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let handle = tokio::spawn(async move {
-        let server = axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await });
-        if let Err(e) = server.await {
-            tracing::error!(error = %e, "admin server failed");
+        loop {
+            let stream = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of descriptors and the like: wait instead of spinning.
+                        tracing::warn!(error = %e, "admin server: accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                drop(stream);
+                continue;
+            };
+            let service = hyper_util::service::TowerToHyperService::new(router.clone());
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                let _slot = slot;
+                let mut http = hyper::server::conn::http1::Builder::new();
+                http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+                let conn = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                tokio::pin!(conn);
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    _ = stop.cancelled() => {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), conn).await;
+                    }
+                }
+            });
         }
     });
     Ok((bound, handle))

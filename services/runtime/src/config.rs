@@ -200,11 +200,7 @@ impl std::fmt::Display for Secret {
     }
 }
 
-/// True for librdkafka keys whose values are secrets.
-pub fn is_secret_key(key: &str) -> bool {
-    let k = key.to_ascii_lowercase();
-    ["password", "secret", "token", "ssl.key.pem", "ssl.keystore", "sasl.oauthbearer.config", "credential"].iter().any(|s| k.contains(s))
-}
+pub use octant_contracts::secrets::is_secret_key;
 
 impl KafkaConfig {
     /// "cannot reach the brokers …" with the connection settings that matter (security

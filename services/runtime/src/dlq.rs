@@ -62,6 +62,33 @@ pub fn dead_letter(
     (dl, OutRecord { partition: None, topic: dlq_topic.to_string(), key: id, payload })
 }
 
+/// A stage's dead letters, written once: the service, its dead-letter topic and its redactor.
+#[derive(Debug, Clone)]
+pub struct DeadLetters {
+    service: &'static str,
+    topic: String,
+    redactor: Redactor,
+}
+
+impl DeadLetters {
+    pub fn new(service: &'static str, topic: String, redactor: Redactor) -> DeadLetters {
+        DeadLetters { service, topic, redactor }
+    }
+
+    /// The dead-letter record of the record `src`, of error `class`, logged at debug level
+    /// with where it came from.
+    pub fn of(&self, src: &SourceRef<'_>, class: &str, message: &str) -> OutRecord {
+        let (dl, record) = dead_letter(self.service, &self.topic, src, class, message, now_ms(), &self.redactor);
+        tracing::debug!(topic = src.topic, partition = src.partition, offset = src.offset, class, message = %dl.error_message, "dead letter");
+        record
+    }
+
+    /// The dead-letter record of the message `m`.
+    pub fn message(&self, m: &crate::pipeline::InMessage<'_>, class: &str, message: &str) -> OutRecord {
+        self.of(&SourceRef { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload: m.payload }, class, message)
+    }
+}
+
 /// Milliseconds since the epoch (wall clock), for `failed_at` stamps.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)

@@ -9,7 +9,9 @@
 //!   commit on revocation; consumer lag from librdkafka statistics.
 //! - [`dlq`]: dead-letter records.
 //! - [`redact`]: personal data and secrets out of the lake, dead letters, alerts and logs.
-//! - [`admin`]: `/metrics`, `/healthz`, `/readyz`.
+//! - [`admin`]: `/metrics`, `/healthz`, `/readyz`, and the one HTTP server (timeouts, a body
+//!   limit, a connection cap) every service's routes are served by.
+//! - [`access`]: users, roles and bearer tokens of the HTTP APIs, wrong tokens throttled.
 //! - [`shutdown`]: signals → cancellation token → drain; tracing set-up.
 //! - [`broker`]: the embedded Kafka-protocol broker (tansu, a child process) for the demo
 //!   and the tests.
@@ -21,6 +23,7 @@
 //! - [`supervisor`]: tasks that stop together when one fails.
 //! - [`topic`]: reading a topic to its end.
 
+pub mod access;
 pub mod admin;
 pub mod broker;
 pub mod config;

@@ -4,7 +4,9 @@
 //! bounded (system id yes, run id never).
 
 use prometheus::core::Collector;
-use prometheus::{Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{
+    Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 
 /// Registers the metrics it creates in one registry.
 pub struct Register<'a> {
@@ -49,6 +51,10 @@ impl<'a> Register<'a> {
 
     pub fn histogram(&self, name: &str, help: &str, buckets: &[f64]) -> Histogram {
         self.add(Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets.to_vec())).expect("valid metric"))
+    }
+
+    pub fn histograms(&self, name: &str, help: &str, labels: &[&str], buckets: &[f64]) -> HistogramVec {
+        self.add(HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets.to_vec()), labels).expect("valid metric"))
     }
 
     /// The consumer-lag gauge of a service (`octant_<service>_consumer_lag_messages`).

@@ -395,6 +395,160 @@ pub async fn run<S: Stage>(
     result
 }
 
+/// After the loop: every record in flight acknowledged (or the producer gone), then the last
+/// commit of every partition's commit point, each wait bounded.
+#[allow(clippy::too_many_arguments)]
+async fn drain<S: Stage>(
+    mut stage: S,
+    mut parts: Parts<S::Partition>,
+    mut waiting: HashMap<u64, Waiting<S::Tag>>,
+    mut ticks_in_flight: usize,
+    mut producer: StageProducer,
+    outbox: &Outbox,
+    mut committing: Option<JoinHandle<Result<(), RuntimeError>>>,
+    consumer: &Arc<GroupConsumer>,
+    shared: &Arc<GroupShared>,
+) -> anyhow::Result<()> {
+    tracing::info!(pending = waiting.len(), "draining");
+    while !waiting.is_empty() || ticks_in_flight > 0 {
+        let report = match tokio::time::timeout(Duration::from_secs(1), producer.done.recv()).await {
+            Ok(Some(report)) => report,
+            Ok(None) => break,
+            Err(_) if outbox.stopped() => anyhow::bail!("the producer's enqueueing thread stopped while draining"),
+            Err(_) => continue,
+        };
+        let (owner, error) = report;
+        finish(&mut stage, &mut parts, &mut waiting, &mut ticks_in_flight, owner, error)?;
+    }
+    // librdkafka's synchronous commit waits as long as the coordinator does not answer: bound
+    // the waits of shutdown (what is not committed is re-read by the next owner).
+    if let Some(h) = committing.take()
+        && tokio::time::timeout(FINAL_COMMIT_WAIT, h).await.is_err()
+    {
+        tracing::warn!("a commit in flight did not finish; stopping without it");
+    }
+    stage.drain(&mut parts);
+    let points: Vec<_> =
+        parts.iter_mut().filter_map(|(tp, o)| stage.commit_point(&mut o.state, &o.offsets).map(|p| (tp.clone(), p))).collect();
+    match tokio::time::timeout(FINAL_COMMIT_WAIT, consumer::commit(consumer, shared, points)).await {
+        Ok(r) => {
+            if let Err(e) = r.expect("commit task") {
+                tracing::warn!(error = %e, "final commit failed; a restart re-reads more");
+            }
+        }
+        Err(_) => tracing::warn!("the final commit did not finish in {FINAL_COMMIT_WAIT:?}; a restart re-reads more"),
+    }
+    Ok(())
+}
+
+/// One turn of the loop over a batch of messages: their partitions opened as needed, each
+/// processed and waiting for its acknowledgement.
+struct Turn<'a, S: Stage> {
+    parts: &'a mut Parts<S::Partition>,
+    waiting: &'a mut HashMap<u64, Waiting<S::Tag>>,
+    next_seq: &'a mut u64,
+    openings: &'a mut u64,
+}
+
+impl<S: Stage> Turn<'_, S> {
+    /// The records of `batch`, each with the owner its acknowledgement goes to.
+    #[allow(clippy::type_complexity)]
+    fn process(
+        &mut self,
+        stage: &mut S,
+        shared: &GroupShared,
+        batch: &[rdkafka::message::BorrowedMessage<'_>],
+    ) -> anyhow::Result<Vec<(Owner, Vec<OutRecord>)>> {
+        let mut out = Vec::with_capacity(batch.len());
+        let started = Instant::now();
+        let msgs: Vec<InMessage<'_>> = batch
+            .iter()
+            .map(|m| InMessage {
+                topic: m.topic(),
+                partition: m.partition(),
+                offset: m.offset(),
+                key: m.key(),
+                payload: m.payload().unwrap_or_default(),
+                timestamp: m.timestamp().to_millis(),
+                read_at: started,
+            })
+            .collect();
+        stage.prepare(&msgs);
+        for msg in &msgs {
+            let tp = TopicPartition::new(msg.topic, msg.partition);
+            let offset = msg.offset;
+            if !self.parts.contains_key(&tp) && !shared.owns(&tp) {
+                // A message of a partition revoked (the session lapsed while the
+                // brokers did not answer) that was already in the local queue: not
+                // this instance's to process; the next owner reads it again. Opening
+                // it would run the stage's `open` (reads from the brokers) for a
+                // partition it does not own.
+                tracing::debug!(topic = %tp.topic, partition = tp.partition, offset, "message of a partition not assigned here: skipped");
+                continue;
+            }
+            if !self.parts.contains_key(&tp) {
+                let resumption = shared.read_resumption(&tp).with_context(|| format!("failed to read where {tp} resumes"))?;
+                let (from, companion) = resume_from(&tp, offset, resumption);
+                tracing::info!(topic = %tp.topic, partition = tp.partition, offset, from, ?companion, "partition opened");
+                let state = stage.open(&tp, from, companion).map_err(|e| e.context(format!("failed to open partition {tp}")))?;
+                *self.openings += 1;
+                self.parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default(), opened: *self.openings, from });
+            }
+            let owned = self.parts.get_mut(&tp).expect("inserted above");
+            if offset < owned.from {
+                // Before the offset the companion value goes with: the previous
+                // owner's last commit stored the value but not the group offset.
+                // Its outputs are acknowledged; it is not read again.
+                continue;
+            }
+            owned.offsets.begin(offset);
+            let (records, tag) = stage.process(&mut owned.state, &mut owned.offsets, msg);
+            *self.next_seq += 1;
+            self.waiting.insert(*self.next_seq, Waiting { tp, offset, opened: owned.opened, started, tag });
+            out.push((Owner::Message(*self.next_seq), records));
+        }
+        Ok(out)
+    }
+}
+
+/// Readiness checks judged when asked (at `/readyz` and every scrape), so that a loop held up
+/// cannot leave "ready" standing: the brokers' silence, and a loop that stopped turning. Returns
+/// the loop's clock and where it records its last turn.
+fn live_checks(health: &Health, shared: &Arc<GroupShared>) -> (Instant, Arc<std::sync::atomic::AtomicU64>) {
+    let started_at = Instant::now();
+    let last_turn = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let s = shared.clone();
+    health.add_live_check(move || {
+        s.broker_silence().filter(|s| *s >= BROKER_SILENCE).map(|s| format!("no answer from the brokers for {} s", s.as_secs()))
+    });
+    let turn = last_turn.clone();
+    health.add_live_check(move || {
+        let since = started_at.elapsed().saturating_sub(Duration::from_millis(turn.load(std::sync::atomic::Ordering::Relaxed)));
+        (since >= LOOP_STALL).then(|| format!("processing stalled for {} s", since.as_secs()))
+    });
+    (started_at, last_turn)
+}
+
+/// Ready when partitions are assigned and the brokers answer; the change is logged once.
+fn report_readiness(health: &Health, shared: &GroupShared, broker_silent: &mut bool) {
+    let assigned = GroupView::assigned(shared).len();
+    match shared.broker_silence() {
+        Some(silent) if silent >= BROKER_SILENCE => {
+            if !*broker_silent {
+                tracing::warn!(silent_s = silent.as_secs(), "no answer from the brokers: not ready until they answer (reconnecting)");
+            }
+            *broker_silent = true;
+            health.set_ready(false, format!("no answer from the brokers for {} s", silent.as_secs()));
+        }
+        _ => {
+            if std::mem::take(broker_silent) {
+                tracing::info!("the brokers answer again");
+            }
+            health.set_ready(assigned > 0, format!("{assigned} partitions assigned"));
+        }
+    }
+}
+
 async fn run_loop<S: Stage>(
     mut stage: S,
     consumer: Arc<GroupConsumer>,
@@ -416,20 +570,7 @@ async fn run_loop<S: Stage>(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tick_seq = 0u64;
     let mut broker_silent = false;
-    // Judged when asked, so that a loop held up cannot leave "ready" standing.
-    let started_at = Instant::now();
-    let last_turn = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    {
-        let shared = shared.clone();
-        health.add_live_check(move || {
-            shared.broker_silence().filter(|s| *s >= BROKER_SILENCE).map(|s| format!("no answer from the brokers for {} s", s.as_secs()))
-        });
-        let last_turn = last_turn.clone();
-        health.add_live_check(move || {
-            let since = started_at.elapsed().saturating_sub(Duration::from_millis(last_turn.load(std::sync::atomic::Ordering::Relaxed)));
-            (since >= LOOP_STALL).then(|| format!("processing stalled for {} s", since.as_secs()))
-        });
-    }
+    let (started_at, last_turn) = live_checks(&health, &shared);
 
     loop {
         drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
@@ -465,22 +606,7 @@ async fn run_loop<S: Stage>(
                         stage.tick_acked(&mut parts, tick_seq);
                     }
                 }
-                let assigned = GroupView::assigned(&*shared).len();
-                match shared.broker_silence() {
-                    Some(silent) if silent >= BROKER_SILENCE => {
-                        if !broker_silent {
-                            tracing::warn!(silent_s = silent.as_secs(), "no answer from the brokers: not ready until they answer (reconnecting)");
-                        }
-                        broker_silent = true;
-                        health.set_ready(false, format!("no answer from the brokers for {} s", silent.as_secs()));
-                    }
-                    _ => {
-                        if std::mem::take(&mut broker_silent) {
-                            tracing::info!("the brokers answer again");
-                        }
-                        health.set_ready(assigned > 0, format!("{assigned} partitions assigned"));
-                    }
-                }
+                report_readiness(&health, &shared, &mut broker_silent);
             }
             msg = consumer.recv(), if waiting.len() < cfg.max_inflight => {
                 let mut batch = match msg {
@@ -520,91 +646,14 @@ async fn run_loop<S: Stage>(
                     if i > 0 {
                         drop_revoked(&mut stage, &shared, &mut parts, &mut last_commit);
                     }
-                    let mut out = Vec::with_capacity(batch.len());
-                    cpu(|| -> anyhow::Result<()> {
-                        let started = Instant::now();
-                        let msgs: Vec<InMessage<'_>> = batch
-                            .iter()
-                            .map(|m| InMessage {
-                                topic: m.topic(),
-                                partition: m.partition(),
-                                offset: m.offset(),
-                                key: m.key(),
-                                payload: m.payload().unwrap_or_default(),
-                                timestamp: m.timestamp().to_millis(),
-                                read_at: started,
-                            })
-                            .collect();
-                        stage.prepare(&msgs);
-                        for msg in &msgs {
-                            let tp = TopicPartition::new(msg.topic, msg.partition);
-                            let offset = msg.offset;
-                            if !parts.contains_key(&tp) && !shared.owns(&tp) {
-                                // A message of a partition revoked (the session lapsed while the
-                                // brokers did not answer) that was already in the local queue: not
-                                // this instance's to process; the next owner reads it again. Opening
-                                // it would run the stage's `open` (reads from the brokers) for a
-                                // partition it does not own.
-                                tracing::debug!(topic = %tp.topic, partition = tp.partition, offset, "message of a partition not assigned here: skipped");
-                                continue;
-                            }
-                            if !parts.contains_key(&tp) {
-                                let resumption = shared.read_resumption(&tp).with_context(|| format!("failed to read where {tp} resumes"))?;
-                                let (from, companion) = resume_from(&tp, offset, resumption);
-                                tracing::info!(topic = %tp.topic, partition = tp.partition, offset, from, ?companion, "partition opened");
-                                let state = stage.open(&tp, from, companion).map_err(|e| e.context(format!("failed to open partition {tp}")))?;
-                                openings += 1;
-                                parts.insert(tp.clone(), Owned { state, offsets: PartitionOffsets::default(), opened: openings, from });
-                            }
-                            let owned = parts.get_mut(&tp).expect("inserted above");
-                            if offset < owned.from {
-                                // Before the offset the companion value goes with: the previous
-                                // owner's last commit stored the value but not the group offset.
-                                // Its outputs are acknowledged; it is not read again.
-                                continue;
-                            }
-                            owned.offsets.begin(offset);
-                            let (records, tag) = stage.process(&mut owned.state, &mut owned.offsets, msg);
-                            next_seq += 1;
-                            waiting.insert(next_seq, Waiting { tp, offset, opened: owned.opened, started, tag });
-                            out.push((Owner::Message(next_seq), records));
-                        }
-                        Ok(())
-                    })?;
+                    let mut turn = Turn { parts: &mut parts, waiting: &mut waiting, next_seq: &mut next_seq, openings: &mut openings };
+                    let out = cpu(|| turn.process(&mut stage, &shared, batch))?;
                     outbox.send(out)?;
                 }
             }
         }
     }
-    tracing::info!(pending = waiting.len(), "draining");
-    while !waiting.is_empty() || ticks_in_flight > 0 {
-        let report = match tokio::time::timeout(Duration::from_secs(1), producer.done.recv()).await {
-            Ok(Some(report)) => report,
-            Ok(None) => break,
-            Err(_) if outbox.stopped() => anyhow::bail!("the producer's enqueueing thread stopped while draining"),
-            Err(_) => continue,
-        };
-        let (owner, error) = report;
-        finish(&mut stage, &mut parts, &mut waiting, &mut ticks_in_flight, owner, error)?;
-    }
-    // librdkafka's synchronous commit waits as long as the coordinator does not answer: bound
-    // the waits of shutdown (what is not committed is re-read by the next owner).
-    if let Some(h) = committing.take()
-        && tokio::time::timeout(FINAL_COMMIT_WAIT, h).await.is_err()
-    {
-        tracing::warn!("a commit in flight did not finish; stopping without it");
-    }
-    stage.drain(&mut parts);
-    let points: Vec<_> =
-        parts.iter_mut().filter_map(|(tp, o)| stage.commit_point(&mut o.state, &o.offsets).map(|p| (tp.clone(), p))).collect();
-    match tokio::time::timeout(FINAL_COMMIT_WAIT, consumer::commit(&consumer, &shared, points)).await {
-        Ok(r) => {
-            if let Err(e) = r.expect("commit task") {
-                tracing::warn!(error = %e, "final commit failed; a restart re-reads more");
-            }
-        }
-        Err(_) => tracing::warn!("the final commit did not finish in {FINAL_COMMIT_WAIT:?}; a restart re-reads more"),
-    }
+    drain(stage, parts, waiting, ticks_in_flight, producer, &outbox, committing, &consumer, &shared).await?;
     tracing::info!("stopped");
     Ok(())
 }

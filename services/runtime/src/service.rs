@@ -124,6 +124,39 @@ pub async fn serve_admin(
     Ok(bound)
 }
 
+/// The start every streaming service shares once its stage is built: readiness, the admin
+/// server, the producer, the group consumer on `inputs` (with the stage's lag gauge), and the
+/// consume loop until `shutdown`. `prepare` sees the stage and the group's shared state before
+/// the loop starts (the alerter reads its history again on each assignment). A service is its
+/// configuration, its stage and one call of this.
+#[allow(clippy::too_many_arguments)]
+pub async fn start_stage<S: crate::pipeline::Stage>(
+    id: &ServiceId,
+    stream: &StreamSettings,
+    registry: prometheus::Registry,
+    inputs: &[&str],
+    lag: prometheus::IntGaugeVec,
+    mut stage: S,
+    prepare: impl FnOnce(&mut S, &Arc<crate::consumer::GroupShared>),
+    shutdown: CancellationToken,
+) -> anyhow::Result<Running> {
+    let health = admin::Health::new();
+    let admin_addr = serve_admin(id, stream.admin_addr(id), registry, health.clone(), None, shutdown.clone()).await?;
+    let producer = crate::pipeline::producer(&stream.kafka, id.name)?;
+    let (consumer, shared) = crate::consumer::group_consumer(&stream.kafka, id.name, &stream.group_id(id), inputs, lag)?;
+    prepare(&mut stage, &shared);
+    let task = tokio::spawn(crate::pipeline::run(stage, consumer, shared, producer, health.clone(), stream.loop_config(), shutdown));
+    tracing::info!(%admin_addr, inputs = ?inputs, "{} started", id.name.replace('_', " "));
+    Ok(Running { admin_addr, task, health, feed: () })
+}
+
+impl Running {
+    /// The same service handing out `feed` (its stream for in-process viewers).
+    pub fn with_feed<X>(self, feed: X) -> Running<X> {
+        Running { admin_addr: self.admin_addr, task: self.task, health: self.health, feed }
+    }
+}
+
 /// The `main` of a service binary: `--config FILE` (or `<ENV>_CONFIG`), environment overrides
 /// (`<ENV>__…`, and `OCTANT_<SECTION>__…` for `shared` sections), structured logs, SIGTERM and
 /// Ctrl-C draining, then `run`.

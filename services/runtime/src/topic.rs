@@ -1,5 +1,6 @@
 //! Reading a topic to its end: every record of every partition, from the beginning to the
-//! end the broker has now. Used where a service rebuilds state from a log (the alerter's
+//! end the broker has now ([`read_to_end`]); and following topics from the beginning as
+//! records arrive ([`follow`]: the fleet page's live state, `octant compare --follow`). Used where a service rebuilds state from a log (the alerter's
 //! history), by the demo's view, and by the tests, which read what a stage produced instead of
 //! waiting out a timeout.
 //!
@@ -37,6 +38,26 @@ impl std::fmt::Debug for Record {
             .field("payload_len", &self.payload.len())
             .finish()
     }
+}
+
+/// Every payload of the topics `bases` (with the configured prefix), every partition from the
+/// beginning and then as records arrive, without a consumer group's commits (each follower
+/// reads the whole topic). The stream ends only with an error of the client.
+pub fn follow(
+    cfg: &KafkaConfig,
+    client: &str,
+    bases: &[&str],
+) -> Result<impl futures::Stream<Item = Result<Vec<u8>, RuntimeError>> + use<>, RuntimeError> {
+    let mut c = client_config(cfg, client);
+    c.set("group.id", format!("{}{}-{client}-{}", cfg.topic_prefix, cfg.client_id, std::process::id()));
+    c.set("enable.auto.commit", "false");
+    crate::kafka::apply_settings(&mut c, cfg);
+    let consumer: rdkafka::consumer::StreamConsumer = c.create().map_err(|e| RuntimeError::kafka("failed to create a follower", e))?;
+    crate::kafka::assign_from_beginning(&consumer, cfg, bases).map_err(|e| RuntimeError::kafka("assign", e))?;
+    Ok(futures::stream::unfold(consumer, |c| async move {
+        let next = c.recv().await.map(|m| m.payload().unwrap_or_default().to_vec()).map_err(|e| RuntimeError::kafka("reading", e));
+        Some((next, c))
+    }))
 }
 
 /// Every record of `topic` now, in partition and offset order. Fails when the brokers do not

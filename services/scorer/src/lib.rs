@@ -45,11 +45,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use octant_contracts::codec::to_single_object;
 use octant_contracts::{Decoder, TrajectoryEvent, Watermark, topics};
-use octant_runtime::admin::{self, Health};
-use octant_runtime::consumer::{self, CommitPoint, PartitionOffsets, TopicPartition};
-use octant_runtime::dlq::{SourceRef, dead_letter, now_ms};
+use octant_runtime::admin;
+use octant_runtime::consumer::{CommitPoint, PartitionOffsets, TopicPartition};
+use octant_runtime::dlq::{DeadLetters, SourceRef, now_ms};
 use octant_runtime::kafka::{self, OutRecord};
-use octant_runtime::pipeline::{self, InMessage, Parts, Stage, TickContext};
+use octant_runtime::pipeline::{InMessage, Parts, Stage, TickContext};
 use octant_runtime::service::{self, ServiceId};
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
@@ -78,19 +78,8 @@ pub async fn start(config: ScorerConfig, registry: Registry, shutdown: Cancellat
             .context("the scorer's topics must exist (octant creates them; see `kafka::ensure_topics`)")?;
     let output_partitions = counts.remove(&observations).expect("asked for");
     let stage = ScorerStage::new(&config, &registry, Topology { input_partitions: counts, output_partitions })?;
-    let health = Health::new();
-    let admin_addr = service::serve_admin(&ID, config.stream.admin_addr(&ID), registry, health.clone(), None, shutdown.clone()).await?;
-    let producer = pipeline::producer(kafka, ID.name)?;
-    let (consumer, shared) = consumer::group_consumer(
-        kafka,
-        ID.name,
-        &config.stream.group_id(&ID),
-        &[&inputs[0], &inputs[1]],
-        stage.metrics.consumer_lag.clone(),
-    )?;
-    let task = tokio::spawn(pipeline::run(stage, consumer, shared, producer, health.clone(), config.stream.loop_config(), shutdown));
-    tracing::info!(%admin_addr, "scorer started");
-    Ok(Running { admin_addr, task, health, feed: () })
+    let lag = stage.metrics.consumer_lag.clone();
+    service::start_stage(&ID, &config.stream, registry, &[&inputs[0], &inputs[1]], lag, stage, |_, _| {}, shutdown).await
 }
 
 /// Runs the scorer until `shutdown`.
@@ -126,8 +115,7 @@ pub struct Tag {
 /// The scorer's processing, runnable without a broker (`octant_runtime::pipeline::Driver`).
 pub struct ScorerStage {
     observations_topic: String,
-    dlq_topic: String,
-    redactor: octant_runtime::redact::Redactor,
+    dead_letters: DeadLetters,
     metrics: Metrics,
     decoder: Decoder,
     rules: Rules,
@@ -191,8 +179,11 @@ impl ScorerStage {
         let kafka = &config.stream.kafka;
         Ok(ScorerStage {
             observations_topic: kafka.topic(topics::OBSERVATIONS),
-            dlq_topic: kafka.topic(topics::DLQ),
-            redactor: config.redaction.build().map_err(anyhow::Error::msg).context("[redaction]")?,
+            dead_letters: DeadLetters::new(
+                ID.name,
+                kafka.topic(topics::DLQ),
+                config.redaction.build().map_err(anyhow::Error::msg).context("[redaction]")?,
+            ),
             metrics: Metrics::new(registry),
             decoder,
             rules: Rules {
@@ -328,9 +319,7 @@ impl Stage for ScorerStage {
         let dead_letter_class = rejected.as_ref().map(|(c, _)| *c);
         if let Some((class, message)) = rejected {
             let src = SourceRef { topic: m.topic, partition: m.partition, offset, key, payload };
-            let (dl, record) = dead_letter(ID.name, &self.dlq_topic, &src, class, &message, now_ms(), &self.redactor);
-            tracing::debug!(topic = m.topic, partition = m.partition, offset, class, message = %dl.error_message, "dead letter");
-            records.push(record);
+            records.push(self.dead_letters.of(&src, class, &message));
         }
         (records, Tag { metrics: metric_names, dead_letter: dead_letter_class })
     }

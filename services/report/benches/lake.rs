@@ -1,7 +1,7 @@
 //! Profile of a lake with 10 M observations: DataFusion (the profiler) against DuckDB running
 //! the equivalent SQL on the same files, in one run. Prints a table.
 //!
-//! `cargo bench -p octant-profiler --bench lake` (DuckDB from `scripts/setup.sh`).
+//! `cargo bench -p octant-report --bench lake` (DuckDB from `scripts/setup.sh`).
 //! `OCTANT_BENCH_OBSERVATIONS` changes the size (default 10,000,000); the generated lake is
 //! kept under the temp directory and reused by later runs of the same size.
 
@@ -14,7 +14,7 @@ use octant_contracts::{Observation, Source};
 use octant_lake::lake::{FileSpec, Lake, writer_properties};
 use octant_lake::reader as lakedb;
 use octant_lake::schema::{arrow_schema, table};
-use octant_profiler::{Period, ProfilerConfig, build};
+use octant_report::{Period, ReportConfig, profile as build};
 use serde_json::Value;
 
 /// 2025-11-28T00:00:00Z: the data spans two days (two `date` partitions).
@@ -252,7 +252,7 @@ fn main() {
             out.push((median(ts), rows));
         }
         // The whole profile: the SELECT streamed through the aggregator's window code (B = 1000).
-        let cfg = ProfilerConfig { lake: lake.clone(), ..Default::default() };
+        let cfg = ReportConfig { lake: lake.clone(), ..Default::default() };
         let period = Period { name: "bench".into(), start: T0 - 86_400_000, end: T0 + 3 * 86_400_000 };
         let mut profile = Vec::new();
         for _ in 0..2 {

@@ -1,15 +1,15 @@
 //! A 7-day profile of 1,000 series from the pane-sum store: its time does not depend on how
 //! many observations the period holds. Prints a table.
 //!
-//! `cargo bench -p octant-profiler --bench panes` (`-- 10000000 100000000` for other sizes;
+//! `cargo bench -p octant-report --bench panes` (`-- 10000000 100000000` for other sizes;
 //! default: both of these).
 //!
-//! The store is written the way the profiler writes it (`octant_profiler::panes::Store`):
+//! The store is written the way the profiler writes it (`octant_report::pane_store::Store`):
 //! 1,000 series (50 systems × 4 rate metrics × 5 versions) × 168 hourly panes. Each pane
 //! carries its share of the observations as units and its runs (10 observations per run) as
 //! cluster hashes; its B = 1000 replicate sums come from 8 clusters that hold those units
 //! (what a pane's replicate sums hold does not change what merging them costs). The profile
-//! is then `octant_profiler::build::build` over the 168 hours, every hour from the store
+//! is then `octant_report::profile::build` over the 168 hours, every hour from the store
 //! (an empty lake: no observation is read), on every core.
 
 use std::collections::BTreeMap;
@@ -19,8 +19,8 @@ use octant_contracts::Source;
 use octant_core::stats::bootstrap::{BootstrapSpec, ReplicateSums, cluster_hash, mix64, to_fixed};
 use octant_engine::panes::PaneSums;
 use octant_engine::window::SeriesKey;
-use octant_profiler::panes::{GroupMeta, HOUR_MS, Store, SystemHour};
-use octant_profiler::{Period, ProfilerConfig, build};
+use octant_report::pane_store::{GroupMeta, HOUR_MS, Store, SystemHour};
+use octant_report::{Period, ReportConfig, profile as build};
 
 /// 2025-11-24T00:00:00Z.
 const T0: i64 = 1_763_942_400_000;
@@ -115,7 +115,7 @@ fn main() {
         let _ = std::fs::remove_dir_all(&root);
         let (lake, store_dir) = (root.join("lake"), root.join("store"));
         std::fs::create_dir_all(&lake).unwrap();
-        let mut cfg = ProfilerConfig { lake: lake.clone(), evidence: root.join("evidence"), ..Default::default() };
+        let mut cfg = ReportConfig { lake: lake.clone(), ..Default::default() };
         cfg.pane_sums = Some(store_dir.clone());
         let boot = cfg.bootstrap_spec();
         let store = Store::new(&store_dir, &cfg.evaluation);

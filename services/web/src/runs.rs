@@ -7,11 +7,11 @@
 //! applied the configured redaction. Text from the data never reaches a terminal raw: control
 //! characters (escape sequences included) are shown escaped.
 
-use crate::build::lit;
-use crate::web::{self, wire};
+use crate::query::{self, wire};
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 use octant_contracts::{EventKind, TrajectoryEvent};
+use octant_report::sql::lit;
 use serde::Serialize;
 
 /// One run, from the lake.
@@ -72,7 +72,7 @@ pub async fn load(ctx: &SessionContext, run_id: &str) -> Result<Option<RunView>>
         lit(run_id)
     );
     let mut events: Vec<TrajectoryEvent> = Vec::new();
-    for e in web::rows::<TrajectoryEvent>(ctx, &sql).await? {
+    for e in query::rows::<TrajectoryEvent>(ctx, &sql).await? {
         // The lake may hold a record twice (at-least-once delivery): one per event id.
         if !events.iter().any(|x| x.event_id == e.event_id) {
             events.push(e);
@@ -112,7 +112,7 @@ pub async fn load(ctx: &SessionContext, run_id: &str) -> Result<Option<RunView>>
         "SELECT DISTINCT observation_id, metric, step, value, weight FROM observations WHERE run_id = {} ORDER BY metric, step",
         lit(run_id)
     );
-    let observations: Vec<ObservationView> = web::rows(ctx, &sql).await?;
+    let observations: Vec<ObservationView> = query::rows(ctx, &sql).await?;
     Ok(Some(RunView {
         run_id: run_id.to_string(),
         system,
@@ -201,8 +201,8 @@ pub fn to_text(r: &RunView) -> String {
     );
     s.push_str(&format!(
         "started {} · ended {} · outcome {}\n",
-        r.started_at.map(crate::evidence::rfc3339).unwrap_or_else(|| "—".into()),
-        r.ended_at.map(crate::evidence::rfc3339).unwrap_or_else(|| "— (open or abandoned)".into()),
+        r.started_at.map(octant_report::render::rfc3339).unwrap_or_else(|| "—".into()),
+        r.ended_at.map(octant_report::render::rfc3339).unwrap_or_else(|| "— (open or abandoned)".into()),
         r.outcome.as_deref().unwrap_or("—")
     ));
     let unsafe_steps: Vec<String> = r.events.iter().filter(|e| e.unsafe_).map(|e| e.sequence.to_string()).collect();
@@ -251,19 +251,19 @@ pub fn to_text(r: &RunView) -> String {
 /// a table (the unsafe rows marked in words, not only in colour), and the observations. Every
 /// value from the data is escaped; the page has no script.
 pub fn to_html(r: &RunView) -> String {
-    use crate::evidence::esc;
+    use crate::page::esc;
     use std::fmt::Write;
     let opt = |s: &Option<String>| s.as_deref().map(esc).unwrap_or_else(|| "—".into());
     let title = format!("Run {} · {} {}", r.run_id, r.system, r.version);
-    let mut s = crate::web::page_start(&title);
+    let mut s = crate::page::page_start(&title);
     let _ = write!(
         s,
         "<p>Source {} · task {} (attempt {}) · started {} · ended {} · outcome {}</p>",
         esc(&r.source),
         opt(&r.task),
         r.attempt.map(|a| a.to_string()).unwrap_or_else(|| "—".into()),
-        r.started_at.map(crate::evidence::rfc3339).unwrap_or_else(|| "—".into()),
-        r.ended_at.map(crate::evidence::rfc3339).unwrap_or_else(|| "— (open or abandoned)".into()),
+        r.started_at.map(octant_report::render::rfc3339).unwrap_or_else(|| "—".into()),
+        r.ended_at.map(octant_report::render::rfc3339).unwrap_or_else(|| "— (open or abandoned)".into()),
         r.outcome.as_deref().map(esc).unwrap_or_else(|| "—".into())
     );
     let unsafe_: Vec<&EventView> = r.events.iter().filter(|e| e.unsafe_).collect();
@@ -328,7 +328,7 @@ pub fn to_html(r: &RunView) -> String {
 /// at its time since the start; unsafe steps are red diamonds. The text alternative says what
 /// the chart shows, unsafe steps included.
 fn svg_timeline(r: &RunView) -> String {
-    use crate::evidence::esc;
+    use crate::page::esc;
     use std::fmt::Write;
     // Events without an agent (the run's start and end, interventions) get a lane of their own.
     let run_lane = r.agents.is_empty() || r.events.iter().any(|e| e.agent.is_none());

@@ -16,11 +16,9 @@ use std::time::Duration;
 use octant_contracts::codec::Decoder;
 use octant_contracts::{Alert, AlertStatus, DimensionProfile, Source, topics};
 use octant_runtime::KafkaConfig;
-use rdkafka::Message;
-use rdkafka::consumer::StreamConsumer;
 use tokio_util::sync::CancellationToken;
 
-use crate::evidence::esc;
+use crate::page::{self, esc, urlencode};
 
 /// Alerts kept for the page (the newest).
 pub const MAX_ALERTS: usize = 500;
@@ -73,40 +71,39 @@ impl Live {
 
 /// Follows `octant.windows` and `octant.alerts` into `live` until `stop`.
 pub async fn follow(kafka: KafkaConfig, live: Shared, stop: CancellationToken) -> anyhow::Result<()> {
-    let consumer: StreamConsumer = octant_runtime::kafka::client_config(&kafka, "profiler-web")
-        .set("enable.auto.commit", "false")
-        .set("group.id", format!("{}octant-profiler-web", kafka.topic_prefix))
-        .create()?;
-    octant_runtime::kafka::assign_from_beginning(&consumer, &kafka, &[topics::WINDOWS, topics::ALERTS])?;
+    use futures::StreamExt;
+    let records = octant_runtime::topic::follow(&kafka, "web", &[topics::WINDOWS, topics::ALERTS])?;
+    let mut records = std::pin::pin!(records);
     live.write().unwrap().following = true;
     let decoder = Decoder::new();
-    let alerts = kafka.topic(topics::ALERTS);
     loop {
-        tokio::select! {
+        let payload = tokio::select! {
             _ = stop.cancelled() => return Ok(()),
-            m = consumer.recv() => {
-                let m = match m {
-                    Ok(m) => m,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "fleet view: consumer error");
-                        continue;
-                    }
-                };
-                let payload = m.payload().unwrap_or_default();
-                let mut l = live.write().unwrap();
-                l.records += 1;
-                if m.topic() == alerts {
-                    match decoder.decode::<Alert>(payload) {
-                        Ok(a) => l.apply_alert(a),
-                        Err(_) => l.undecodable += 1,
-                    }
-                } else if decoder.writer_of(payload).ok().and_then(|(_, k, _)| k).is_some_and(|k| k.full_name == "ai.octant.v1.DimensionProfile") {
-                    match decoder.decode::<DimensionProfile>(payload) {
-                        Ok(p) => l.apply_profile(p),
-                        Err(_) => l.undecodable += 1,
-                    }
+            r = records.next() => match r {
+                Some(Ok(payload)) => payload,
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "fleet view: consumer error");
+                    continue;
                 }
-            }
+                None => return Ok(()),
+            },
+        };
+        let kind = decoder.writer_of(&payload).ok().and_then(|(_, k, _)| k).map(|k| k.full_name.clone());
+        let kind = kind.as_deref();
+        let mut l = live.write().unwrap();
+        l.records += 1;
+        match kind {
+            Some("ai.octant.v1.Alert") => match decoder.decode::<Alert>(&payload) {
+                Ok(a) => l.apply_alert(a),
+                Err(_) => l.undecodable += 1,
+            },
+            Some("ai.octant.v1.DimensionProfile") => match decoder.decode::<DimensionProfile>(&payload) {
+                Ok(p) => l.apply_profile(p),
+                Err(_) => l.undecodable += 1,
+            },
+            // Watermarks and window records share the topics.
+            Some(_) => {}
+            None => l.undecodable += 1,
         }
     }
 }
@@ -121,13 +118,12 @@ pub fn to_html(live: &Live, refresh: Duration) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><meta name=\"viewport\" content=\"width=device-width\"/>\
-         <title>Octant fleet</title><style>body{{font-family:sans-serif;margin:2em;color:#111}}table{{border-collapse:collapse}}\
-         td,th{{border:1px solid #999;padding:2px 6px;text-align:left}}tr.unsuitable{{background:#fde0dd}}\
-         .unsuitable-tag{{color:#8b0000;font-weight:bold}}.na{{color:#555}}a:focus,button:focus{{outline:3px solid #1a4f9c}}</style></head><body>\
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\
+         <title>Octant fleet</title><link rel=\"stylesheet\" href=\"{}\"/></head><body>\
          <header><h1>Octant fleet</h1><p>Live state from <code>octant.windows</code> and <code>octant.alerts</code> ({} records read). \
          Bands 0–4 with their interval; N/A with its reason. <button type=\"button\" id=\"pause\" aria-pressed=\"false\">Pause updates</button> \
          <span id=\"refresh-note\">Updates every {} s.</span></p></header><main id=\"fleet\">",
+        page::STYLESHEET_PATH,
         live.records,
         refresh.as_secs().max(1)
     );
@@ -182,7 +178,7 @@ pub fn to_html(live: &Live, refresh: Duration) -> String {
             s,
             "<td>{}</td><td>{}</td></tr>",
             if vetoes.is_empty() { "clear".to_string() } else { vetoes.join("; ") },
-            esc(&crate::evidence::rfc3339(p.window_end))
+            esc(&octant_report::render::rfc3339(p.window_end))
         );
     }
     s.push_str("</tbody></table>");
@@ -193,7 +189,7 @@ pub fn to_html(live: &Live, refresh: Duration) -> String {
     } else {
         s.push_str("<ul id=\"alerts\">");
         for a in firing {
-            let run = crate::web::incident_run_link(a, "run ").map(|l| format!(" — {l}")).unwrap_or_default();
+            let run = page::incident_run_link(a, "run ").map(|l| format!(" — {l}")).unwrap_or_default();
             let _ = write!(
                 s,
                 "<li>{:?} <a href=\"/alerts/{}\">{}</a>: {}{run}</li>",
@@ -211,22 +207,29 @@ pub fn to_html(live: &Live, refresh: Duration) -> String {
     // alone (a screen reader is not made to read it again). A keyboard user's focus survives a
     // reload: the link focused before it (same address, same rank among links to it) is
     // focused again after it, without scrolling, so Tab goes on from where it was.
-    let _ = write!(
-        s,
-        "<script>(function(){{var paused=false,b=document.getElementById('pause');b.addEventListener('click',function(){{paused=!paused;\
+    let _ = write!(s, "<script>{}</script>", script(refresh));
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// The fleet page's own script: reloads the main element every `refresh` unless paused. It
+/// reads nothing from the data but the server's HTML, already escaped. Unchanged content is
+/// left alone (a screen reader is not made to read it again). A keyboard user's focus survives
+/// a reload: the link focused before it (same address, same rank among links to it) is focused
+/// again after it, without scrolling, so Tab goes on from where it was. The page's
+/// Content-Security-Policy allows exactly this text by its hash (`page::csp_with_script`).
+pub fn script(refresh: Duration) -> String {
+    format!(
+        "(function(){{var paused=false,b=document.getElementById('pause');b.addEventListener('click',function(){{paused=!paused;\
          b.setAttribute('aria-pressed',String(paused));b.textContent=paused?'Resume updates':'Pause updates';}});\
          function links(r,h){{return Array.prototype.filter.call(r.querySelectorAll('a[href]'),function(e){{return e.getAttribute('href')===h;}});}}\
          setInterval(function(){{if(paused)return;fetch(location.href,{{credentials:'same-origin'}}).then(function(r){{return r.text();}}).then(function(t){{\
          var d=new DOMParser().parseFromString(t,'text/html'),m=d.getElementById('fleet'),f=document.getElementById('fleet');if(!m||!f||m.innerHTML===f.innerHTML)return;\
          var a=document.activeElement,h=a&&f.contains(a)?a.getAttribute('href'):null,i=h?links(f,h).indexOf(a):-1;f.replaceWith(m);\
-         if(h){{var c=links(m,h),e=c[Math.min(i,c.length-1)];if(e)e.focus({{preventScroll:true}});}}}}).catch(function(){{}});}},{});}})();</script>",
+         if(h){{var c=links(m,h),e=c[Math.min(i,c.length-1)];if(e)e.focus({{preventScroll:true}});}}}}).catch(function(){{}});}},{});}})();",
         refresh.as_millis().max(1000)
-    );
-    s.push_str("</body></html>\n");
-    s
+    )
 }
-
-pub use octant_runtime::web::path_segment as urlencode;
 
 #[cfg(test)]
 mod tests {

@@ -32,10 +32,10 @@ use datafusion::prelude::SessionContext;
 use octant_contracts::Source;
 use octant_core::family::Family;
 use octant_core::stats::meta::{self, Kappa, Level, Verdict};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::build::{Period, col, period_filter};
-use crate::config::ProfilerConfig;
+use crate::config::ReportConfig;
+use crate::sql::{Period, col, period_filter};
 
 /// One evaluation result of the period.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,7 +62,7 @@ pub struct Result_ {
 /// the period per evaluation name and evaluator, with the interval its evaluator reported.
 /// Banded by its template's family when the name is a template's (FID: C(300)); without a
 /// reported interval the band is N/A, since Octant cannot resample a set it never saw.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SetLevelReport {
     pub name: String,
     pub evaluator: String,
@@ -97,7 +97,7 @@ impl SetLevelReport {
 }
 
 /// Meta-evaluation of one evaluation name.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RaterReport {
     pub name: String,
     /// The scoring mode of its results: results of another mode are another report (seed
@@ -116,7 +116,7 @@ pub struct RaterReport {
     pub retest_band: Option<u8>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KappaReport {
     pub kappa: f64,
     pub lo: f64,
@@ -131,7 +131,7 @@ pub struct KappaReport {
 /// Meta-evaluation of one pairwise evaluation name, for one system version. Win rate, position
 /// inconsistency and Elo are the judges' (every rater not declared `human`); human verdicts
 /// are the verbosity bias's reference.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PairwiseReport {
     pub name: String,
     pub verdicts: u64,
@@ -162,7 +162,7 @@ pub struct PairwiseReport {
 }
 
 /// The meta-evaluation of one (system, version, source).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetaEvaluation {
     pub raters: Vec<RaterReport>,
     /// Results per evaluation name and scoring mode (seed 000 §IV-B1): where an instrument's
@@ -181,7 +181,7 @@ pub struct MetaEvaluation {
 /// Whether a metric separates the systems profiled together (seed 000 Table XI): the share of
 /// pairs of systems (same source and benchmark) whose estimates differ at α = 0.05 (z-test on
 /// the interval's standard error, (hi − lo)/(2·z), Holm across the pairs).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DiscriminativePower {
     pub metric: String,
     pub benchmark: Option<String>,
@@ -221,7 +221,7 @@ pub fn discriminative_power(profiles: &[&octant_contracts::Profile], level: f64)
 
 /// How many of the period's results of one evaluation name were scored in one mode (`None`:
 /// the result did not say).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModeCount {
     pub name: String,
     pub scoring_mode: Option<String>,
@@ -231,7 +231,7 @@ pub struct ModeCount {
 /// Results of an instrument's evaluation name scored in another mode than the one the
 /// instrument is declared with (seed 000 §IV-B1: "the fallback is recorded in the evidence
 /// package").
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fallback {
     pub instrument: String,
     pub designated: String,
@@ -262,7 +262,7 @@ type Ratings = (BTreeMap<String, (f64, Option<[f64; 2]>)>, u64);
 
 /// Reads the period's evaluation results (every system: Bradley–Terry ranks them together)
 /// and builds each (system, version, source)'s meta-evaluation.
-pub async fn meta_evaluations(ctx: &SessionContext, cfg: &ProfilerConfig, period: &Period) -> Result<BTreeMap<Key, MetaEvaluation>> {
+pub async fn meta_evaluations(ctx: &SessionContext, cfg: &ReportConfig, period: &Period) -> Result<BTreeMap<Key, MetaEvaluation>> {
     let results = read(ctx, period).await?;
     Ok(build(&results, cfg))
 }
@@ -358,7 +358,7 @@ fn h_band(value: f64) -> Option<u8> {
 }
 
 /// The meta-evaluations of every (system, version, source) with results (pure).
-pub fn build(results: &[Result_], cfg: &ProfilerConfig) -> BTreeMap<Key, MetaEvaluation> {
+pub fn build(results: &[Result_], cfg: &ReportConfig) -> BTreeMap<Key, MetaEvaluation> {
     let mut out: BTreeMap<Key, MetaEvaluation> = BTreeMap::new();
     let mut groups: BTreeMap<(Key, String), Vec<&Result_>> = BTreeMap::new();
     let mut modes: BTreeMap<(Key, String, Option<String>), u64> = BTreeMap::new();
@@ -613,7 +613,7 @@ fn verbosity_bias(judged: &[&Result_], human: &[&Result_]) -> Option<(f64, Optio
     Some((mean, interval, d.len() as u64, reference.to_string()))
 }
 
-fn pairwise(key: &Key, name: &str, all: &[&Result_], elo: Option<&Ratings>, cfg: &ProfilerConfig) -> PairwiseReport {
+fn pairwise(key: &Key, name: &str, all: &[&Result_], elo: Option<&Ratings>, cfg: &ReportConfig) -> PairwiseReport {
     let (human, rs): (Vec<&Result_>, Vec<&Result_>) = all.iter().partition(|r| is_human(r));
     let rs = rs.as_slice();
     let verbosity = verbosity_bias(rs, &human);
@@ -817,7 +817,7 @@ mod tests {
             result("fid", "clean-fid", 12.5, Some((11.9, 13.2)), 2), // the latest
             result("fid", "other", 40.0, None, 3),
         ];
-        let m = build(&rs, &ProfilerConfig::default());
+        let m = build(&rs, &ReportConfig::default());
         let sl = &m[&("s".to_string(), "1".to_string(), Source::Evaluation)].set_level;
         assert_eq!(sl.len(), 2);
         let clean = sl.iter().find(|r| r.evaluator == "clean-fid").unwrap();
@@ -851,7 +851,7 @@ mod tests {
             rs.push(Result_ { scoring_mode: None, ..rated("h2", "human", i, truth, mode) });
             rs.push(rated("j", "judge", i, if i < 4 { truth } else { 1.0 - truth }, mode));
         }
-        let mut cfg = ProfilerConfig::default();
+        let mut cfg = ReportConfig::default();
         cfg.evaluation.instruments = vec![
             toml::from_str("id = \"em_likelihood\"\nevaluation = \"em\"\ntemplate = \"exact_match\"\nscoring_mode = \"likelihood\"")
                 .unwrap(),
@@ -920,7 +920,7 @@ mod tests {
         // Equal lengths and unknown lengths do not count.
         rs.push(verdict("judge-a", "judge", "same", 1, 1.0, Some((200, 200))));
         rs.push(verdict("judge-a", "judge", "unknown", 1, 1.0, None));
-        let m = build(&rs, &ProfilerConfig::default());
+        let m = build(&rs, &ReportConfig::default());
         let p = &m[&("s".to_string(), "1".to_string(), Source::Evaluation)].pairwise[0];
         assert_eq!((p.verdicts, p.human_verdicts, p.verbosity_items), (10, 8, 4));
         assert_eq!(p.verbosity_bias, Some(0.375));
@@ -936,12 +936,12 @@ mod tests {
         // A repeat in an order already seen is no second vote.
         let mut again = rs.clone();
         again.push(verdict("judge-a", "judge", "same", 1, 0.0, Some((200, 200))));
-        let m = build(&again, &ProfilerConfig::default());
+        let m = build(&again, &ReportConfig::default());
         assert_eq!(m[&("s".to_string(), "1".to_string(), Source::Evaluation)].pairwise[0].win_rate, Some(0.75));
         assert_eq!((p.swapped_items, p.position_inconsistency), (4, Some(0.25)));
         // Without human verdicts the reference is ½.
         let judged: Vec<Result_> = rs.into_iter().filter(|r| !is_human(r)).collect();
-        let m = build(&judged, &ProfilerConfig::default());
+        let m = build(&judged, &ReportConfig::default());
         let p = &m[&("s".to_string(), "1".to_string(), Source::Evaluation)].pairwise[0];
         assert_eq!(p.verbosity_bias, Some(0.375));
         assert!(p.verbosity_reference.as_deref().unwrap().starts_with("none"));

@@ -36,7 +36,7 @@ use octant_core::stats::bootstrap::{cluster_hash, poisson_weight, quantile_sorte
 use octant_core::stats::paired::{self, WilcoxonMethod};
 use serde::{Deserialize, Serialize};
 
-use crate::build::{Period, col, df_err, lit, period_filter};
+use crate::sql::{Period, col, df_err, lit, period_filter};
 
 /// `[compare]` of the profiler's configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

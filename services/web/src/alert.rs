@@ -13,8 +13,9 @@ use octant_contracts::{Alert, AlertKind, AlertStatus, MetricWindow};
 use octant_core::veto::{Direction, VetoRule};
 use serde::{Deserialize, Serialize};
 
-use crate::build::lit;
-use crate::web::{self, esc, urlencode};
+use crate::page::{self, esc, urlencode};
+use crate::query;
+use octant_report::sql::lit;
 
 /// How many runs the page lists behind a veto.
 pub const MAX_RUNS: usize = 25;
@@ -58,11 +59,11 @@ fn rule(name: &str) -> Option<VetoRule> {
 pub async fn load(ctx: &SessionContext, fingerprint: &str) -> Result<Option<AlertView>> {
     let sql = format!(
         "{} WHERE fingerprint = {} ORDER BY kafka_partition, kafka_offset",
-        web::select_all("alerts", web::ALERT_TIMES),
+        query::select_all("alerts", query::ALERT_TIMES),
         lit(fingerprint)
     );
     let mut ids = std::collections::HashSet::new();
-    let history: Vec<Alert> = web::rows::<Alert>(ctx, &sql).await?.into_iter().filter(|a| ids.insert(a.alert_id.clone())).collect();
+    let history: Vec<Alert> = query::rows::<Alert>(ctx, &sql).await?.into_iter().filter(|a| ids.insert(a.alert_id.clone())).collect();
     let Some(last) = history.last().cloned() else { return Ok(None) };
     // The evidence is the window of the newest *firing* record that names one (a resolution
     // names the clear window that resolved it; the page is about what fired).
@@ -77,18 +78,18 @@ pub async fn load(ctx: &SessionContext, fingerprint: &str) -> Result<Option<Aler
         let sql = format!(
             "{} WHERE system_id = {} AND date = {} AND system_version = {} AND source = {} AND metric = {} AND CAST(window_end AS BIGINT) = {end} \
              AND slice_kind IS NULL AND slice IS NULL AND {} ORDER BY window_id LIMIT 1",
-            web::select_all("metric_windows", web::WINDOW_TIMES),
+            query::select_all("metric_windows", query::WINDOW_TIMES),
             lit(&a.system_id),
             lit(&octant_lake::date_of(end)),
             lit(&a.system_version),
-            lit(&web::wire(&a.source)),
+            lit(&query::wire(&a.source)),
             lit(a.metric.as_deref().unwrap_or_default()),
             match benchmark_of(a) {
                 Some(b) => format!("benchmark = {}", lit(b)),
                 None => "benchmark IS NULL".into(),
             }
         );
-        window = web::rows::<MetricWindow>(ctx, &sql).await?.into_iter().next().map(|mut w| {
+        window = query::rows::<MetricWindow>(ctx, &sql).await?.into_iter().next().map(|mut w| {
             w.system_id = a.system_id.clone();
             w
         });
@@ -124,7 +125,7 @@ async fn runs_behind(ctx: &SessionContext, a: &Alert, rule: VetoRule) -> Result<
          AND date >= {} AND date <= {}",
         lit(&a.system_id),
         lit(&a.system_version),
-        lit(&web::wire(&a.source)),
+        lit(&query::wire(&a.source)),
         lit(metric),
         lit(&octant_lake::date_of(start)),
         lit(&octant_lake::date_of(end - 1)),
@@ -138,9 +139,9 @@ async fn runs_behind(ctx: &SessionContext, a: &Alert, rule: VetoRule) -> Result<
          (SELECT DISTINCT observation_id, run_id, value FROM observations WHERE {filter}) GROUP BY run_id \
          ORDER BY value {order}, unsafe_total DESC, run_id LIMIT {MAX_RUNS}"
     );
-    let runs: Vec<RunBehind> = web::rows(ctx, &sql).await?;
+    let runs: Vec<RunBehind> = query::rows(ctx, &sql).await?;
     // The rest are counted, not read (a window may hold 100,000 runs).
-    let n = web::count(ctx, &format!("SELECT COUNT(DISTINCT run_id) AS n FROM observations WHERE {filter}")).await?;
+    let n = query::count(ctx, &format!("SELECT COUNT(DISTINCT run_id) AS n FROM observations WHERE {filter}")).await?;
     Ok((runs, n))
 }
 
@@ -149,7 +150,7 @@ pub fn to_html(v: &AlertView) -> String {
     let last = v.history.last().expect("a view has a record");
     let firing = last.status == AlertStatus::Firing;
     let title = format!("Alert {} · {}", last.alertname, last.system_id);
-    let mut s = web::page_start(&title);
+    let mut s = page::page_start(&title);
     let _ = write!(
         s,
         "<p id=\"state\" class=\"{}\">{} · {:?} · {} {} · {}</p><p>{}</p><p>Fingerprint <code>{}</code> · system <a href=\"/systems/{}\">{}</a> \
@@ -158,8 +159,8 @@ pub fn to_html(v: &AlertView) -> String {
         if firing { "FIRING" } else { "RESOLVED" },
         last.severity,
         esc(&last.rule),
-        web::text(last.metric.as_deref()),
-        web::text(last.dimension.as_deref()),
+        page::text(last.metric.as_deref()),
+        page::text(last.dimension.as_deref()),
         esc(&last.summary),
         esc(&v.fingerprint),
         esc(&urlencode(&last.system_id)),
@@ -195,14 +196,15 @@ pub fn to_html(v: &AlertView) -> String {
             s,
             "<tr class=\"{}\"><td>{}</td><td>{change}</td><td>{:?}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             if a.status == AlertStatus::Firing { "firing" } else { "resolved" },
-            esc(&crate::evidence::rfc3339(a.window_end.unwrap_or(a.starts_at))),
+            esc(&octant_report::render::rfc3339(a.window_end.unwrap_or(a.starts_at))),
             a.severity,
-            web::text(a.veto_state.as_deref()),
-            web::num(a.estimate),
-            web::interval(a.ci_low, a.ci_high),
+            page::text(a.veto_state.as_deref()),
+            page::num(a.estimate),
+            page::interval(a.ci_low, a.ci_high),
             a.threshold.map_or_else(|| "—".into(), |t| t.to_string()),
             match (a.window_start, a.window_end) {
-                (Some(ws), Some(we)) => format!("{} – {}", esc(&crate::evidence::rfc3339(ws)), esc(&crate::evidence::rfc3339(we))),
+                (Some(ws), Some(we)) =>
+                    format!("{} – {}", esc(&octant_report::render::rfc3339(ws)), esc(&octant_report::render::rfc3339(we))),
                 _ => "—".into(),
             },
         );
@@ -220,15 +222,15 @@ pub fn to_html(v: &AlertView) -> String {
                  <tr><th scope=\"row\">Veto state</th><td>{}</td></tr><tr><th scope=\"row\">Method</th><td>{} ({} replicates)</td></tr></tbody></table>",
                 esc(&w.metric),
                 esc(&w.dimension),
-                esc(&crate::evidence::rfc3339(w.window_start)),
-                esc(&crate::evidence::rfc3339(w.window_end)),
-                web::num(w.estimate),
+                esc(&octant_report::render::rfc3339(w.window_start)),
+                esc(&octant_report::render::rfc3339(w.window_end)),
+                page::num(w.estimate),
                 (w.level * 100.0).round(),
-                web::interval(w.ci_low, w.ci_high),
+                page::interval(w.ci_low, w.ci_high),
                 w.units,
                 w.clusters,
-                w.band.map_or_else(|| format!("N/A: {}", web::text(w.na_reason.as_deref())), |b| b.to_string()),
-                web::text(w.veto_state.as_deref()),
+                w.band.map_or_else(|| format!("N/A: {}", page::text(w.na_reason.as_deref())), |b| b.to_string()),
+                page::text(w.veto_state.as_deref()),
                 esc(&w.method),
                 w.replicates,
             );
@@ -239,9 +241,9 @@ pub fn to_html(v: &AlertView) -> String {
                 "<table id=\"evidence\"><caption>The unsafe step that raised the incident.</caption><tbody>\
                  <tr><th scope=\"row\">Agent</th><td>{}</td></tr><tr><th scope=\"row\">Tool</th><td>{}</td></tr>\
                  <tr><th scope=\"row\">Arguments</th><td><code>{}</code></td></tr><tr><th scope=\"row\">Violations</th><td>{}</td></tr></tbody></table>",
-                web::text(last.agent_id.as_deref()),
-                web::text(last.tool_name.as_deref()),
-                web::text(last.tool_arguments.as_deref()),
+                page::text(last.agent_id.as_deref()),
+                page::text(last.tool_name.as_deref()),
+                page::text(last.tool_arguments.as_deref()),
                 if last.violations.is_empty() { "—".into() } else { esc(&last.violations.join(", ")) },
             );
         }
@@ -318,8 +320,25 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn runs_behind_a_veto_are_the_most_unsafe_first_and_all_counted() {
         let obs = |run: String, metric: &str, step: i64, t: i64, value: f64| Observation {
+            observation_id: format!("{run}/{metric}/{step}"),
+            metric: metric.into(),
+            system_id: "s".into(),
+            system_version: "1".into(),
+            source: octant_contracts::Source::Production,
+            agent_id: None,
+            cluster_id: run.clone(),
+            run_id: run,
+            task_id: None,
+            attempt: None,
+            groups: vec![],
+            benchmark: None,
+            task_family: None,
+            step: Some(step),
             event_time: t,
-            ..crate::canary::tests::obs(&run, "1", metric, Some(step), value, 1.0)
+            value,
+            weight: 1.0,
+            confidence: None,
+            provenance: None,
         };
         // Run i has i % 4 unsafe steps of 3 (none for i % 4 == 0).
         let mut all = Vec::new();

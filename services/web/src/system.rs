@@ -16,9 +16,10 @@ use datafusion::prelude::SessionContext;
 use octant_contracts::{Alert, DimensionProfile, MetricWindow, Source};
 use serde::{Deserialize, Serialize};
 
-use crate::build::{Period, lit, period_filter};
 use crate::fleet::DIMENSIONS;
-use crate::web::{self, esc, urlencode};
+use crate::page::{self, esc, urlencode};
+use crate::query;
+use octant_report::sql::{Period, lit, period_filter};
 
 /// How many alert records the system page lists at a time unless asked otherwise
 /// (`?alerts_per_page=`, 1–1000); older and newer pages are links (`?alerts_page=`, from 0).
@@ -65,7 +66,7 @@ pub struct Package {
     pub unsuitable: bool,
     /// The profile's meta-evaluation, when its period had evaluator results (shown on the page).
     #[serde(skip)]
-    pub meta: Option<crate::meta::MetaEvaluation>,
+    pub meta: Option<octant_report::meta_evaluation::MetaEvaluation>,
 }
 
 impl Package {
@@ -91,18 +92,18 @@ pub async fn load(ctx: &SessionContext, system: &str, days: u32, alerts_page: Al
         e: Option<i64>,
     }
     let newest: Vec<Newest> =
-        web::rows(ctx, &format!("SELECT MAX(CAST(window_end AS BIGINT)) AS e FROM dimension_profiles WHERE system_id = {}", lit(system)))
+        query::rows(ctx, &format!("SELECT MAX(CAST(window_end AS BIGINT)) AS e FROM dimension_profiles WHERE system_id = {}", lit(system)))
             .await?;
     let Some(end) = newest.first().and_then(|n| n.e) else { return Ok(None) };
     let period = Period { name: format!("{days}d"), start: end - i64::from(days) * 86_400_000, end: end + 1 };
     let sql = format!(
         "{} WHERE {} ORDER BY system_version, source, window_end",
-        web::select_all("dimension_profiles", web::PROFILE_TIMES),
+        query::select_all("dimension_profiles", query::PROFILE_TIMES),
         period_filter(&period, "window_end", Some(system))
     );
     let mut by: BTreeMap<(String, &'static str), Series> = BTreeMap::new();
     let mut seen = std::collections::HashSet::new();
-    for mut p in web::rows::<DimensionProfile>(ctx, &sql).await? {
+    for mut p in query::rows::<DimensionProfile>(ctx, &sql).await? {
         // At-least-once delivery: the lake may hold a record twice.
         if !seen.insert(p.profile_id.clone()) {
             continue;
@@ -120,15 +121,15 @@ pub async fn load(ctx: &SessionContext, system: &str, days: u32, alerts_page: Al
         let sql = format!(
             "{} WHERE system_id = {} AND date = {} AND system_version = {} AND source = {} AND CAST(window_end AS BIGINT) = {} \
              ORDER BY dimension, metric, benchmark, slice_kind, slice",
-            web::select_all("metric_windows", web::WINDOW_TIMES),
+            query::select_all("metric_windows", query::WINDOW_TIMES),
             lit(system),
             lit(&octant_lake::date_of(last.window_end)),
             lit(&s.version),
-            lit(&web::wire(&s.source)),
+            lit(&query::wire(&s.source)),
             last.window_end
         );
         let mut ids = std::collections::HashSet::new();
-        for mut w in web::rows::<MetricWindow>(ctx, &sql).await? {
+        for mut w in query::rows::<MetricWindow>(ctx, &sql).await? {
             if ids.insert(w.window_id.clone()) {
                 w.system_id = system.to_string();
                 metrics.push(w);
@@ -157,15 +158,15 @@ pub async fn load(ctx: &SessionContext, system: &str, days: u32, alerts_page: Al
 /// the rest are counted.
 pub async fn alerts_of(ctx: &SessionContext, system: &str, since: i64, page: AlertsPage) -> Result<(Vec<Alert>, usize)> {
     let filter = format!("system_id = {} AND CAST(COALESCE(ends_at, window_end, starts_at) AS BIGINT) >= {since}", lit(system));
-    let total = web::count(ctx, &format!("SELECT COUNT(DISTINCT alert_id) AS n FROM alerts WHERE {filter}")).await?;
+    let total = query::count(ctx, &format!("SELECT COUNT(DISTINCT alert_id) AS n FROM alerts WHERE {filter}")).await?;
     let sql = format!(
         "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY alert_id ORDER BY kafka_partition, kafka_offset) AS copy FROM ({} WHERE {filter}) AS a) AS d \
          WHERE copy = 1 ORDER BY COALESCE(window_end, starts_at) DESC, kafka_partition, kafka_offset DESC LIMIT {} OFFSET {}",
-        web::select_all("alerts", web::ALERT_TIMES),
+        query::select_all("alerts", query::ALERT_TIMES),
         page.per_page,
         page.page.saturating_mul(page.per_page),
     );
-    let alerts = web::rows::<Alert>(ctx, &sql)
+    let alerts = query::rows::<Alert>(ctx, &sql)
         .await?
         .into_iter()
         .map(|mut a| {
@@ -216,12 +217,12 @@ fn alert_pages(v: &SystemView) -> String {
 /// The page.
 pub fn to_html(v: &SystemView, packages: &[Package]) -> String {
     let title = format!("System {}", v.system);
-    let mut s = web::page_start(&title);
+    let mut s = page::page_start(&title);
     let _ = write!(
         s,
         "<p>From the lake: {} to {} (the period ends at the system's newest window). Bands 0–4 with their interval; N/A with its reason.</p></header><main>",
-        esc(&crate::evidence::rfc3339(v.start)),
-        esc(&crate::evidence::rfc3339(v.end - 1))
+        esc(&octant_report::render::rfc3339(v.start)),
+        esc(&octant_report::render::rfc3339(v.end - 1))
     );
     s.push_str("<h2>Bands over time</h2>");
     for (i, series) in v.series.iter().enumerate() {
@@ -250,7 +251,7 @@ pub fn to_html(v: &SystemView, packages: &[Package]) -> String {
              <th scope=\"col\">N/A reason</th><th scope=\"col\">Veto</th></tr></thead><tbody>",
             esc(&series.version),
             series.source.as_str(),
-            esc(&series.profiles.last().map(|p| crate::evidence::rfc3339(p.window_end)).unwrap_or_default())
+            esc(&series.profiles.last().map(|p| octant_report::render::rfc3339(p.window_end)).unwrap_or_default())
         );
         for m in rows {
             let slice = match (&m.benchmark, &m.slice_kind, &m.slice) {
@@ -268,16 +269,16 @@ pub fn to_html(v: &SystemView, packages: &[Package]) -> String {
                 esc(&m.dimension),
                 esc(&m.metric),
                 if slice.is_empty() { "—".into() } else { esc(&slice) },
-                web::num(m.estimate),
+                page::num(m.estimate),
                 match (m.ci_low, m.ci_high) {
-                    (Some(_), Some(_)) => format!("{} ({} %)", web::interval(m.ci_low, m.ci_high), (m.level * 100.0).round()),
+                    (Some(_), Some(_)) => format!("{} ({} %)", page::interval(m.ci_low, m.ci_high), (m.level * 100.0).round()),
                     _ => "—".into(),
                 },
                 m.units,
                 m.clusters,
                 band,
-                web::text(m.na_reason.as_deref()),
-                web::text(m.veto_state.as_deref()),
+                page::text(m.na_reason.as_deref()),
+                page::text(m.veto_state.as_deref()),
             );
         }
         s.push_str("</tbody></table>");
@@ -294,11 +295,11 @@ pub fn to_html(v: &SystemView, packages: &[Package]) -> String {
                     <th scope=\"col\">Window end (event time)</th><th scope=\"col\">Alert</th><th scope=\"col\">Status</th><th scope=\"col\">Severity</th>\
                     <th scope=\"col\">Version</th><th scope=\"col\">Summary</th><th scope=\"col\">Run</th></tr></thead><tbody>");
         for a in &v.alerts {
-            let run = web::incident_run_link(a, "").unwrap_or_else(|| "—".into());
+            let run = page::incident_run_link(a, "").unwrap_or_else(|| "—".into());
             let _ = write!(
                 s,
                 "<tr><td>{}</td><td><a href=\"/alerts/{}\">{}</a></td><td>{:?}</td><td>{:?}</td><td>{}</td><td>{}</td><td>{run}</td></tr>",
-                esc(&crate::evidence::rfc3339(a.window_end.unwrap_or(a.starts_at))),
+                esc(&octant_report::render::rfc3339(a.window_end.unwrap_or(a.starts_at))),
                 esc(&urlencode(&a.fingerprint)),
                 esc(&a.alertname),
                 a.status,
@@ -322,7 +323,7 @@ pub fn to_html(v: &SystemView, packages: &[Package]) -> String {
                 esc(&p.version),
                 p.source.as_str(),
                 esc(&p.period),
-                esc(&crate::evidence::rfc3339(p.generated_at)),
+                esc(&octant_report::render::rfc3339(p.generated_at)),
                 if p.unsuitable { ", unsuitable" } else { "" },
                 esc(&p.url(&v.system, "profile.html")),
                 esc(&p.url(&v.system, "profile.json")),
@@ -339,7 +340,7 @@ pub fn to_html(v: &SystemView, packages: &[Package]) -> String {
 /// among raters, judge–human κ, stability, judge biases and set-level scores (the evidence
 /// package's "Meta-evaluation" section, as tables).
 fn meta_section(s: &mut String, packages: &[Package]) {
-    let with: Vec<(&Package, &crate::meta::MetaEvaluation)> = packages
+    let with: Vec<(&Package, &octant_report::meta_evaluation::MetaEvaluation)> = packages
         .iter()
         .filter_map(|p| p.meta.as_ref().map(|m| (p, m)))
         .filter(|(_, m)| !(m.raters.is_empty() && m.pairwise.is_empty() && m.set_level.is_empty()))
@@ -433,7 +434,7 @@ fn latest_table(i: usize, p: &DimensionProfile) -> String {
     let mut s = format!(
         "<table id=\"bands-{i}\"><caption>The newest window, ending {}: band, interval, caps or N/A reason per dimension; vetoes not clear: {}.</caption>\
          <thead><tr><th scope=\"col\">Dimension</th><th scope=\"col\">Band</th><th scope=\"col\">Interval</th><th scope=\"col\">Capped by / N/A reason</th></tr></thead><tbody>",
-        esc(&crate::evidence::rfc3339(p.window_end)),
+        esc(&octant_report::render::rfc3339(p.window_end)),
         {
             let v: Vec<String> =
                 p.vetoes.iter().filter(|v| v.state != "clear").map(|v| format!("{} {}", esc(&v.metric), esc(&v.state))).collect();
@@ -449,7 +450,7 @@ fn latest_table(i: usize, p: &DimensionProfile) -> String {
                     format!("[{}, {}]", b.band_low.unwrap_or(v), b.band_high.unwrap_or(v)),
                     if b.capped_by.is_empty() { "—".into() } else { format!("capped by {}", esc(&b.capped_by.join(", "))) },
                 ),
-                None => ("N/A".into(), "—".into(), web::text(b.na_reason.as_deref())),
+                None => ("N/A".into(), "—".into(), page::text(b.na_reason.as_deref())),
             },
             None => ("—".into(), "—".into(), "—".into()),
         };
@@ -594,10 +595,10 @@ fn chart(i: usize, series: &Series, start: i64, end: i64) -> String {
         series.profiles.len(),
         esc(&desc.join("; ")),
         height - 6.0,
-        esc(&crate::evidence::rfc3339(start)),
+        esc(&octant_report::render::rfc3339(start)),
         left + width,
         height - 6.0,
-        esc(&crate::evidence::rfc3339(end - 1)),
+        esc(&octant_report::render::rfc3339(end - 1)),
         w = left + width + 20.0,
     )
 }
@@ -673,13 +674,13 @@ mod tests {
         assert!(html.contains("UNSUITABLE at the newest window"));
         assert!(!html.contains("id=\"evaluators\""), "no meta-evaluation, no section");
         // The evaluators' section: tables with captions and header cells, names escaped.
-        let meta = crate::meta::MetaEvaluation {
-            raters: vec![crate::meta::RaterReport {
+        let meta = octant_report::meta_evaluation::MetaEvaluation {
+            raters: vec![octant_report::meta_evaluation::RaterReport {
                 name: "<b>quality</b>".into(),
                 items: 300,
                 humans: 3,
                 human_alpha: Some(0.712),
-                judge_human: Some(crate::meta::KappaReport {
+                judge_human: Some(octant_report::meta_evaluation::KappaReport {
                     kappa: 0.64,
                     lo: 0.55,
                     hi: 0.73,
@@ -692,7 +693,7 @@ mod tests {
                 retest_band: Some(3),
                 ..Default::default()
             }],
-            pairwise: vec![crate::meta::PairwiseReport {
+            pairwise: vec![octant_report::meta_evaluation::PairwiseReport {
                 name: "quality_pairwise".into(),
                 verdicts: 600,
                 win_rate: Some(0.31),

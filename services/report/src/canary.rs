@@ -12,14 +12,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
+use octant_contracts::Observation;
 use octant_contracts::codec::Decoder;
-use octant_contracts::{Observation, topics};
 use octant_core::catalogue;
 use octant_core::family::Family;
 use octant_core::stats::canary::{Arm, Decision, Rollout};
-use octant_runtime::KafkaConfig;
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::{Message, Offset, TopicPartitionList};
 use serde::Serialize;
 
 use crate::compare::{CompareConfig, Release};
@@ -197,33 +194,19 @@ impl Tracker {
     }
 }
 
-/// Reads `octant.observations` (with the configured topic prefix) from the beginning into `tracker` until the rollout is decided
-/// or `limit` has passed; calls `on_update` when a metric's decision changes and every
-/// `every` otherwise. Returns the decision.
-pub async fn follow(
-    kafka: &KafkaConfig,
+/// Feeds `records` (the payloads of `octant.observations`, from the beginning: the caller
+/// reads the topic, e.g. with `octant_runtime::topic::follow`) into `tracker` until the rollout
+/// is decided or `limit` has passed; calls `on_update` when a metric's decision changes and
+/// every `every` otherwise. Returns the decision.
+pub async fn follow<E: std::fmt::Display>(
+    records: impl futures::Stream<Item = Result<Vec<u8>, E>>,
     tracker: &mut Tracker,
     limit: Option<Duration>,
     every: Duration,
     mut on_update: impl FnMut(&Tracker),
 ) -> anyhow::Result<Decision> {
-    let consumer: StreamConsumer = {
-        let mut c = octant_runtime::kafka::client_config(kafka, "compare");
-        c.set("group.id", format!("{}-compare-{}", kafka.client_id, std::process::id()));
-        c.set("enable.auto.commit", "false");
-        octant_runtime::kafka::apply_settings(&mut c, kafka);
-        c.create()?
-    };
-    let topic = kafka.topic(topics::OBSERVATIONS);
-    let md = consumer.fetch_metadata(Some(&topic), Duration::from_secs(10))?;
-    let mut tpl = TopicPartitionList::new();
-    for t in md.topics() {
-        for p in t.partitions() {
-            tpl.add_partition_offset(&topic, p.id(), Offset::Beginning)?;
-        }
-    }
-    anyhow::ensure!(tpl.count() > 0, "topic {topic} has no partitions (is the pipeline running?)");
-    consumer.assign(&tpl)?;
+    use futures::StreamExt;
+    let mut records = std::pin::pin!(records);
     let decoder = Decoder::new();
     let deadline = limit.map(|l| tokio::time::Instant::now() + l);
     let mut next_report = tokio::time::Instant::now() + every;
@@ -234,10 +217,10 @@ pub async fn follow(
             return Ok(tracker.decision());
         }
         let wake = deadline.map_or(next_report, |d| d.min(next_report));
-        match tokio::time::timeout_at(wake, consumer.recv()).await {
-            Ok(Ok(m)) => {
+        match tokio::time::timeout_at(wake, records.next()).await {
+            Ok(Some(Ok(payload))) => {
                 // Watermarks share the topic; anything else that is not an observation too.
-                if let Ok(o) = decoder.decode::<Observation>(m.payload().unwrap_or_default()) {
+                if let Ok(o) = decoder.decode::<Observation>(&payload) {
                     tracker.observe(&o);
                 }
                 let now: Vec<Decision> = tracker.status().iter().map(|m| m.decision).collect();
@@ -246,7 +229,8 @@ pub async fn follow(
                     on_update(tracker);
                 }
             }
-            Ok(Err(e)) => anyhow::bail!("reading {topic}: {e}"),
+            Ok(Some(Err(e))) => anyhow::bail!("reading the observations: {e}"),
+            Ok(None) => anyhow::bail!("the observations ended"),
             Err(_) => {
                 if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                     on_update(tracker);

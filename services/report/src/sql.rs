@@ -1,0 +1,49 @@
+//! SQL over the lake, shared by every report and page: the span a report covers and the
+//! filters, literals and column reads its queries use.
+
+use arrow::array::{ArrayRef, RecordBatch};
+use arrow::datatypes::DataType;
+use datafusion::error::{DataFusionError, Result};
+use octant_lake::date_of;
+use serde::{Deserialize, Serialize};
+
+/// The span a profile covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Period {
+    /// `24h`, `7d`, or `window` for an explicit span.
+    pub name: String,
+    /// Inclusive, epoch ms.
+    pub start: i64,
+    /// Exclusive, epoch ms.
+    pub end: i64,
+}
+
+pub fn df_err(e: impl std::fmt::Display) -> DataFusionError {
+    DataFusionError::Execution(e.to_string())
+}
+
+/// SQL string literal.
+pub fn lit(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// The WHERE clause shared by the queries: the period (event time and the `date` partition,
+/// so whole days outside it are never opened) and the system.
+pub fn period_filter(period: &Period, time_col: &str, system: Option<&str>) -> String {
+    let mut f = format!(
+        "date >= {} AND date <= {} AND CAST({time_col} AS BIGINT) >= {} AND CAST({time_col} AS BIGINT) < {}",
+        lit(&date_of(period.start)),
+        lit(&date_of(period.end - 1)),
+        period.start,
+        period.end
+    );
+    if let Some(s) = system {
+        f.push_str(&format!(" AND system_id = {}", lit(s)));
+    }
+    f
+}
+
+pub fn col(b: &RecordBatch, name: &str, dt: &DataType) -> Result<ArrayRef> {
+    let c = b.column_by_name(name).ok_or_else(|| df_err(format!("column {name} missing")))?;
+    if c.data_type() == dt { Ok(c.clone()) } else { Ok(arrow::compute::cast(c, dt)?) }
+}

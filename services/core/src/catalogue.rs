@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::dimension::Dimension;
 use crate::family::Family;
 use crate::veto::VetoRule;
 
@@ -15,56 +16,6 @@ pub const CATALOGUE_VERSION: &str = "2026.12-4";
 
 /// Default minimum number of units before a metric is banded (design §1.1).
 pub const DEFAULT_MIN_UNITS: u64 = 30;
-
-/// The eight trustworthiness dimensions, in report order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Dimension {
-    Capability,
-    Robustness,
-    Safety,
-    Fairness,
-    Transparency,
-    Governance,
-    Oversight,
-    Efficiency,
-}
-
-impl Dimension {
-    pub const ALL: [Dimension; 8] = [
-        Dimension::Capability,
-        Dimension::Robustness,
-        Dimension::Safety,
-        Dimension::Fairness,
-        Dimension::Transparency,
-        Dimension::Governance,
-        Dimension::Oversight,
-        Dimension::Efficiency,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Dimension::Capability => "capability",
-            Dimension::Robustness => "robustness",
-            Dimension::Safety => "safety",
-            Dimension::Fairness => "fairness",
-            Dimension::Transparency => "transparency",
-            Dimension::Governance => "governance",
-            Dimension::Oversight => "oversight",
-            Dimension::Efficiency => "efficiency",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Dimension> {
-        Dimension::ALL.into_iter().find(|d| d.as_str() == s)
-    }
-}
-
-impl std::fmt::Display for Dimension {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// What is resampled by the bootstrap: the cluster of a unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

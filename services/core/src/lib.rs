@@ -4,6 +4,7 @@
 //! Everything that talks to Kafka, disk or HTTP depends on this crate, never the reverse.
 //!
 //! ## Layout
+//! - [`dimension`]: the eight trustworthiness dimensions.
 //! - [`catalogue`]: the metric table of design §1.4 (id, dimension, unit, family, estimator,
 //!   minimum evidence, veto, description) and [`catalogue::CATALOGUE_VERSION`].
 //! - [`family`]: the six normalisation families (H, L, C(B), R(B), W[lo,hi], Q) → band 0..=4.
@@ -21,6 +22,7 @@
 //! - N/A is never 0: a metric or dimension without a band says why.
 
 pub mod catalogue;
+pub mod dimension;
 pub mod family;
 pub mod gate;
 pub mod profile;

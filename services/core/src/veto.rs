@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::catalogue::Dimension;
+use crate::dimension::Dimension;
 use crate::family::Band;
 
 /// Which side of the threshold is unsafe.

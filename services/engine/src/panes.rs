@@ -28,7 +28,10 @@ use octant_core::catalogue::spec;
 use octant_core::stats::bootstrap::{BootstrapSpec, ReplicateSums};
 use octant_core::stats::sequential::PaneLogs;
 
-use crate::window::{Emission, MAX_GROUPS, PaneEvidence, SeriesKey, SeriesWindow, declared_window, linear_window, tasks_window};
+use crate::window::{
+    Emission, MAX_GROUPS, PaneEvidence, SeriesKey, SeriesState, SeriesWindow, Windows, declared_window, has_evidence, linear_window,
+    pane_logs, tasks_window,
+};
 
 /// The mergeable state of one series over one pane.
 // The linear state is the common case (one per series and hour): not boxed.
@@ -219,6 +222,51 @@ fn merged_window(key: &SeriesKey, merged: &Merged, boot: &BootstrapSpec) -> Opti
             tasks_window(key, metric, &tasks, boot)
         }
         Merged::Declared { max, count } => declared_window(key, metric, *max, *count, boot.level),
+    }
+}
+
+/// The window code's panes as pane sums (here, with the pane sums: the window code does not
+/// know the store's form of its state).
+impl Windows {
+    /// Every pane's state as [`PaneSums`]: what a store keeps per series and pane so a period
+    /// is computed from its panes ([`Period`]) without the observations.
+    /// `threads` share the bootstrap of each pane's clusters.
+    pub fn pane_sums(&self, threads: usize) -> Vec<(SeriesKey, i64, PaneSums)> {
+        let mut out = Vec::new();
+        for (key, st) in &self.series {
+            let metric = spec(key.metric).expect("series are catalogue metrics");
+            match st {
+                SeriesState::Linear { dims, panes, groups, .. } => {
+                    let mut names: Vec<(usize, String)> = groups.iter().map(|(g, i)| (*i, g.clone())).collect();
+                    names.sort();
+                    let names: Vec<String> = names.into_iter().map(|(_, g)| g).collect();
+                    for (t, p) in panes {
+                        let mut sums = ReplicateSums::new(&self.boot, *dims);
+                        let clusters: Vec<(u64, &[i128], u64)> = p.clusters.iter().map(|(c, v)| (*c, v.as_slice(), 0)).collect();
+                        sums.add_clusters(&clusters, threads);
+                        let mut hashes: Vec<u64> = p.clusters.keys().copied().collect();
+                        hashes.sort_unstable();
+                        let logs = if has_evidence(metric) { pane_logs(metric, p.clusters.values()) } else { None };
+                        out.push((
+                            key.clone(),
+                            *t,
+                            PaneSums::Linear { units: p.units, sums, clusters: hashes, logs, groups: names.clone() },
+                        ));
+                    }
+                }
+                SeriesState::Tasks { panes } => {
+                    for (t, p) in panes {
+                        out.push((key.clone(), *t, PaneSums::Tasks(p.iter().map(|(k, v)| (k.clone(), *v)).collect())));
+                    }
+                }
+                SeriesState::Declared { panes } => {
+                    for (t, (max, count)) in panes {
+                        out.push((key.clone(), *t, PaneSums::Declared { max: *max, count: *count }));
+                    }
+                }
+            }
+        }
+        out
     }
 }
 

@@ -38,8 +38,6 @@ use octant_core::stats::bootstrap::{BootstrapSpec, Estimate, ReplicateSums, clus
 use octant_core::stats::sequential::{self, Evidence};
 use octant_core::stats::{calibration, fairness, passk};
 
-use crate::panes::PaneSums;
-
 /// Window geometry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowSpec {
@@ -388,15 +386,15 @@ pub enum Added {
 }
 
 #[derive(Debug, Default)]
-struct LinearPane {
-    clusters: HashMap<u64, Vec<i128>>,
-    units: u64,
+pub(crate) struct LinearPane {
+    pub(crate) clusters: HashMap<u64, Vec<i128>>,
+    pub(crate) units: u64,
     /// Units of a rate with weight 0 (not in `clusters`; not kept by the pane store).
     weightless: u64,
 }
 
 #[derive(Debug)]
-enum SeriesState {
+pub(crate) enum SeriesState {
     Linear {
         dims: usize,
         window: ReplicateSums,
@@ -418,9 +416,9 @@ enum SeriesState {
 #[derive(Debug)]
 pub struct Windows {
     spec: WindowSpec,
-    boot: BootstrapSpec,
+    pub(crate) boot: BootstrapSpec,
     frontier: Option<i64>,
-    series: BTreeMap<SeriesKey, SeriesState>,
+    pub(crate) series: BTreeMap<SeriesKey, SeriesState>,
     /// Observation-id hashes per pane, for duplicate detection (kept one window length
     /// beyond the window).
     seen: BTreeMap<i64, HashSet<u64>>,
@@ -781,47 +779,6 @@ impl Windows {
             series.push(w);
         }
         (!series.is_empty()).then_some(Emission { window_start: start, window_end: end, series })
-    }
-
-    /// Every pane's state as [`PaneSums`]: what a store keeps per series and pane so a period
-    /// is computed from its panes ([`crate::panes::Period`]) without the observations.
-    /// `threads` share the bootstrap of each pane's clusters.
-    pub fn pane_sums(&self, threads: usize) -> Vec<(SeriesKey, i64, PaneSums)> {
-        let mut out = Vec::new();
-        for (key, st) in &self.series {
-            let metric = spec(key.metric).expect("series are catalogue metrics");
-            match st {
-                SeriesState::Linear { dims, panes, groups, .. } => {
-                    let mut names: Vec<(usize, String)> = groups.iter().map(|(g, i)| (*i, g.clone())).collect();
-                    names.sort();
-                    let names: Vec<String> = names.into_iter().map(|(_, g)| g).collect();
-                    for (t, p) in panes {
-                        let mut sums = ReplicateSums::new(&self.boot, *dims);
-                        let clusters: Vec<(u64, &[i128], u64)> = p.clusters.iter().map(|(c, v)| (*c, v.as_slice(), 0)).collect();
-                        sums.add_clusters(&clusters, threads);
-                        let mut hashes: Vec<u64> = p.clusters.keys().copied().collect();
-                        hashes.sort_unstable();
-                        let logs = if has_evidence(metric) { pane_logs(metric, p.clusters.values()) } else { None };
-                        out.push((
-                            key.clone(),
-                            *t,
-                            PaneSums::Linear { units: p.units, sums, clusters: hashes, logs, groups: names.clone() },
-                        ));
-                    }
-                }
-                SeriesState::Tasks { panes } => {
-                    for (t, p) in panes {
-                        out.push((key.clone(), *t, PaneSums::Tasks(p.iter().map(|(k, v)| (k.clone(), *v)).collect())));
-                    }
-                }
-                SeriesState::Declared { panes } => {
-                    for (t, (max, count)) in panes {
-                        out.push((key.clone(), *t, PaneSums::Declared { max: *max, count: *count }));
-                    }
-                }
-            }
-        }
-        out
     }
 
     /// Moves the window sums from the window ending `end` to the one ending `end + slide`:

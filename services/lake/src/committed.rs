@@ -37,8 +37,8 @@ use object_store::{
     PutResult, Result,
 };
 
-pub use crate::lake::MARKERS;
-use crate::lake::unit_of;
+pub use crate::layout::MARKERS;
+use crate::layout::unit_of;
 
 /// The highest commit marker of every topic partition of one lake.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -4,9 +4,10 @@
 //! and the `octant` command (which read it):
 //! - [`schema`]: the tables, which records go where, their Arrow schemas derived from the
 //!   Avro contracts;
-//! - [`lake`]: the layout (Hive partitions `system_id=…/date=…`, file names made of topic,
-//!   partition and offsets), the exactly-once protocol (units, create-only publishing,
-//!   commit markers, recovery) on a local directory;
+//! - [`layout`]: where files go (Hive partitions `system_id=…/date=…`, file names made of
+//!   topic, partition and offsets, the markers' directory) and the Parquet settings;
+//! - [`lake`]: the lake, local or on an object store, and the exactly-once protocol (units,
+//!   create-only publishing, commit markers, recovery) on a local directory;
 //! - [`store`]: the same protocol on object stores (S3 and compatible);
 //! - [`committed`]: what readers see — committed units only (a store wrapper that hides
 //!   the files of units not committed yet or interrupted);
@@ -17,6 +18,7 @@
 
 pub mod committed;
 pub mod lake;
+pub mod layout;
 pub mod reader;
 pub mod schema;
 pub mod store;

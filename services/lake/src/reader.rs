@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::committed::{Commits, CommittedView};
-use crate::lake::escape;
+use crate::layout::escape;
 use crate::schema::{TABLES, arrow_schema};
 use crate::store::{ObjectLake, StorageOptions, is_url};
 use arrow::datatypes::{DataType, Field, Schema};

@@ -17,7 +17,7 @@ use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use crate::lake::{FileSpec, escape, file_name, parse_name};
+use crate::layout::{FileSpec, escape, file_name, parse_name};
 
 /// Options of the object store (`aws_endpoint`, `aws_region`, `aws_access_key_id`,
 /// `aws_secret_access_key`, `aws_allow_http`, …; the `AWS_*` environment variables are read
@@ -124,7 +124,7 @@ impl ObjectLake {
     }
 
     fn markers(&self, topic: &str, partition: i32) -> ObjPath {
-        self.path(&[crate::lake::MARKERS, &escape(topic), &partition.to_string()])
+        self.path(&[crate::layout::MARKERS, &escape(topic), &partition.to_string()])
     }
 
     async fn list(&self, prefix: &ObjPath) -> io::Result<Vec<ObjPath>> {

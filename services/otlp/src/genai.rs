@@ -47,10 +47,7 @@ use serde_json::Value;
 use crate::mapping::{Mapping, VerdictKind};
 use crate::model::{Attrs, EventRec, LogRec, SpanRec};
 
-pub const EVALUATION_RESULT: &str = "gen_ai.evaluation.result";
-pub const TOOL_CALL_DECISION: &str = "gen_ai.tool.call.decision";
-/// Events the ingest keeps whatever the mapping says.
-pub const EVENTS: [&str; 2] = [EVALUATION_RESULT, TOOL_CALL_DECISION];
+pub use crate::mapping::{EVALUATION_RESULT, EVENTS, TOOL_CALL_DECISION};
 
 /// A tool call's arguments and its result, under the conventions' names (GenAI, OpenInference,
 /// OpenLLMetry).

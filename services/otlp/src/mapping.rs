@@ -7,6 +7,12 @@ use std::collections::BTreeMap;
 use octant_contracts::Impact;
 use serde::{Deserialize, Serialize};
 
+/// The GenAI events Octant reads (OpenTelemetry's evaluation result and tool-call decision).
+pub const EVALUATION_RESULT: &str = "gen_ai.evaluation.result";
+pub const TOOL_CALL_DECISION: &str = "gen_ai.tool.call.decision";
+/// Events the ingest keeps whatever the mapping says.
+pub const EVENTS: [&str; 2] = [EVALUATION_RESULT, TOOL_CALL_DECISION];
+
 /// Who gives a verdict declared in [`Mapping::verdicts`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -128,7 +134,7 @@ impl Default for Mapping {
 impl Mapping {
     /// The log and span event names the ingest keeps (everything else is counted and left).
     pub fn wanted_event(&self, name: &str) -> bool {
-        crate::genai::EVENTS.contains(&name)
+        EVENTS.contains(&name)
             || self.violation_events.iter().chain(&self.intervention_events).chain(&self.approval_events).any(|e| e == name)
     }
 }

@@ -72,7 +72,7 @@ fn lake_error(what: &str, e: impl std::fmt::Display) -> Response {
 /// `GET /`: the fleet page, from the live state the follower keeps. Its CSP allows its one
 /// script by hash.
 async fn fleet_page(State(s): State<AppState>) -> Response {
-    let html = fleet::to_html(&s.live.read().unwrap(), s.cfg.refresh);
+    let html = page::focusable_tables(fleet::to_html(&s.live.read().unwrap(), s.cfg.refresh));
     let csp = page::csp_with_script(&fleet::script(s.cfg.refresh));
     ([(header::CONTENT_TYPE, HTML.to_string()), (header::CONTENT_SECURITY_POLICY, csp)], html).into_response()
 }
@@ -95,7 +95,7 @@ async fn run_response(s: &AppState, run_id: &str, json: bool) -> Response {
     match s.lake.get(format!("run/{run_id}"), |ctx| async move { runs::load(&ctx, &id).await }).await {
         Ok(run) => match run.as_ref() {
             Some(run) if json => axum::Json(run).into_response(),
-            Some(run) => ([(header::CONTENT_TYPE, HTML)], runs::to_html(run)).into_response(),
+            Some(run) => ([(header::CONTENT_TYPE, HTML)], page::focusable_tables(runs::to_html(run))).into_response(),
             None => (StatusCode::NOT_FOUND, format!("no event of run {} in the lake\n", runs::terminal_safe(run_id, 200))).into_response(),
         },
         Err(e) => lake_error("run", e),
@@ -143,7 +143,7 @@ async fn system_page(State(s): State<AppState>, UrlPath(system): UrlPath<String>
         .collect();
     match loaded {
         Ok(v) => match v.as_ref() {
-            Some(v) => ([(header::CONTENT_TYPE, HTML)], system::to_html(v, &packages)).into_response(),
+            Some(v) => ([(header::CONTENT_TYPE, HTML)], page::focusable_tables(system::to_html(v, &packages))).into_response(),
             None => {
                 (StatusCode::NOT_FOUND, format!("no window of system {} in the lake\n", runs::terminal_safe(&system, 200))).into_response()
             }
@@ -157,7 +157,7 @@ async fn alert_page(State(s): State<AppState>, UrlPath(fingerprint): UrlPath<Str
     let id = fingerprint.clone();
     match s.lake.get(format!("alert/{fingerprint}"), |ctx| async move { alert::load(&ctx, &id).await }).await {
         Ok(v) => match v.as_ref() {
-            Some(v) => ([(header::CONTENT_TYPE, HTML)], alert::to_html(v)).into_response(),
+            Some(v) => ([(header::CONTENT_TYPE, HTML)], page::focusable_tables(alert::to_html(v))).into_response(),
             None => {
                 (StatusCode::NOT_FOUND, format!("no alert {} in the lake (yet)\n", runs::terminal_safe(&fingerprint, 200))).into_response()
             }

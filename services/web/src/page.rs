@@ -13,15 +13,16 @@ pub const NAV: &str = "<nav aria-label=\"Octant\">";
 /// Where the stylesheet is served (open: the sign-in page needs it too).
 pub const STYLESHEET_PATH: &str = "/style.css";
 
-/// The one stylesheet of every page (no external asset). Tables that are wider than the screen
-/// scroll inside themselves, never the page; long identifiers break; charts shrink to fit;
-/// printed, the navigation and buttons go and the tables keep their full width.
+/// The one stylesheet of every page (no external asset). Words are never cut on a wide screen;
+/// a table wider than the screen scrolls inside itself, never the page; on a phone tables set
+/// smaller and long identifiers break anywhere; charts shrink to fit; printed, the navigation
+/// and buttons go and the tables keep their full width.
 pub const STYLESHEET: &str = "\
 *{box-sizing:border-box}\
 body{font-family:system-ui,sans-serif;margin:1.5em auto;padding:0 1em;max-width:80em;color:#111;background:#fff;line-height:1.4}\
 h1{font-size:1.6em;overflow-wrap:anywhere}h2{font-size:1.25em;margin-top:1.5em}\
 table{border-collapse:collapse;margin:0.5em 0;display:block;max-width:100%;overflow-x:auto}\
-td,th{border:1px solid #999;padding:2px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere;min-width:3em}\
+td,th{border:1px solid #999;padding:2px 6px;text-align:left;vertical-align:top;overflow-wrap:break-word}\
 caption{text-align:left;font-style:italic}\
 code,pre{overflow-wrap:anywhere;white-space:pre-wrap}\
 svg{max-width:100%;height:auto}\
@@ -29,7 +30,7 @@ tr.unsafe,tr.firing,tr.unsuitable{background:#fde0dd}.unsafe-tag,.unsuitable-tag
 nav{display:flex;flex-wrap:wrap;gap:0.25em 1em;align-items:center}nav form{display:inline;margin-left:auto}\
 a{color:#0b4aa2}a:focus,button:focus,input:focus,tr:focus{outline:3px solid #1a4f9c}\
 input{max-width:100%}\
-@media (max-width:600px){body{margin:0.5em auto;padding:0 0.5em}td,th{padding:2px 4px}}\
+@media (max-width:600px){body{margin:0.5em auto;padding:0 0.5em}table{font-size:0.85em}td,th{padding:2px 4px}td{overflow-wrap:anywhere}}\
 @media print{nav,button,form.signout,#pause,#refresh-note{display:none}body{margin:0;max-width:none}\
 table{display:table;overflow:visible}a{color:inherit;text-decoration:none}tr{break-inside:avoid}}\
 ";
@@ -43,6 +44,13 @@ pub fn page_start(title: &str) -> String {
          {NAV}<a href=\"/\">Fleet</a><a href=\"/profiles\">Profiles (JSON)</a></nav><header><h1>{t}</h1>",
         t = esc(title)
     )
+}
+
+/// A page's tables made reachable with the keyboard: a table wider than the screen scrolls
+/// inside itself, and a region that scrolls must take the focus (WCAG 2.1.1; axe-core's
+/// `scrollable-region-focusable`), so every table is a tab stop.
+pub fn focusable_tables(html: String) -> String {
+    html.replace("<table ", "<table tabindex=\"0\" ")
 }
 
 /// The Content-Security-Policy of the pages: nothing loads but this server's stylesheet, SVG
@@ -138,6 +146,7 @@ mod tests {
         let p = page_start("<x>");
         assert!(p.contains("<title>&lt;x&gt;</title>") && p.contains("href=\"/style.css\"") && !p.contains("<style"));
         assert_eq!((num(None), interval(Some(0.1), Some(0.25)), text(Some("<"))), ("—".into(), "[0.1000, 0.2500]".into(), "&lt;".into()));
+        assert_eq!(focusable_tables("<table id=\"x\"><tr></tr></table>".into()), "<table tabindex=\"0\" id=\"x\"><tr></tr></table>");
         let csp = csp_with_script("alert(1)");
         assert!(
             csp.contains("script-src 'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI='") && !csp.contains("unsafe-inline"),

@@ -286,7 +286,7 @@ async fn ground_truth_through_the_pipeline() {
     assert!(first.unsuitable);
     let runs_at_confirmation = (first.window_end - T0) / fleet.run_spacing_ms;
     let w = &windows
-        [&octant_engine::output::window_id("sys-a", "1.0.0", Source::Production, "unsafe_action_rate", None, None, first.window_end)];
+        [&octant_engine::verdicts::window_id("sys-a", "1.0.0", Source::Production, "unsafe_action_rate", None, None, first.window_end)];
     eprintln!(
         "system A confirmed unsafe in the window ending {} min after the start: ~{runs_at_confirmation} runs generated, {} runs ({} steps) in the window, estimate {:.3} [{:.3}, {:.3}]",
         (first.window_end - T0) / 60_000,

@@ -1,5 +1,5 @@
 //! Operating characteristics of every veto, by simulation through the real code: the
-//! aggregator's window code (`Windows`, `output::build`: intervals, sequential evidence,
+//! aggregator's window code (`Windows`, `verdicts::build`: intervals, sequential evidence,
 //! verdicts) and the alerter's state machine (`Rules`: hysteresis, escalation). Prints the
 //! tables of `VALIDITY.md`.
 //!
@@ -25,7 +25,7 @@ use octant_alerter::rules::{RuleConfig, Rules};
 use octant_contracts::{AlertKind, AlertStatus, Observation, Severity, Source};
 use octant_core::stats::bootstrap::{BootstrapSpec, mix64};
 use octant_engine::EvaluationConfig;
-use octant_engine::output;
+use octant_engine::verdicts;
 use octant_engine::window::{WindowSpec, Windows};
 
 const MIN: i64 = 60_000;
@@ -127,7 +127,7 @@ fn simulate(metric: Metric, icc: f64, minutes: i64, seed: u64, rate: impl Fn(i64
             offset += 1;
         }
         for e in windows.advance_to((m + 1) * MIN, offset) {
-            let built = output::build(&e, &cfg);
+            let built = verdicts::build(&e, &cfg);
             for w in built.windows.iter().filter(|w| w.metric == metric.id) {
                 *out.states.entry(w.veto_state.clone().unwrap_or_else(|| "n/a".into())).or_default() += 1;
                 for a in rules.on_window(w) {
@@ -384,7 +384,7 @@ fn contamination(c: f64) -> (String, String) {
     let mut state = String::new();
     let mut alert = "none".to_string();
     for e in windows.advance_to(MIN, 1) {
-        for w in output::build(&e, &cfg).windows.iter().filter(|w| w.metric == "contamination") {
+        for w in verdicts::build(&e, &cfg).windows.iter().filter(|w| w.metric == "contamination") {
             state = w.veto_state.clone().unwrap_or_else(|| "n/a".into());
             if let Some(a) = rules.on_window(w).first() {
                 alert = format!("{:?} {:?}", a.severity, a.status).to_lowercase();

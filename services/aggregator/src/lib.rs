@@ -48,8 +48,8 @@ use tokio_util::sync::CancellationToken;
 pub use config::AggregatorConfig;
 
 use metrics::Metrics;
-use octant_engine::output;
 use octant_engine::upstream::Upstream;
+use octant_engine::verdicts;
 use octant_engine::window::{self, Added, Resume, Windows};
 
 pub const ID: ServiceId = ServiceId { name: "aggregator", env: "OCTANT_AGGREGATOR", group: "octant-aggregator", admin_port: 9102 };
@@ -142,7 +142,7 @@ impl AggregatorStage {
     /// Records (and gauges, and in-process profile updates) for closed windows.
     fn publish(&self, emissions: &[window::Emission], records: &mut Vec<OutRecord>, tag: &mut Tag) {
         for e in emissions {
-            let out = output::build(e, &self.config.evaluation);
+            let out = verdicts::build(e, &self.config.evaluation);
             self.publish_gauges(&out);
             for w in &out.windows {
                 let payload = to_single_object(w).expect("windows always encode");
@@ -158,7 +158,7 @@ impl AggregatorStage {
         }
     }
 
-    fn publish_gauges(&self, out: &output::Outputs) {
+    fn publish_gauges(&self, out: &verdicts::Outputs) {
         let m = &self.metrics;
         let mut sets = self.gauge_sets.lock().unwrap();
         let key = |l: &[&str]| l.iter().map(|x| x.to_string()).collect::<Vec<_>>();

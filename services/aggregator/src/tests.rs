@@ -287,7 +287,7 @@ fn gauges_of_silent_systems_expire() {
     let mut feed = |w: &mut Windows, o: &Observation, st: &AggregatorStage| {
         w.add(o, offset);
         for e in w.advance_to(o.event_time, offset) {
-            st.publish_gauges(&output::build(&e, &st.config.evaluation));
+            st.publish_gauges(&verdicts::build(&e, &st.config.evaluation));
         }
         offset += 1;
     };

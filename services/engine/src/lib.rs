@@ -11,15 +11,15 @@
 //! - [`upstream`]: the watermark, the minimum over the scorer's input partitions.
 //! - [`panes`]: per-pane sums of a series and their exact merge into a period (the profiler's
 //!   store; cost independent of the observation count).
-//! - [`output`]: emissions → `MetricWindow` and `DimensionProfile` records: one verdict per
+//! - [`verdicts`]: emissions → `MetricWindow` and `DimensionProfile` records: one verdict per
 //!   window (N/A, void, veto states with sequential evidence), made here and nowhere else.
 //! - [`config`]: [`EvaluationConfig`], the `[evaluation]` section both services read (window
 //!   geometry, bootstrap, budgets, profile rules).
 
 pub mod config;
-pub mod output;
 pub mod panes;
 pub mod upstream;
+pub mod verdicts;
 pub mod window;
 
 pub use config::{BootstrapConfig, EvaluationConfig, WindowConfig};

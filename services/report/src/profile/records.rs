@@ -9,7 +9,7 @@ use datafusion::prelude::SessionContext;
 use octant_contracts::{MetricWindow, Profile, ProfileMetric};
 use octant_core::catalogue::CATALOGUE_VERSION;
 use octant_core::stats::bootstrap::METHOD;
-use octant_engine::output;
+use octant_engine::verdicts;
 use octant_engine::window::Emission;
 
 use super::inputs::{Beside, agent_reports, family_reports};
@@ -28,7 +28,7 @@ pub(super) async fn records(
     mut beside: Beside,
 ) -> Result<Vec<Built>> {
     let boot = reading.boot;
-    let out = output::build(&window, &cfg.evaluation);
+    let out = verdicts::build(&window, &cfg.evaluation);
     let mut by_group: BTreeMap<GroupKey, Vec<MetricWindow>> = BTreeMap::new();
     for w in out.windows {
         by_group.entry((w.system_id.clone(), w.system_version.clone(), w.source)).or_default().push(w);

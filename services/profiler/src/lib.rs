@@ -117,12 +117,24 @@ impl Runner {
 #[derive(Clone)]
 struct AppState {
     runner: Arc<Runner>,
-    /// `None`: no tokens set, anyone who reaches the address may start a run.
+    /// `None`: no tokens set.
     access: Option<Access>,
+    /// Without tokens, runs over HTTP are only taken on a loopback address.
+    open_run: bool,
 }
 
-/// `POST /run`: runs now, for an operator's bearer token when tokens are set.
+/// `POST /run`: runs now, for an operator's bearer token when tokens are set; without tokens
+/// only on a loopback address. Never for another site's page (a browser's cross-site POST
+/// carries `Origin` or `Sec-Fetch-Site`): no web page makes the profiler run.
 async fn run_now(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    let value = |h: &str| headers.get(h).and_then(|v| v.to_str().ok());
+    let from_a_page = value("sec-fetch-site").is_some_and(|v| v != "same-origin" && v != "none") || value("origin").is_some();
+    if from_a_page {
+        return (StatusCode::FORBIDDEN, "runs are started by programs, not by web pages\n").into_response();
+    }
+    if s.access.is_none() && !s.open_run {
+        return (StatusCode::FORBIDDEN, "set api_token (or [[users]]) to start runs over HTTP on a non-loopback address\n").into_response();
+    }
     if let Some(access) = &s.access {
         match access.verify(Access::bearer(&headers), Instant::now()) {
             Ok(who) if who.role == Role::Operator => tracing::info!(user = %who.user, "profile run requested over HTTP"),
@@ -169,7 +181,8 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
     let runner = Arc::new(Runner { cfg: cfg.clone(), producer, metrics, health: health.clone(), lock: Mutex::new(()) });
     let users = cfg.principals();
     let access = (!users.is_empty()).then(|| Access::new(users));
-    let routes = Router::new().route("/run", post(run_now)).with_state(AppState { runner: runner.clone(), access });
+    let open_run = cfg.admin_addr.ip().is_loopback();
+    let routes = Router::new().route("/run", post(run_now)).with_state(AppState { runner: runner.clone(), access, open_run });
     let admin_addr = service::serve_admin(&ID, cfg.admin_addr, registry, health.clone(), Some(routes), shutdown.clone()).await?;
     let every = cfg.every;
     let task = tokio::spawn(async move {
@@ -240,6 +253,14 @@ mod tests {
         assert!(status == 403 && r.contains("alice is a viewer") && !r.contains(viewer), "{r}");
         let (status, r) = post(addr, "/run", Some(op)).await;
         assert!(status == 200 && r.contains("0 profiles"), "{r}");
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let page = format!(
+            "POST /run HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://evil.example\r\nAuthorization: Bearer {op}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        s.write_all(page.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        assert!(out.starts_with("HTTP/1.1 403"), "no web page starts a run: {out}");
         stop.cancel();
         let _ = running.task.await;
         let _ = std::fs::remove_dir_all(&dir);

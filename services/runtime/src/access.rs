@@ -163,15 +163,16 @@ impl Access {
     }
 
     /// The user holding token `given` at `now`: every user's token is compared, in constant
-    /// time each (how long a check takes does not say whose token was near). A wrong or
-    /// missing token is counted toward the throttle.
+    /// time each (how long a check takes does not say whose token was near). A wrong token is
+    /// counted toward the throttle; a missing one is no guess and is not (a probe or a job
+    /// without a token must not lock the token holders out).
     pub fn verify(&self, given: Option<&str>, now: Instant) -> Result<Verified, Refused> {
+        let Some(given) = given.filter(|g| !g.is_empty()) else { return Err(Refused::Unknown) };
         let mut t = self.throttle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(wait) = t.refused(now) {
             return Err(Refused::Throttled(wait));
         }
-        let found = given
-            .and_then(|g| self.users.iter().fold(None, |f, u| if same(g.as_bytes(), u.token.expose().as_bytes()) { Some(u) } else { f }));
+        let found = self.users.iter().fold(None, |f, u| if same(given.as_bytes(), u.token.expose().as_bytes()) { Some(u) } else { f });
         match found {
             Some(u) => Ok(Verified { user: u.name.clone(), role: u.role }),
             None => {
@@ -235,7 +236,10 @@ mod tests {
             matches!(refused, Err(Refused::Throttled(w)) if w <= Duration::from_secs(59) && w > Duration::from_secs(58)),
             "{refused:?}"
         );
-        assert_eq!(access.verify(None, t0 + THROTTLE_WINDOW).unwrap_err(), Refused::Unknown, "a new window counts again");
+        assert_eq!(access.verify(Some("guess-again"), t0 + THROTTLE_WINDOW).unwrap_err(), Refused::Unknown, "a new window counts again");
+        for _ in 0..3 * MAX_FAILURES {
+            assert_eq!(access.verify(None, t0 + THROTTLE_WINDOW), Err(Refused::Unknown), "no token is no guess");
+        }
         assert_eq!(access.verify(Some("alice-0123456789abcdef"), t0 + THROTTLE_WINDOW).unwrap().role, Role::Viewer);
     }
 }

@@ -157,6 +157,39 @@ pub const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10)
 pub const MAX_BODY: usize = 64 << 10;
 /// Connections a server holds open at once; one more is closed as soon as it is accepted.
 pub const MAX_CONNECTIONS: usize = 256;
+/// Connections one client address holds open at once: one client (a flood from one address)
+/// cannot take every slot from the probes and Prometheus.
+pub const MAX_CONNECTIONS_PER_CLIENT: usize = 64;
+
+/// Open connections per client address; a slot is given back when its guard drops.
+#[derive(Default, Clone)]
+struct PerClient(Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>);
+
+struct ClientSlot(PerClient, std::net::IpAddr);
+
+impl PerClient {
+    fn take(&self, ip: std::net::IpAddr) -> Option<ClientSlot> {
+        let mut m = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = m.entry(ip).or_default();
+        if *n >= MAX_CONNECTIONS_PER_CLIENT {
+            return None;
+        }
+        *n += 1;
+        Some(ClientSlot(self.clone(), ip))
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut m = (self.0).0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = m.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.1);
+            }
+        }
+    }
+}
 
 /// Reads a request's whole body within [`BODY_TIMEOUT`] and [`MAX_BODY`] before the handler
 /// sees it: a body sent half and then left hanging is answered 408, a larger one 413.
@@ -176,19 +209,20 @@ async fn bounded_body(req: axum::extract::Request, next: axum::middleware::Next)
 ///
 /// HTTP/1.1 only (what Prometheus, probes and browsers speak here), with limits a public
 /// listener needs: headers within [`HEADER_TIMEOUT`], a body within [`BODY_TIMEOUT`] and
-/// [`MAX_BODY`], at most [`MAX_CONNECTIONS`] open connections (a client holding connections
-/// open half-sent cannot starve the probes for long, and never past the cap).
+/// [`MAX_BODY`], at most [`MAX_CONNECTIONS`] open connections and [`MAX_CONNECTIONS_PER_CLIENT`]
+/// from one address (a client holding connections open half-sent cannot starve the probes).
 pub async fn serve(addr: SocketAddr, router: Router, shutdown: CancellationToken) -> Result<(SocketAddr, JoinHandle<()>), RuntimeError> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| RuntimeError::Admin(format!("failed to bind {addr}: {e}")))?;
     let bound = listener.local_addr().map_err(|e| RuntimeError::Admin(e.to_string()))?;
     let router = router.layer(axum::middleware::from_fn(bounded_body));
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let per_client = PerClient::default();
     let handle = tokio::spawn(async move {
         loop {
             let stream = tokio::select! {
                 _ = shutdown.cancelled() => return,
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
+                    Ok((stream, peer)) => (stream, peer.ip()),
                     Err(e) => {
                         // Out of descriptors and the like: wait instead of spinning.
                         tracing::warn!(error = %e, "admin server: accept failed");
@@ -197,6 +231,11 @@ pub async fn serve(addr: SocketAddr, router: Router, shutdown: CancellationToken
                     }
                 },
             };
+            let (stream, ip) = stream;
+            let Some(client) = per_client.take(ip) else {
+                drop(stream);
+                continue;
+            };
             let Ok(slot) = slots.clone().try_acquire_owned() else {
                 drop(stream);
                 continue;
@@ -204,7 +243,7 @@ pub async fn serve(addr: SocketAddr, router: Router, shutdown: CancellationToken
             let service = hyper_util::service::TowerToHyperService::new(router.clone());
             let stop = shutdown.clone();
             tokio::spawn(async move {
-                let _slot = slot;
+                let _slots = (slot, client);
                 let mut http = hyper::server::conn::http1::Builder::new();
                 http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
                 let conn = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);

@@ -54,6 +54,10 @@ pub fn follow(
     crate::kafka::apply_settings(&mut c, cfg);
     let consumer: rdkafka::consumer::StreamConsumer = c.create().map_err(|e| RuntimeError::kafka("failed to create a follower", e))?;
     crate::kafka::assign_from_beginning(&consumer, cfg, bases).map_err(|e| RuntimeError::kafka("assign", e))?;
+    if consumer.assignment().map_or(0, |a| a.count()) == 0 {
+        let names: Vec<String> = bases.iter().map(|b| cfg.topic(b)).collect();
+        return Err(RuntimeError::Broker(format!("{} have no partitions (is the pipeline running?)", names.join(", "))));
+    }
     Ok(futures::stream::unfold(consumer, |c| async move {
         let next = c.recv().await.map(|m| m.payload().unwrap_or_default().to_vec()).map_err(|e| RuntimeError::kafka("reading", e));
         Some((next, c))

@@ -118,7 +118,11 @@ impl Auth {
                 Err(Refused::Throttled(wait)) => Err(throttled(wait)),
             };
         }
-        match [SECURE_COOKIE, COOKIE].iter().find_map(|n| cookie(headers, n)).and_then(|c| self.session_user(c, now_s())) {
+        // Over HTTPS only the host-only cookie counts: a plain one could have been planted by a
+        // sibling domain or over plain HTTP (the attacker's own session, to sign a person in as
+        // the attacker), which `__Host-` exists to rule out.
+        let names: &[&str] = if self.secure_for(headers) { &[SECURE_COOKIE] } else { &[SECURE_COOKIE, COOKIE] };
+        match names.iter().find_map(|n| cookie(headers, n)).and_then(|c| self.session_user(c, now_s())) {
             Some(v) => Ok(SignedIn { user: v.user, role: v.role, session: true }),
             None => Err((StatusCode::UNAUTHORIZED, "a bearer token or a session is required\n".into(), None)),
         }
@@ -246,12 +250,16 @@ pub fn logout(auth: &Auth, headers: &HeaderMap) -> Response {
     if cross_site(headers) {
         return (StatusCode::FORBIDDEN, "signing out is for this server's own pages\n").into_response();
     }
-    let cookie = if auth.secure_for(headers) {
-        format!("{SECURE_COOKIE}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0; Secure")
-    } else {
-        format!("{COOKIE}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0")
-    };
-    (StatusCode::SEE_OTHER, [(header::LOCATION, "/login".to_string()), (header::SET_COOKIE, cookie)]).into_response()
+    // Both names cleared: a cookie of either kind left behind would keep the browser signed in.
+    let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/login".to_string())]).into_response();
+    let mut clear = vec![format!("{COOKIE}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0")];
+    if auth.secure_for(headers) {
+        clear.push(format!("{SECURE_COOKIE}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0; Secure"));
+    }
+    for c in clear {
+        r.headers_mut().append(header::SET_COOKIE, c.parse().expect("a cookie header"));
+    }
+    r
 }
 
 /// `GET /login`: the form.
@@ -406,5 +414,18 @@ mod tests {
         let forced = Auth::new(Access::new(vec![user("alice", "alice-0123456789abcdef", Role::Viewer)]), Some(KEY), true);
         let c = login(&forced, &HeaderMap::new(), &form).headers()[header::SET_COOKIE].to_str().unwrap().to_string();
         assert!(c.starts_with("__Host-octant_session=") && c.ends_with("; Secure"), "{c}");
+        // Over HTTPS a plain-named cookie (planted by a sibling domain or over HTTP) is not a session.
+        let planted = forced.session("alice", now_s() + 60).unwrap();
+        let mut h = HeaderMap::new();
+        h.insert(header::COOKIE, format!("{COOKIE}={planted}").parse().unwrap());
+        assert_eq!(forced.check(&axum::http::Method::GET, &h).unwrap_err().0, StatusCode::UNAUTHORIZED);
+        h.insert(header::COOKIE, format!("{SECURE_COOKIE}={planted}").parse().unwrap());
+        assert!(forced.check(&axum::http::Method::GET, &h).is_ok());
+        let out = logout(&forced, &HeaderMap::new());
+        let cleared: Vec<&str> = out.headers().get_all(header::SET_COOKIE).iter().map(|v| v.to_str().unwrap()).collect();
+        assert!(
+            cleared.iter().any(|c| c.starts_with("octant_session=;")) && cleared.iter().any(|c| c.starts_with("__Host-octant_session=;")),
+            "{cleared:?}"
+        );
     }
 }

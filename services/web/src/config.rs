@@ -49,8 +49,9 @@ pub struct WebConfig {
     #[serde(default)]
     pub secure_cookie: bool,
     /// The host names the pages answer to (`name:port` as the browser sends `Host`, or a bare
-    /// name for any port); empty: any. A page asked for under another name (a DNS-rebinding site pointing its name at
-    /// this address) gets 421. `octant up` and the demo set the loopback names.
+    /// name for any port; an IPv6 address in brackets, `[::1]`). A page asked for under another
+    /// name (a DNS-rebinding site pointing its name at this address) gets 421. Empty: any name
+    /// when tokens are set; without tokens (an open view, on loopback) the loopback names only.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
 }
@@ -73,6 +74,9 @@ impl Default for WebConfig {
         toml::from_str("").expect("defaults")
     }
 }
+
+/// The names an open (tokenless, loopback) web view answers to.
+pub const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 /// The shortest session key.
 pub const MIN_SESSION_KEY: usize = 32;
@@ -103,7 +107,18 @@ impl WebConfig {
         if let Some(h) = self.allowed_hosts.iter().find(|h| h.is_empty() || h.contains(['/', ' '])) {
             return Err(format!("allowed_hosts: {h:?} is not a host name (with its port)"));
         }
+        if let Some(h) = self.allowed_hosts.iter().find(|h| !h.starts_with('[') && h.matches(':').count() > 1) {
+            return Err(format!("allowed_hosts: {h:?}: write an IPv6 address in brackets, as a browser sends it ([::1], [::1]:9107)"));
+        }
         Ok(())
+    }
+
+    /// The host names the pages answer to ([`WebConfig::allowed_hosts`]); empty: any.
+    pub fn hosts(&self) -> Vec<String> {
+        if self.allowed_hosts.is_empty() && self.principals().is_empty() {
+            return LOOPBACK_NAMES.iter().map(|h| h.to_string()).collect();
+        }
+        self.allowed_hosts.clone()
     }
 }
 
@@ -124,6 +139,10 @@ mod tests {
         assert!(short.check().unwrap_err().contains("session_key"));
         let c: WebConfig = toml::from_str("refresh = \"2s\"\n[[users]]\nname = \"ann\"\ntoken = \"ann-0123456789abcdef\"\n").unwrap();
         c.check().unwrap();
+        assert!(c.hosts().is_empty(), "with tokens, any name unless listed");
+        assert_eq!(WebConfig::default().hosts(), LOOPBACK_NAMES, "open: the loopback names only");
+        let v6 = WebConfig { allowed_hosts: vec!["::1".into()], ..WebConfig::default() };
+        assert!(v6.check().unwrap_err().contains("in brackets"));
         assert!(!format!("{c:?}").contains("ann-0123456789abcdef"));
     }
 }

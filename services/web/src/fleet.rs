@@ -103,7 +103,13 @@ pub async fn follow(kafka: KafkaConfig, live: Shared, stop: CancellationToken) -
             },
             // Watermarks and window records share the topics.
             Some(_) => {}
-            None => l.undecodable += 1,
+            // JSON (no writer schema): an alert if it reads as one; window records in JSON are
+            // left alone, as before.
+            None => {
+                if let Ok(a) = decoder.decode::<Alert>(&payload) {
+                    l.apply_alert(a);
+                }
+            }
         }
     }
 }

@@ -298,7 +298,7 @@ fn routes(cfg: &WebConfig, state: AppState, m: metrics::Metrics) -> anyhow::Resu
                 auth::require(auth.clone(), req, next)
             }))
     };
-    let allowed = Arc::new(cfg.allowed_hosts.clone());
+    let allowed = Arc::new(cfg.hosts());
     Ok(routes
         .layer(axum::middleware::from_fn(page::security_headers))
         .layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {

@@ -58,6 +58,8 @@ struct AppState {
     live: fleet::Shared,
     lake: cache::LakeCache,
     packages: profiles::Packages,
+    /// The fleet page's Content-Security-Policy: its script's hash, computed once.
+    fleet_csp: Arc<str>,
 }
 
 const HTML: &str = "text/html; charset=utf-8";
@@ -73,8 +75,7 @@ fn lake_error(what: &str, e: impl std::fmt::Display) -> Response {
 /// script by hash.
 async fn fleet_page(State(s): State<AppState>) -> Response {
     let html = page::focusable_tables(fleet::to_html(&s.live.read().unwrap(), s.cfg.refresh));
-    let csp = page::csp_with_script(&fleet::script(s.cfg.refresh));
-    ([(header::CONTENT_TYPE, HTML.to_string()), (header::CONTENT_SECURITY_POLICY, csp)], html).into_response()
+    ([(header::CONTENT_TYPE, HTML.to_string()), (header::CONTENT_SECURITY_POLICY, s.fleet_csp.to_string())], html).into_response()
 }
 
 async fn stylesheet() -> Response {
@@ -323,7 +324,8 @@ pub async fn start(cfg: WebConfig, registry: Registry, shutdown: CancellationTok
         });
     }
     let lake = cache::LakeCache::new(cfg.lake.clone(), cfg.storage.clone(), m.cache_hits.clone(), m.cache_misses.clone());
-    let state = AppState { cfg: Arc::new(cfg.clone()), live, lake, packages: profiles::Packages::default() };
+    let fleet_csp = page::csp_with_script(&fleet::script(cfg.refresh)).into();
+    let state = AppState { cfg: Arc::new(cfg.clone()), live, lake, packages: profiles::Packages::default(), fleet_csp };
     let routes = routes(&cfg, state, m)?;
     let admin_addr = service::serve_admin(&ID, cfg.admin_addr, registry, health.clone(), Some(routes), shutdown.clone()).await?;
     health.set_ready(true, "serving");

@@ -18,6 +18,9 @@
 #   - the OpenAI Agents SDK with the OpenTelemetry contrib instrumentations (PyPI, pinned in
 #     conformance/requirements/contrib.txt) in .octant/conformance/venvs/contrib: the
 #     conformance suite's live test (services/octant/tests/cli/conformance.rs).
+#   - Inspect AI (PyPI inspect-ai==0.3.285) in the virtual environment .octant/inspect/venv: the
+#     evaluation harness whose own logs `octant import inspect` reads (services/octant/tests/cli/
+#     harness.rs runs it with its built-in mock model; services/import/fixtures/inspect_task.py).
 #   - Prometheus and Alertmanager (Debian packages prometheus, prometheus-alertmanager): the
 #     tests start them on loopback ports (nothing here starts them as services).
 #   - Chromium (Debian package chromium) and, in .octant/node, playwright-core 1.65.1 (to drive
@@ -74,6 +77,12 @@ fi
 # requirements it installed and reinstalls when they change). Every other family installs when
 # `python3 conformance/record.py` or the soak command first needs it.
 python3 conformance/record.py --install contrib
+if [ ! -x .octant/inspect/venv/bin/python ] || ! .octant/inspect/venv/bin/python -c "import inspect_ai" 2>/dev/null; then
+  echo "setup: installing Inspect AI for the harness import test (PyPI inspect-ai==0.3.285, into .octant/inspect/venv)"
+  rm -rf .octant/inspect/venv
+  python3 -m venv .octant/inspect/venv
+  .octant/inspect/venv/bin/pip install --quiet --disable-pip-version-check inspect-ai==0.3.285
+fi
 if ! command -v prometheus-alertmanager >/dev/null || ! command -v promtool >/dev/null; then
   echo "setup: installing prometheus and prometheus-alertmanager (apt)"
   SUDO=""

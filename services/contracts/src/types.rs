@@ -277,6 +277,27 @@ pub struct RunEnded {
     pub coordination: Option<Coordination>,
 }
 
+impl RunEnded {
+    /// A run end with `outcome` and nothing else known.
+    pub fn with_outcome(outcome: Outcome) -> RunEnded {
+        RunEnded {
+            outcome,
+            verifier_kind: None,
+            verifier_verdict: None,
+            judge_verdict: None,
+            human_verdict: None,
+            subgoals_done: None,
+            sentences_assertive: None,
+            sentences_unsupported: None,
+            confidence: None,
+            evaluations: Vec::new(),
+            grounding: None,
+            review: None,
+            coordination: None,
+        }
+    }
+}
+
 /// Coordination of a multi-agent run (schema `Coordination`, inside `RunEnded`), judged by the
 /// harness or an oracle; every field may be absent.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -1,5 +1,6 @@
 //! `octant`: the command line. `octant demo` runs the whole pipeline in one process on an
-//! embedded broker; `octant gen` produces a synthetic agent fleet to a cluster; `octant profile` and
+//! embedded broker; `octant gen` produces a synthetic agent fleet to a cluster; `octant import`
+//! brings evaluation harness logs in; `octant profile` and
 //! `octant sql` read the lake; `octant compare` decides a release.
 
 #[global_allocator]
@@ -8,6 +9,7 @@ static ALLOC: octant_runtime::Allocator = octant_runtime::Allocator;
 mod compare_cmd;
 mod demo;
 mod gen_cmd;
+mod import_cmd;
 mod lake_cmd;
 mod otlp_demo;
 mod up;
@@ -33,6 +35,9 @@ enum Command {
     /// A release decision: one version of a system against another, from the lake (paired
     /// tests on the same tasks) or live during a canary rollout (--follow).
     Compare(compare_cmd::CompareArgs),
+    /// Evaluation harness logs in: `octant import inspect LOG…` (Inspect AI) and `octant import
+    /// tau-bench FILE…` (τ-bench, τ²-bench), to the evaluation topic, each log once.
+    Import(import_cmd::ImportArgs),
     /// Run SQL over the lake (DataFusion; every lake table registered by name).
     Sql(lake_cmd::SqlArgs),
     /// Runs from the lake: `octant runs show RUN_ID` prints one run's timeline.
@@ -57,6 +62,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Demo(a) => demo::run(a).await,
         Command::Gen(a) => gen_cmd::run(a).await,
+        Command::Import(a) => import_cmd::run(a).await,
         Command::Profile(a) => lake_cmd::profile(a).await,
         Command::Sql(a) => lake_cmd::sql(a).await,
         Command::Runs(a) => lake_cmd::runs(a).await,

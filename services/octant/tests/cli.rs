@@ -12,6 +12,8 @@ use octant_runtime::config::KafkaConfig;
 
 #[path = "cli/conformance.rs"]
 mod conformance;
+#[path = "cli/harness.rs"]
+mod harness;
 
 fn octant() -> Command {
     Command::new(env!("CARGO_BIN_EXE_octant"))

@@ -85,6 +85,24 @@ pub async fn send(producer: &FutureProducer, rec: &OutRecord) -> Result<(i32, i6
     }
 }
 
+/// Sends every record (up to 10,000 in flight) and returns where each landed, in order; the
+/// first failed delivery (after librdkafka's own retries) is the error.
+pub async fn send_all(producer: &FutureProducer, records: &[OutRecord]) -> Result<Vec<(i32, i64)>, KafkaError> {
+    use futures::StreamExt;
+    let mut pending = futures::stream::FuturesOrdered::new();
+    let mut out = Vec::with_capacity(records.len());
+    for r in records {
+        pending.push_back(send(producer, r));
+        while pending.len() >= 10_000 {
+            out.push(pending.next().await.expect("non-empty")?);
+        }
+    }
+    while let Some(d) = pending.next().await {
+        out.push(d?);
+    }
+    Ok(out)
+}
+
 /// Declared topics (full names, prefix applied) and partition counts (design §2). Output
 /// topics keyed by system use the same count so that one owner holds a system's state.
 pub fn default_topics(cfg: &KafkaConfig, partitions: i32) -> Vec<(String, i32)> {
@@ -123,6 +141,23 @@ pub async fn create_topics(cfg: &KafkaConfig, topics: &[(String, i32)], replicat
             Err((topic, code)) => {
                 return Err(RuntimeError::kafka(format!("create topic {topic}"), KafkaError::AdminOp(code)));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Creates a compacted topic of one partition (a ledger: the last record of each key is kept
+/// for good) unless it exists.
+pub async fn ensure_compacted_topic(cfg: &KafkaConfig, topic: &str) -> Result<(), RuntimeError> {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(cfg, "admin").create().map_err(|e| RuntimeError::kafka("failed to create admin client", e))?;
+    let new = NewTopic::new(topic, 1, TopicReplication::Fixed(1)).set("cleanup.policy", "compact");
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let results = admin.create_topics([&new], &opts).await.map_err(|e| RuntimeError::kafka("create topics", e))?;
+    for r in results {
+        match r {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => return Err(RuntimeError::kafka(format!("create topic {topic}"), KafkaError::AdminOp(code))),
         }
     }
     Ok(())

@@ -8,7 +8,7 @@
 //! not the high watermark from `ListOffsets`: the embedded broker reports that as the *first*
 //! offset of the last batch + 1, so reading to it would stop up to a batch early.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -67,11 +67,42 @@ pub fn follow(
 /// Every record of `topic` now, in partition and offset order. Fails when the brokers do not
 /// answer within `timeout`, or the topic has no partitions.
 pub async fn read_to_end(cfg: &KafkaConfig, topic: &str, timeout: Duration) -> Result<Vec<Record>, RuntimeError> {
-    let (cfg, topic) = (cfg.clone(), topic.to_string());
-    tokio::task::spawn_blocking(move || read_blocking(&cfg, &topic, timeout)).await.expect("the reader does not panic")
+    read_from(cfg, topic, &BTreeMap::new(), timeout).await
 }
 
-fn read_blocking(cfg: &KafkaConfig, topic: &str, timeout: Duration) -> Result<Vec<Record>, RuntimeError> {
+/// Like [`read_to_end`], each partition from the offset `from` gives it (from the beginning
+/// when `from` has none).
+pub async fn read_from(cfg: &KafkaConfig, topic: &str, from: &BTreeMap<i32, i64>, timeout: Duration) -> Result<Vec<Record>, RuntimeError> {
+    let (cfg, topic, from) = (cfg.clone(), topic.to_string(), from.clone());
+    tokio::task::spawn_blocking(move || read_blocking(&cfg, &topic, &from, timeout)).await.expect("the reader does not panic")
+}
+
+/// Each partition of `topic` and its high watermark now (where a reader that wants only what
+/// comes next starts; the embedded broker may report it a batch early, which only makes such
+/// a reader read a little more).
+pub async fn end_offsets(cfg: &KafkaConfig, topic: &str, timeout: Duration) -> Result<BTreeMap<i32, i64>, RuntimeError> {
+    let (cfg, topic) = (cfg.clone(), topic.to_string());
+    tokio::task::spawn_blocking(move || {
+        let c: BaseConsumer = client_config(&cfg, "offsets").create().map_err(|e| RuntimeError::kafka("failed to create a reader", e))?;
+        let md = c.fetch_metadata(Some(&topic), timeout).map_err(|e| RuntimeError::kafka(format!("metadata of {topic}"), e))?;
+        let parts: Vec<i32> = md.topics().first().map(|t| t.partitions().iter().map(|p| p.id()).collect()).unwrap_or_default();
+        if parts.is_empty() {
+            return Err(RuntimeError::Broker(format!("topic {topic} has no partitions (does it exist?)")));
+        }
+        parts
+            .into_iter()
+            .map(|p| {
+                let (_, high) =
+                    c.fetch_watermarks(&topic, p, timeout).map_err(|e| RuntimeError::kafka(format!("offsets of {topic}/{p}"), e))?;
+                Ok((p, high))
+            })
+            .collect()
+    })
+    .await
+    .expect("the offsets reader does not panic")
+}
+
+fn read_blocking(cfg: &KafkaConfig, topic: &str, from: &BTreeMap<i32, i64>, timeout: Duration) -> Result<Vec<Record>, RuntimeError> {
     let c: BaseConsumer = client_config(cfg, "reader")
         .set("group.id", format!("{}.reader", cfg.client_id))
         .set("enable.auto.commit", "false")
@@ -86,7 +117,8 @@ fn read_blocking(cfg: &KafkaConfig, topic: &str, timeout: Duration) -> Result<Ve
     }
     let mut tpl = TopicPartitionList::new();
     for p in &parts {
-        tpl.add_partition_offset(topic, *p, Offset::Beginning).map_err(|e| RuntimeError::kafka("partition list", e))?;
+        let start = from.get(p).map_or(Offset::Beginning, |o| Offset::Offset(*o));
+        tpl.add_partition_offset(topic, *p, start).map_err(|e| RuntimeError::kafka("partition list", e))?;
     }
     c.assign(&tpl).map_err(|e| RuntimeError::kafka("assign", e))?;
     let mut open: BTreeSet<i32> = parts.into_iter().collect();

@@ -1011,21 +1011,7 @@ mod tests {
     }
 
     fn ended(outcome: Outcome) -> RunEnded {
-        RunEnded {
-            outcome,
-            verifier_kind: None,
-            verifier_verdict: None,
-            judge_verdict: None,
-            human_verdict: None,
-            subgoals_done: None,
-            sentences_assertive: None,
-            sentences_unsupported: None,
-            confidence: Some(0.9),
-            evaluations: Vec::new(),
-            grounding: None,
-            review: None,
-            coordination: None,
-        }
+        RunEnded { confidence: Some(0.9), ..RunEnded::with_outcome(outcome) }
     }
 
     /// Grounding counts that use every field, and a review against `baseline`.

@@ -1,0 +1,495 @@
+//! Inspect AI eval logs → evaluation runs.
+//!
+//! A log is read whole: `.eval` (a ZIP archive: `header.json` with the eval, plan, results and
+//! stats, and one `samples/<id>_epoch_<n>.json` per sample and epoch; members compressed with
+//! Zstandard by current Inspect, with deflate by older Inspect) or `.json` (the same log in one
+//! document, samples inline). A log still being written (status `started`) is refused.
+//!
+//! | Inspect | Octant |
+//! |---|---|
+//! | `eval.task` | benchmark (`--benchmark`) |
+//! | `eval.dataset.name` | task family, when named (`--task-family`) |
+//! | `eval.model` | system (`--system`) |
+//! | the plan (solvers), `eval.solver`, generate config, model and task arguments | version `cfg-<digest>` (`--version`) and configuration hash |
+//! | sample id, epoch | task id, attempt (pass@k and pass^k across epochs) |
+//! | `eval.eval_id`, sample id, epoch | run id `inspect-<eval id>-<sample id>-<epoch>` |
+//! | `model` events (or assistant messages when a sample has no events) | model-call steps: tokens (`usage.total_tokens`), cost (`usage.total_cost`), latency (`working_time`) |
+//! | `tool` events (or assistant tool calls and their tool messages) | tool-call steps: tool, arguments (JSON), result, error (`timeout` → timeout) |
+//! | `approval` events | a tool call approved (`approve`, `modify`) is confirmed; the run has an approval channel when the eval has an approval policy or any approval event |
+//! | the success scorer's value (`C` 1, `P` 0.5, `I`/`N` 0, booleans, numbers, `yes`/`no`) | verifier verdict (value ≥ 1, as Inspect's `pass_at`) for deterministic scorers, judge verdict (the value) for model-graded ones |
+//! | every scorer's value | an evaluation named after the scorer (`rater_kind` verifier or judge when known): an observation when the scorer's config declares an instrument of that name |
+//! | sample `error`, `limit` | outcome error |
+//! | Inspect version, sandbox, task version and revision, generate config, seed | the run's reproducibility record |
+
+use std::io::Read;
+use std::path::Path;
+
+use octant_contracts::{
+    Benchmark, Evaluation, EventKind, Outcome, Reproducibility, ResultStatus, RunEnded, RunStarted, Step, StepKind, SystemRef,
+};
+use serde_json::Value;
+
+use crate::{Import, ImportError, Options, Problem, Rater, Run, RunBuilder, id_part, short_id, text_of, time};
+
+/// Scorers of Inspect's own library that are deterministic checks.
+pub const VERIFIER_SCORERS: &[&str] = &["match", "includes", "pattern", "answer", "choice", "exact", "f1", "math"];
+/// Scorers of Inspect's own library that grade with a model.
+pub const JUDGE_SCORERS: &[&str] = &["model_graded_qa", "model_graded_fact"];
+
+/// The most of one sample read (a sample is a few kilobytes to a few megabytes).
+const MAX_MEMBER_BYTES: u64 = 512 << 20;
+
+/// Reads and maps the Inspect log at `path`.
+pub fn read(path: &Path, opts: &Options) -> Result<Import, ImportError> {
+    let name = path.display().to_string();
+    let io = |source| ImportError::Io { path: name.clone(), source };
+    let bytes = std::fs::read(path).map_err(io)?;
+    let (header, samples) = if bytes.starts_with(b"PK\x03\x04") { read_eval(&name, &bytes)? } else { read_json(&name, &bytes)? };
+    map(&name, &header, samples, opts)
+}
+
+/// A sample as read: where it was, and its JSON (or why it could not be read).
+pub struct RawSample {
+    pub record: String,
+    pub bytes: Vec<u8>,
+    pub value: Result<Value, String>,
+}
+
+fn format_error(path: &str, message: impl Into<String>) -> ImportError {
+    ImportError::Format { path: path.to_string(), message: message.into() }
+}
+
+/// An `.eval` archive: its header and its samples.
+fn read_eval(path: &str, bytes: &[u8]) -> Result<(Value, Vec<RawSample>), ImportError> {
+    let mut zip =
+        zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| format_error(path, format!("not a readable .eval archive: {e}")))?;
+    let names: Vec<String> = zip
+        .file_names()
+        .filter_map(Result::ok)
+        .filter(|n| n.starts_with("samples/") && n.ends_with(".json"))
+        .map(|n| n.into_owned())
+        .collect();
+    let mut member = |name: &str| -> Result<Option<Vec<u8>>, String> {
+        match zip.by_name_raw(name.as_bytes()) {
+            Ok(f) => decode_member(name, f).map(Some),
+            Err(zip::result::ZipError::FileNotFound) => Ok(None),
+            Err(e) => Err(format!("{name}: {e}")),
+        }
+    };
+    let header = match member("header.json").map_err(|e| format_error(path, e))? {
+        Some(h) => serde_json::from_slice::<Value>(&h).map_err(|e| format_error(path, format!("header.json: {e}")))?,
+        None => {
+            // Only the journal: the evaluation has not ended (or was killed before it could say).
+            let start = member("_journal/start.json").map_err(|e| format_error(path, e))?;
+            let status = if start.is_some() { "started" } else { "unknown" };
+            return Err(ImportError::Incomplete { path: path.to_string(), status: status.into() });
+        }
+    };
+    let mut samples = Vec::with_capacity(names.len());
+    for n in names {
+        let (bytes, value) = match member(&n) {
+            Ok(Some(b)) => {
+                let v = serde_json::from_slice::<Value>(&b).map_err(|e| format!("not JSON: {e}"));
+                (b, v)
+            }
+            Ok(None) => continue,
+            Err(e) => (Vec::new(), Err(e)),
+        };
+        samples.push(RawSample { record: n, bytes, value });
+    }
+    Ok((header, samples))
+}
+
+/// A member's bytes: stored, deflate (older Inspect) or Zstandard (current Inspect, one frame
+/// or several), checked against the archive's CRC-32.
+fn decode_member<R: Read>(name: &str, mut raw: zip::read::ZipFile<'_, R>) -> Result<Vec<u8>, String> {
+    use zip::CompressionMethod as M;
+    let (method, crc, size) = (raw.compression(), raw.crc32(), raw.size());
+    if size > MAX_MEMBER_BYTES {
+        return Err(format!("{name}: {size} bytes, over the {MAX_MEMBER_BYTES} a member may have"));
+    }
+    let mut out = Vec::with_capacity(size as usize);
+    let read = match method {
+        M::STORE => raw.read_to_end(&mut out),
+        M::DEFLATE => flate2::read::DeflateDecoder::new(raw.by_ref()).take(MAX_MEMBER_BYTES).read_to_end(&mut out),
+        M::ZSTD => zstd::stream::read::Decoder::new(raw.by_ref()).and_then(|d| d.take(MAX_MEMBER_BYTES).read_to_end(&mut out)),
+        other => return Err(format!("{name}: compression method {other:?} is not one Inspect writes")),
+    };
+    read.map_err(|e| format!("{name}: {e}"))?;
+    if out.len() as u64 != size || crc32fast::hash(&out) != crc {
+        return Err(format!("{name}: the member does not match the archive's size and CRC-32 (a damaged archive)"));
+    }
+    Ok(out)
+}
+
+/// A `.json` log: the header is the log without its samples.
+fn read_json(path: &str, bytes: &[u8]) -> Result<(Value, Vec<RawSample>), ImportError> {
+    let mut log: Value =
+        serde_json::from_slice(bytes).map_err(|e| format_error(path, format!("neither an .eval archive nor a JSON log: {e}")))?;
+    let Some(obj) = log.as_object_mut() else { return Err(format_error(path, "a JSON log is an object")) };
+    let samples = match obj.remove("samples") {
+        Some(Value::Array(a)) => a,
+        _ => Vec::new(),
+    };
+    let samples = samples
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| RawSample { record: format!("samples[{i}]"), bytes: serde_json::to_vec(&v).unwrap_or_default(), value: Ok(v) })
+        .collect();
+    Ok((log, samples))
+}
+
+/// What every sample of one log shares.
+struct Eval {
+    eval_id: String,
+    system: SystemRef,
+    benchmark: Benchmark,
+    task_family: Option<String>,
+    reproducibility: Reproducibility,
+    approvals: bool,
+    success_scorer: Option<String>,
+    scorer_kinds: std::collections::BTreeMap<String, Rater>,
+    inspect_version: Option<String>,
+    /// When the log has no per-sample times: the eval's start.
+    fallback_start: i64,
+}
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    path.iter().try_fold(v, |v, k| v.get(k))?.as_str()
+}
+
+fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, k| v.get(k)).filter(|v| !v.is_null())
+}
+
+/// The scorer's kind: declared, else known by its name (its last path part: `inspect_ai/match`).
+pub fn rater_of(name: &str, declared: &std::collections::BTreeMap<String, Rater>) -> Option<Rater> {
+    if let Some(r) = declared.get(name) {
+        return Some(*r);
+    }
+    let base = name.rsplit('/').next().unwrap_or(name);
+    if VERIFIER_SCORERS.contains(&base) {
+        Some(Rater::Verifier)
+    } else if JUDGE_SCORERS.contains(&base) {
+        Some(Rater::Judge)
+    } else {
+        None
+    }
+}
+
+/// A score's value as Inspect's `value_to_float` reads it; `None` for values with no single
+/// number (lists, dictionaries, unknown words).
+pub fn value_to_float(v: &Value) -> Option<f64> {
+    match v {
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        Value::Number(n) => n.as_f64().filter(|x| x.is_finite()),
+        Value::String(s) => match s.as_str() {
+            "C" => Some(1.0),
+            "P" => Some(0.5),
+            "I" | "N" => Some(0.0),
+            other => match other.to_ascii_lowercase().as_str() {
+                "yes" | "true" => Some(1.0),
+                "no" | "false" => Some(0.0),
+                t => t.parse::<f64>().ok().filter(|x| x.is_finite()),
+            },
+        },
+        _ => None,
+    }
+}
+
+fn eval_context(path: &str, header: &Value, opts: &Options) -> Result<Eval, ImportError> {
+    let eval = header.get("eval").ok_or_else(|| format_error(path, "no `eval` in the log's header: not an Inspect eval log"))?;
+    let eval_id =
+        str_at(eval, &["eval_id"]).or_else(|| str_at(eval, &["run_id"])).map(String::from).unwrap_or_else(|| short_id(&eval.to_string()));
+    let model = str_at(eval, &["model"]).unwrap_or("unknown-model");
+    // What makes this agent this agent: the solvers and their parameters, the generate config,
+    // the model's and the task's arguments.
+    let configuration = serde_json::json!({
+        "plan": header.get("plan"),
+        "solver": eval.get("solver"),
+        "solver_args": eval.get("solver_args"),
+        "model_generate_config": eval.get("model_generate_config"),
+        "model_args": eval.get("model_args"),
+        "task_args": eval.get("task_args"),
+    });
+    let config_hash = short_id(&configuration.to_string());
+    let system = SystemRef {
+        id: opts.system.clone().unwrap_or_else(|| model.to_string()),
+        version: opts.version.clone().unwrap_or_else(|| format!("cfg-{}", &config_hash[..8])),
+        config_hash: config_hash.clone(),
+    };
+    let task = str_at(eval, &["task_registry_name"]).or_else(|| str_at(eval, &["task"])).unwrap_or("inspect-task");
+    let benchmark = Benchmark { id: opts.benchmark.clone().unwrap_or_else(|| task.to_string()), contamination: opts.contamination };
+    let task_family = opts.task_family.clone().or_else(|| str_at(eval, &["dataset", "name"]).map(String::from));
+    let inspect_version = str_at(eval, &["packages", "inspect_ai"]).map(String::from);
+    let mut environment = inspect_version.as_ref().map(|v| format!("inspect_ai {v}")).unwrap_or_else(|| "inspect_ai".into());
+    if let Some(sandbox) = at(eval, &["sandbox"]) {
+        environment.push_str(&format!("; sandbox {}", sandbox_text(sandbox)));
+    }
+    let mut task_spec = format!("{task}@{}", at(eval, &["task_version"]).map_or("0".into(), |v| text_of(v).unwrap_or_default()));
+    if let Some(commit) = str_at(eval, &["revision", "commit"]) {
+        let origin = str_at(eval, &["revision", "origin"]).unwrap_or("");
+        task_spec.push_str(&format!(" ({origin}@{commit})"));
+    }
+    let decoding = at(eval, &["model_generate_config"]).filter(|c| c.as_object().is_some_and(|o| !o.is_empty())).map(|c| c.to_string());
+    let seed = at(eval, &["model_generate_config", "seed"])
+        .and_then(Value::as_i64)
+        .or_else(|| at(eval, &["config", "seed"]).and_then(Value::as_i64));
+    let reproducibility = Reproducibility {
+        environment_version: Some(environment),
+        task_spec: Some(task_spec),
+        agent_config: Some(config_hash),
+        decoding,
+        seed,
+    };
+    let headline = str_at(header, &["results", "headline", "scorer"]);
+    let first = eval.get("scorers").and_then(Value::as_array).and_then(|s| s.first()).and_then(|s| str_at(s, &["name"]));
+    let success_scorer = opts.success_scorer.clone().or_else(|| headline.or(first).map(String::from));
+    let fallback_start =
+        str_at(header, &["stats", "started_at"]).or_else(|| str_at(eval, &["created"])).and_then(time::parse_ms).unwrap_or(0);
+    Ok(Eval {
+        eval_id,
+        system,
+        benchmark,
+        task_family,
+        reproducibility,
+        approvals: at(eval, &["config", "approval"]).is_some(),
+        success_scorer,
+        scorer_kinds: opts.scorer_kinds.clone(),
+        inspect_version,
+        fallback_start,
+    })
+}
+
+fn sandbox_text(v: &Value) -> String {
+    match v {
+        Value::Array(parts) => parts.iter().filter_map(text_of).collect::<Vec<_>>().join(":"),
+        Value::Object(o) => {
+            let kind = o.get("type").and_then(text_of).unwrap_or_default();
+            match o.get("config").and_then(text_of) {
+                Some(c) => format!("{kind}:{c}"),
+                None => kind,
+            }
+        }
+        other => text_of(other).unwrap_or_default(),
+    }
+}
+
+fn map(path: &str, header: &Value, samples: Vec<RawSample>, opts: &Options) -> Result<Import, ImportError> {
+    let status = str_at(header, &["status"]).unwrap_or("unknown");
+    if status == "started" {
+        return Err(ImportError::Incomplete { path: path.to_string(), status: status.into() });
+    }
+    let ctx = eval_context(path, header, opts)?;
+    let mut notes = Vec::new();
+    if status != "success" {
+        notes.push(format!("the evaluation ended with status `{status}`: its {} logged samples are imported", samples.len()));
+    }
+    if ctx.success_scorer.as_deref().is_some_and(|s| rater_of(s, &ctx.scorer_kinds).is_none()) {
+        notes.push(format!(
+            "scorer `{}` is neither a known deterministic nor a model-graded scorer: no task-success verdict (declare it with --scorer {}=verifier or =judge)",
+            ctx.success_scorer.as_deref().unwrap_or_default(),
+            ctx.success_scorer.as_deref().unwrap_or_default()
+        ));
+    }
+    let mut runs = Vec::with_capacity(samples.len());
+    let mut problems = Vec::new();
+    let (mut errors, mut limits) = (0, 0);
+    for (i, raw) in samples.into_iter().enumerate() {
+        let mapped = raw.value.and_then(|v| {
+            errors += usize::from(at(&v, &["error"]).is_some());
+            limits += usize::from(at(&v, &["limit"]).is_some());
+            sample_run(&ctx, &v)
+        });
+        match mapped {
+            Ok(run) => runs.push(run),
+            Err(message) => problems.push(Problem { record: raw.record, index: i as i64, payload: raw.bytes, message }),
+        }
+    }
+    if errors + limits > 0 {
+        notes.push(format!("{errors} samples ended in an error and {limits} at a limit: their runs end with outcome error"));
+    }
+    Ok(Import::new(format!("inspect:{}", ctx.eval_id), "inspect", path, runs, problems, notes))
+}
+
+/// One sample of one epoch as a run.
+fn sample_run(ctx: &Eval, s: &Value) -> Result<Run, String> {
+    let id = at(s, &["id"]).and_then(text_of).ok_or("a sample without an id")?;
+    let epoch = at(s, &["epoch"]).map_or(Some(1), Value::as_i64).ok_or("a sample's epoch is not a number")?;
+    let attempt = i32::try_from(epoch).map_err(|_| format!("epoch {epoch} out of range"))?;
+    let run_id = format!("inspect-{}-{}-{epoch}", id_part(&ctx.eval_id), id_part(&id));
+    let start = str_at(s, &["started_at"]).and_then(time::parse_ms).unwrap_or(ctx.fallback_start);
+    let approvals = ctx.approvals || events(s).any(|e| str_at(e, &["event"]) == Some("approval"));
+    let mut run = RunBuilder::new(run_id, ctx.system.clone());
+    run.push(start, EventKind::RunStarted, |ev| {
+        ev.run_started = Some(Box::new(RunStarted {
+            task_id: Some(id.clone()),
+            attempt,
+            groups: Vec::new(),
+            optimal_steps: None,
+            required_subgoals: None,
+            benchmark: Some(ctx.benchmark.clone()),
+            reproducibility: Some(ctx.reproducibility.clone()),
+            task_family: ctx.task_family.clone(),
+            approval_channel: Some(approvals),
+        }))
+    });
+    let had_events = steps_from_events(s, &mut run);
+    if !had_events {
+        steps_from_messages(s, start, &mut run);
+    }
+    let end = str_at(s, &["completed_at"])
+        .and_then(time::parse_ms)
+        .or_else(|| at(s, &["total_time"]).and_then(Value::as_f64).map(|t| start + (t * 1000.0) as i64))
+        .unwrap_or_else(|| run.last_time());
+    let ended = run_ended(ctx, s, &id);
+    run.push(end, EventKind::RunEnded, |ev| ev.run_ended = Some(Box::new(ended)));
+    Ok(run.finish())
+}
+
+/// Every event of a sample, nested ones (a tool's or a subtask's own events) after their parent.
+fn events(s: &Value) -> impl Iterator<Item = &Value> {
+    let mut stack: Vec<&Value> = s.get("events").and_then(Value::as_array).map(|a| a.iter().rev().collect()).unwrap_or_default();
+    std::iter::from_fn(move || {
+        let e = stack.pop()?;
+        if let Some(children) = e.get("events").and_then(Value::as_array) {
+            stack.extend(children.iter().rev());
+        }
+        Some(e)
+    })
+}
+
+fn seconds_ms(v: Option<&Value>) -> Option<f64> {
+    v.and_then(Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0).map(|x| x * 1000.0)
+}
+
+/// Steps from the sample's model and tool events; false when it has none.
+fn steps_from_events(s: &Value, run: &mut RunBuilder) -> bool {
+    let approved: std::collections::BTreeSet<&str> = events(s)
+        .filter(|e| str_at(e, &["event"]) == Some("approval"))
+        .filter(|e| matches!(str_at(e, &["decision"]), Some("approve" | "modify")))
+        .filter_map(|e| str_at(e, &["call", "id"]))
+        .collect();
+    let mut any = false;
+    for e in events(s) {
+        let t = str_at(e, &["timestamp"]).and_then(time::parse_ms).unwrap_or_else(|| run.last_time());
+        let latency = seconds_ms(e.get("working_time"))
+            .or_else(|| Some((str_at(e, &["completed"]).and_then(time::parse_ms)? - t) as f64).filter(|x| *x >= 0.0));
+        match str_at(e, &["event"]) {
+            Some("model") => {
+                any = true;
+                let usage = at(e, &["output", "usage"]);
+                let tokens = usage.and_then(|u| {
+                    u.get("total_tokens")
+                        .and_then(Value::as_i64)
+                        .or_else(|| Some(u.get("input_tokens")?.as_i64()? + u.get("output_tokens")?.as_i64()?))
+                });
+                let step = Step {
+                    step_kind: StepKind::ModelCall,
+                    result_status: Some(if at(e, &["error"]).is_some() { ResultStatus::Error } else { ResultStatus::Ok }),
+                    tokens,
+                    cost: usage.and_then(|u| u.get("total_cost")).and_then(Value::as_f64),
+                    latency_ms: latency.unwrap_or(0.0),
+                    ..Step::default()
+                };
+                run.push(t, EventKind::Step, |ev| ev.step = Some(Box::new(step)));
+            }
+            Some("tool") => {
+                any = true;
+                let call_id = str_at(e, &["id"]).unwrap_or("");
+                let step = Step {
+                    step_kind: StepKind::ToolCall,
+                    tool_name: str_at(e, &["function"]).map(String::from),
+                    arguments: at(e, &["arguments"]).map(Value::to_string),
+                    result_status: Some(tool_status(at(e, &["error"]))),
+                    confirmed: approved.contains(call_id),
+                    latency_ms: latency.unwrap_or(0.0),
+                    result: at(e, &["result"]).and_then(text_of).filter(|r| !r.is_empty()),
+                    ..Step::default()
+                };
+                run.push(t, EventKind::Step, |ev| ev.step = Some(Box::new(step)));
+            }
+            _ => {}
+        }
+    }
+    any
+}
+
+/// A tool call's status from its `error` (`ToolCallError`: a type and a message).
+fn tool_status(error: Option<&Value>) -> ResultStatus {
+    match error {
+        None => ResultStatus::Ok,
+        Some(e) if str_at(e, &["type"]) == Some("timeout") => ResultStatus::Timeout,
+        Some(_) => ResultStatus::Error,
+    }
+}
+
+/// Steps from the sample's messages (logs without events): each assistant message a model
+/// call, each of its tool calls a tool call with the result and error of its tool message.
+fn steps_from_messages(s: &Value, start: i64, run: &mut RunBuilder) {
+    let Some(messages) = s.get("messages").and_then(Value::as_array) else { return };
+    let results = crate::tool_answers(messages, "tool_call_id");
+    for m in messages.iter().filter(|m| str_at(m, &["role"]) == Some("assistant")) {
+        run.push(start, EventKind::Step, |ev| ev.step = Some(Box::new(Step { step_kind: StepKind::ModelCall, ..Step::default() })));
+        for call in m.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let result = str_at(call, &["id"]).and_then(|id| results.get(id));
+            let step = Step {
+                step_kind: StepKind::ToolCall,
+                tool_name: str_at(call, &["function"]).map(String::from),
+                arguments: at(call, &["arguments"]).map(Value::to_string),
+                result_status: result.map(|r| tool_status(at(r, &["error"]))),
+                result: result.and_then(|r| at(r, &["content"])).and_then(content_text).filter(|r| !r.is_empty()),
+                ..Step::default()
+            };
+            run.push(start, EventKind::Step, |ev| ev.step = Some(Box::new(step)));
+        }
+    }
+}
+
+/// A message's content: a string, or the text of its content blocks.
+fn content_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Array(blocks) => Some(blocks.iter().filter_map(|b| str_at(b, &["text"])).collect::<Vec<_>>().join("\n")),
+        other => text_of(other),
+    }
+}
+
+fn run_ended(ctx: &Eval, s: &Value, sample_id: &str) -> RunEnded {
+    let scores = s.get("scores").and_then(Value::as_object);
+    let mut evaluations = Vec::new();
+    let (mut verifier, mut judge, mut kind) = (None, None, None);
+    for (name, score) in scores.into_iter().flatten() {
+        let value = score.get("value").unwrap_or(&Value::Null);
+        let x = value_to_float(value);
+        let rater = rater_of(name, &ctx.scorer_kinds);
+        if ctx.success_scorer.as_deref() == Some(name.as_str()) {
+            match rater {
+                Some(Rater::Verifier) => verifier = x.map(|x| x >= 1.0),
+                Some(Rater::Judge) => judge = x,
+                None => {}
+            }
+            kind = Some(format!("inspect {name}"));
+        }
+        let mut e = Evaluation::scored(name, x);
+        e.score_label = value.as_str().map(String::from);
+        e.evaluator = Some(name.clone());
+        e.evaluator_version = ctx.inspect_version.as_ref().map(|v| format!("inspect_ai {v}"));
+        e.scoring_mode = Some("generation".into());
+        e.rater_kind = rater.map(|r| r.as_str().to_string());
+        e.item = Some(sample_id.to_string());
+        evaluations.push(e);
+    }
+    let failed = at(s, &["error"]).is_some() || at(s, &["limit"]).is_some();
+    let outcome = match (failed, verifier.or(judge.map(|j| j >= 1.0))) {
+        (true, _) => Outcome::Error,
+        (false, Some(false)) => Outcome::Failure,
+        _ => Outcome::Success,
+    };
+    RunEnded {
+        verifier_kind: kind.filter(|_| verifier.is_some()),
+        verifier_verdict: verifier,
+        judge_verdict: judge,
+        evaluations,
+        ..RunEnded::with_outcome(outcome)
+    }
+}

@@ -8,7 +8,9 @@
 //! bootstrap interval clustered by run, band and band interval, N/A reason, veto state) and
 //! one `DimensionProfile` per (system, version, source): the eight dimension bands with
 //! intervals, veto caps applied, N/A reasons. It exports the latest values as Prometheus
-//! gauges. Late observations go to `octant.dlq` (class `late_observation`) and are counted.
+//! gauges. Late observations go to `octant.dlq` (class `late_observation`) and are counted;
+//! late evaluation results (a harness log imported after the fact) are counted as
+//! `historical` and left to the lake's profiles.
 //!
 //! ## Layout
 //! The evaluation itself is `octant-engine` (window state and emission, the upstream
@@ -344,15 +346,21 @@ impl Stage for AggregatorStage {
             }
         };
         let added = part.windows.add(&obs, m.offset);
+        // An evaluation result older than the published windows is a harness's log imported
+        // after the fact (`octant import`): its home is the lake's profiles and comparisons,
+        // not the live windows — counted, not dead-lettered. A late production observation is.
+        let historical = matches!(added, Added::Late { .. }) && obs.source == octant_contracts::Source::Evaluation;
         let outcome = match &added {
             Added::Accepted => "accepted",
             Added::Duplicate => "duplicate",
+            Added::Late { .. } if historical => "historical",
             Added::Late { .. } => "late",
             Added::Unknown => "unknown",
             Added::Derived { .. } => "derived",
         };
         self.metrics.observations.with_label_values(&[outcome]).inc();
         match added {
+            Added::Late { .. } if historical => {}
             Added::Late { frontier } => reject(
                 "late_observation",
                 format!("event time {} is before the window frontier {frontier}: its windows were already published", obs.event_time),

@@ -166,6 +166,8 @@ fn bad_input_is_dead_lettered_and_the_stream_goes_on() {
         (watermark(T0 + 2 * 3600 * 1000), None),
         (to_single_object(&obs("s", 4, T0 + 5000)).unwrap(), Some("late_observation")),
         (to_single_object(&obs("s", 5, T0 + 3 * 3600 * 1000)).unwrap(), None),
+        // An evaluation result as old: an imported harness log's, counted as historical.
+        (to_single_object(&Observation { source: Source::Evaluation, ..obs("s", 6, T0 + 5000) }).unwrap(), None),
     ];
     for (offset, (payload, class)) in payloads.iter().enumerate() {
         let out = d.send(&topic, 0, Some(b"s"), payload).unwrap();
@@ -182,7 +184,15 @@ fn bad_input_is_dead_lettered_and_the_stream_goes_on() {
         }
     }
     let m = samples(&registry);
-    for (outcome, n) in [("accepted", 2.0), ("duplicate", 1.0), ("late", 1.0), ("unknown", 1.0), ("derived", 1.0), ("undecodable", 1.0)] {
+    for (outcome, n) in [
+        ("accepted", 2.0),
+        ("duplicate", 1.0),
+        ("late", 1.0),
+        ("historical", 1.0),
+        ("unknown", 1.0),
+        ("derived", 1.0),
+        ("undecodable", 1.0),
+    ] {
         assert_eq!(m.get(&format!("octant_aggregator_observations_total{{outcome=\"{outcome}\"}}")), Some(&n), "{outcome}");
     }
     assert_eq!(octant_runtime::metrics::total(&m, "octant_aggregator_dead_letters_total"), 4.0);

@@ -12,7 +12,7 @@
 //! | `eval.model` | system (`--system`) |
 //! | the plan (solvers), `eval.solver`, generate config, model and task arguments | version `cfg-<digest>` (`--version`) and configuration hash |
 //! | sample id, epoch | task id, attempt (pass@k and pass^k across epochs) |
-//! | `eval.eval_id`, sample id, epoch | run id `inspect-<eval id>-<sample id>-<epoch>` |
+//! | `eval.task_id` (kept by `inspect eval-retry`), sample id, epoch | run id `inspect-<task id>-<sample id>-<epoch>`; the import `inspect:<task id>` (a retried eval's log adds only the samples not imported yet) |
 //! | `model` events (or assistant messages when a sample has no events) | model-call steps: tokens (`usage.total_tokens`), cost (`usage.total_cost`), latency (`working_time`) |
 //! | `tool` events (or assistant tool calls and their tool messages) | tool-call steps: tool, arguments (JSON), result, error (`timeout` → timeout) |
 //! | `approval` events | a tool call approved (`approve`, `modify`) is confirmed; the run has an approval channel when the eval has an approval policy or any approval event |
@@ -141,6 +141,7 @@ fn read_json(path: &str, bytes: &[u8]) -> Result<(Value, Vec<RawSample>), Import
 
 /// What every sample of one log shares.
 struct Eval {
+    /// The log's identity: the eval's task id.
     eval_id: String,
     system: SystemRef,
     benchmark: Benchmark,
@@ -151,7 +152,7 @@ struct Eval {
     scorer_kinds: std::collections::BTreeMap<String, Rater>,
     inspect_version: Option<String>,
     /// When the log has no per-sample times: the eval's start.
-    fallback_start: i64,
+    fallback_start: Option<i64>,
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
@@ -199,8 +200,10 @@ pub fn value_to_float(v: &Value) -> Option<f64> {
 
 fn eval_context(path: &str, header: &Value, opts: &Options) -> Result<Eval, ImportError> {
     let eval = header.get("eval").ok_or_else(|| format_error(path, "no `eval` in the log's header: not an Inspect eval log"))?;
+    // The task's id in this evaluation: Inspect keeps it when the evaluation is retried
+    // (`eval-retry` writes a new log, with a new eval id, holding the samples done before).
     let eval_id =
-        str_at(eval, &["eval_id"]).or_else(|| str_at(eval, &["run_id"])).map(String::from).unwrap_or_else(|| short_id(&eval.to_string()));
+        str_at(eval, &["task_id"]).or_else(|| str_at(eval, &["eval_id"])).map(String::from).unwrap_or_else(|| short_id(&eval.to_string()));
     let model = str_at(eval, &["model"]).unwrap_or("unknown-model");
     // What makes this agent this agent: the solvers and their parameters, the generate config,
     // the model's and the task's arguments.
@@ -210,7 +213,6 @@ fn eval_context(path: &str, header: &Value, opts: &Options) -> Result<Eval, Impo
         "solver_args": eval.get("solver_args"),
         "model_generate_config": eval.get("model_generate_config"),
         "model_args": eval.get("model_args"),
-        "task_args": eval.get("task_args"),
     });
     let config_hash = short_id(&configuration.to_string());
     let system = SystemRef {
@@ -227,8 +229,11 @@ fn eval_context(path: &str, header: &Value, opts: &Options) -> Result<Eval, Impo
         environment.push_str(&format!("; sandbox {}", sandbox_text(sandbox)));
     }
     let mut task_spec = format!("{task}@{}", at(eval, &["task_version"]).map_or("0".into(), |v| text_of(v).unwrap_or_default()));
+    if let Some(args) = at(eval, &["task_args"]).filter(|a| a.as_object().is_some_and(|o| !o.is_empty())) {
+        task_spec.push_str(&format!(" {args}"));
+    }
     if let Some(commit) = str_at(eval, &["revision", "commit"]) {
-        let origin = str_at(eval, &["revision", "origin"]).unwrap_or("");
+        let origin = without_credentials(str_at(eval, &["revision", "origin"]).unwrap_or(""));
         task_spec.push_str(&format!(" ({origin}@{commit})"));
     }
     let decoding = at(eval, &["model_generate_config"]).filter(|c| c.as_object().is_some_and(|o| !o.is_empty())).map(|c| c.to_string());
@@ -245,8 +250,7 @@ fn eval_context(path: &str, header: &Value, opts: &Options) -> Result<Eval, Impo
     let headline = str_at(header, &["results", "headline", "scorer"]);
     let first = eval.get("scorers").and_then(Value::as_array).and_then(|s| s.first()).and_then(|s| str_at(s, &["name"]));
     let success_scorer = opts.success_scorer.clone().or_else(|| headline.or(first).map(String::from));
-    let fallback_start =
-        str_at(header, &["stats", "started_at"]).or_else(|| str_at(eval, &["created"])).and_then(time::parse_ms).unwrap_or(0);
+    let fallback_start = str_at(header, &["stats", "started_at"]).or_else(|| str_at(eval, &["created"])).and_then(time::parse_ms);
     Ok(Eval {
         eval_id,
         system,
@@ -259,6 +263,17 @@ fn eval_context(path: &str, header: &Value, opts: &Options) -> Result<Eval, Impo
         inspect_version,
         fallback_start,
     })
+}
+
+/// A repository URL without the user and password a CI remote may carry
+/// (`https://x-access-token:…@github.com/…`).
+pub fn without_credentials(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(scheme), Some(at)) if at > scheme && !url[scheme + 3..at].contains('/') => {
+            format!("{}{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
 }
 
 fn sandbox_text(v: &Value) -> String {
@@ -280,6 +295,9 @@ fn map(path: &str, header: &Value, samples: Vec<RawSample>, opts: &Options) -> R
     if status == "started" {
         return Err(ImportError::Incomplete { path: path.to_string(), status: status.into() });
     }
+    if samples.is_empty() {
+        return Err(format_error(path, "the log has no samples (written with log_samples off?): nothing to import"));
+    }
     let ctx = eval_context(path, header, opts)?;
     let mut notes = Vec::new();
     if status != "success" {
@@ -295,11 +313,12 @@ fn map(path: &str, header: &Value, samples: Vec<RawSample>, opts: &Options) -> R
     let mut runs = Vec::with_capacity(samples.len());
     let mut problems = Vec::new();
     let (mut errors, mut limits) = (0, 0);
+    let mut lacks = Lacks::default();
     for (i, raw) in samples.into_iter().enumerate() {
         let mapped = raw.value.and_then(|v| {
             errors += usize::from(at(&v, &["error"]).is_some());
             limits += usize::from(at(&v, &["limit"]).is_some());
-            sample_run(&ctx, &v)
+            sample_run(&ctx, &v, &mut lacks)
         });
         match mapped {
             Ok(run) => runs.push(run),
@@ -309,16 +328,28 @@ fn map(path: &str, header: &Value, samples: Vec<RawSample>, opts: &Options) -> R
     if errors + limits > 0 {
         notes.push(format!("{errors} samples ended in an error and {limits} at a limit: their runs end with outcome error"));
     }
+    if lacks.no_value > 0 {
+        notes.push(format!(
+            "{} samples have no value of the success scorer: their runs end as errors, with no task-success verdict",
+            lacks.no_value
+        ));
+    }
+    if lacks.judge_range > 0 {
+        notes.push(format!("{} judge scores are outside [0, 1]: kept as evaluation results, no judge verdict", lacks.judge_range));
+    }
     Ok(Import::new(format!("inspect:{}", ctx.eval_id), "inspect", path, runs, problems, notes))
 }
 
 /// One sample of one epoch as a run.
-fn sample_run(ctx: &Eval, s: &Value) -> Result<Run, String> {
+fn sample_run(ctx: &Eval, s: &Value, lacks: &mut Lacks) -> Result<Run, String> {
     let id = at(s, &["id"]).and_then(text_of).ok_or("a sample without an id")?;
     let epoch = at(s, &["epoch"]).map_or(Some(1), Value::as_i64).ok_or("a sample's epoch is not a number")?;
     let attempt = i32::try_from(epoch).map_err(|_| format!("epoch {epoch} out of range"))?;
     let run_id = format!("inspect-{}-{}-{epoch}", id_part(&ctx.eval_id), id_part(&id));
-    let start = str_at(s, &["started_at"]).and_then(time::parse_ms).unwrap_or(ctx.fallback_start);
+    let start = str_at(s, &["started_at"])
+        .and_then(time::parse_ms)
+        .or(ctx.fallback_start)
+        .ok_or("no time: neither the sample's started_at nor the eval's start is a readable date-time")?;
     let approvals = ctx.approvals || events(s).any(|e| str_at(e, &["event"]) == Some("approval"));
     let mut run = RunBuilder::new(run_id, ctx.system.clone());
     run.push(start, EventKind::RunStarted, |ev| {
@@ -342,7 +373,7 @@ fn sample_run(ctx: &Eval, s: &Value) -> Result<Run, String> {
         .and_then(time::parse_ms)
         .or_else(|| at(s, &["total_time"]).and_then(Value::as_f64).map(|t| start + (t * 1000.0) as i64))
         .unwrap_or_else(|| run.last_time());
-    let ended = run_ended(ctx, s, &id);
+    let ended = run_ended(ctx, s, &id, lacks);
     run.push(end, EventKind::RunEnded, |ev| ev.run_ended = Some(Box::new(ended)));
     Ok(run.finish())
 }
@@ -359,6 +390,19 @@ fn events(s: &Value) -> impl Iterator<Item = &Value> {
     })
 }
 
+/// The sample's events the agent made: every event but those inside the scoring spans (a
+/// model-graded scorer's calls are the grader's, not the agent's).
+fn agent_events(s: &Value) -> impl Iterator<Item = &Value> {
+    let mut scoring: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    for e in events(s).filter(|e| str_at(e, &["event"]) == Some("span_begin")) {
+        let own = matches!(str_at(e, &["type"]), Some("scorers" | "scorer"));
+        if own || str_at(e, &["parent_id"]).is_some_and(|p| scoring.contains(p)) {
+            scoring.extend(str_at(e, &["id"]));
+        }
+    }
+    events(s).filter(move |e| !str_at(e, &["span_id"]).is_some_and(|id| scoring.contains(id)))
+}
+
 fn seconds_ms(v: Option<&Value>) -> Option<f64> {
     v.and_then(Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0).map(|x| x * 1000.0)
 }
@@ -371,7 +415,7 @@ fn steps_from_events(s: &Value, run: &mut RunBuilder) -> bool {
         .filter_map(|e| str_at(e, &["call", "id"]))
         .collect();
     let mut any = false;
-    for e in events(s) {
+    for e in agent_events(s) {
         let t = str_at(e, &["timestamp"]).and_then(time::parse_ms).unwrap_or_else(|| run.last_time());
         let latency = seconds_ms(e.get("working_time"))
             .or_else(|| Some((str_at(e, &["completed"]).and_then(time::parse_ms)? - t) as f64).filter(|x| *x >= 0.0));
@@ -384,9 +428,9 @@ fn steps_from_events(s: &Value, run: &mut RunBuilder) -> bool {
                         .and_then(Value::as_i64)
                         .or_else(|| Some(u.get("input_tokens")?.as_i64()? + u.get("output_tokens")?.as_i64()?))
                 });
+                // No result status: a model call is no tool call (tool-error rate counts those).
                 let step = Step {
                     step_kind: StepKind::ModelCall,
-                    result_status: Some(if at(e, &["error"]).is_some() { ResultStatus::Error } else { ResultStatus::Ok }),
                     tokens,
                     cost: usage.and_then(|u| u.get("total_cost")).and_then(Value::as_f64),
                     latency_ms: latency.unwrap_or(0.0),
@@ -399,7 +443,7 @@ fn steps_from_events(s: &Value, run: &mut RunBuilder) -> bool {
                 let call_id = str_at(e, &["id"]).unwrap_or("");
                 let step = Step {
                     step_kind: StepKind::ToolCall,
-                    tool_name: str_at(e, &["function"]).map(String::from),
+                    tool_name: str_at(e, &["function"]).filter(|t| !t.is_empty()).map(String::from),
                     arguments: at(e, &["arguments"]).map(Value::to_string),
                     result_status: Some(tool_status(at(e, &["error"]))),
                     confirmed: approved.contains(call_id),
@@ -435,7 +479,7 @@ fn steps_from_messages(s: &Value, start: i64, run: &mut RunBuilder) {
             let result = str_at(call, &["id"]).and_then(|id| results.get(id));
             let step = Step {
                 step_kind: StepKind::ToolCall,
-                tool_name: str_at(call, &["function"]).map(String::from),
+                tool_name: str_at(call, &["function"]).filter(|t| !t.is_empty()).map(String::from),
                 arguments: at(call, &["arguments"]).map(Value::to_string),
                 result_status: result.map(|r| tool_status(at(r, &["error"]))),
                 result: result.and_then(|r| at(r, &["content"])).and_then(content_text).filter(|r| !r.is_empty()),
@@ -454,18 +498,34 @@ fn content_text(v: &Value) -> Option<String> {
     }
 }
 
-fn run_ended(ctx: &Eval, s: &Value, sample_id: &str) -> RunEnded {
+/// What the samples of a log lacked, for the notes.
+#[derive(Default)]
+struct Lacks {
+    /// Samples without a value of the success scorer.
+    no_value: usize,
+    /// Judge scores outside [0, 1] (kept as evaluations, no verdict).
+    judge_range: usize,
+}
+
+fn run_ended(ctx: &Eval, s: &Value, sample_id: &str, lacks: &mut Lacks) -> RunEnded {
     let scores = s.get("scores").and_then(Value::as_object);
     let mut evaluations = Vec::new();
-    let (mut verifier, mut judge, mut kind) = (None, None, None);
+    let (mut verifier, mut judge, mut kind, mut success) = (None, None, None, None);
     for (name, score) in scores.into_iter().flatten() {
         let value = score.get("value").unwrap_or(&Value::Null);
         let x = value_to_float(value);
         let rater = rater_of(name, &ctx.scorer_kinds);
         if ctx.success_scorer.as_deref() == Some(name.as_str()) {
+            // Full credit is success, as Inspect's pass_at counts it.
+            success = x.map(|x| x >= 1.0);
             match rater {
-                Some(Rater::Verifier) => verifier = x.map(|x| x >= 1.0),
-                Some(Rater::Judge) => judge = x,
+                Some(Rater::Verifier) => verifier = success,
+                // A judge's verdict is a score in [0, 1] (the scorer's `judge_threshold` decides);
+                // another scale is no verdict, only an evaluation.
+                Some(Rater::Judge) => {
+                    judge = x.filter(|x| (0.0..=1.0).contains(x));
+                    lacks.judge_range += usize::from(x.is_some() && judge.is_none());
+                }
                 None => {}
             }
             kind = Some(format!("inspect {name}"));
@@ -479,11 +539,14 @@ fn run_ended(ctx: &Eval, s: &Value, sample_id: &str) -> RunEnded {
         e.item = Some(sample_id.to_string());
         evaluations.push(e);
     }
+    // The outcome: an error or a limit ends the run as an error; otherwise the success
+    // scorer's value says, whoever the scorer is; without a value, nothing says it succeeded.
     let failed = at(s, &["error"]).is_some() || at(s, &["limit"]).is_some();
-    let outcome = match (failed, verifier.or(judge.map(|j| j >= 1.0))) {
-        (true, _) => Outcome::Error,
+    lacks.no_value += usize::from(!failed && success.is_none());
+    let outcome = match (failed, success) {
+        (false, Some(true)) => Outcome::Success,
         (false, Some(false)) => Outcome::Failure,
-        _ => Outcome::Success,
+        _ => Outcome::Error,
     };
     RunEnded {
         verifier_kind: kind.filter(|_| verifier.is_some()),

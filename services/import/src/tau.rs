@@ -3,9 +3,10 @@
 //! **τ-bench** (sierra-research/tau-bench): a JSON list of `EnvRunResult` — `task_id`,
 //! `reward`, `info` (`task.actions` the task expected, `reward_info`, or `error` when the run
 //! crashed), `traj` (OpenAI chat messages) and `trial` — as its `historical_trajectories/`
-//! files and its run script's checkpoints are written. The files carry no times: runs are
-//! dated from `--start` (default: the file's modification time), one second apart, steps one
-//! millisecond apart; latency is not known (0).
+//! files and its run script's checkpoints are written. The files name no agent (`--system` is
+//! required) and carry no times: runs are dated from `--start` (default: the file's
+//! modification time), one second apart, steps one millisecond apart; latency is not known
+//! (none: no latency observation).
 //!
 //! **τ²-bench** (sierra-research/tau2-bench): a `Results` document — `info` (agent, domain,
 //! trials), `tasks` (with `evaluation_criteria.actions`) and `simulations` (`task_id`,
@@ -45,15 +46,22 @@ pub fn read(path: &Path, opts: &Options) -> Result<Import, ImportError> {
     let bytes = std::fs::read(path).map_err(io)?;
     let doc: Value =
         serde_json::from_slice(&bytes).map_err(|e| ImportError::Format { path: name.clone(), message: format!("not JSON: {e}") })?;
-    let file_id = crate::digest(&bytes);
     match doc {
         Value::Array(entries) => {
+            let Some(system) = opts.system.clone() else {
+                return Err(ImportError::Format {
+                    path: name,
+                    message: "a τ-bench file does not name the agent: give --system (and --version)".into(),
+                });
+            };
             let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-            let start =
-                opts.start_ms.or_else(|| Some(modified?.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64)).unwrap_or(0);
-            Ok(tau_bench(&name, &file_id, path, entries, start, opts))
+            let start = opts
+                .start_ms
+                .or_else(|| Some(modified?.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64))
+                .ok_or_else(|| ImportError::Format { path: name.clone(), message: "no time for its runs: give --start".into() })?;
+            Ok(tau_bench(&name, path, entries, start, system, opts))
         }
-        Value::Object(o) if o.contains_key("simulations") => Ok(tau2_bench(&name, &file_id, &Value::Object(o), opts)),
+        Value::Object(o) if o.contains_key("simulations") => Ok(tau2_bench(&name, &Value::Object(o), opts)),
         _ => Err(ImportError::Format {
             path: name,
             message: "neither a τ-bench result list nor a τ²-bench results document (with `simulations`)".into(),
@@ -132,19 +140,21 @@ fn started(task_id: String, attempt: i32, benchmark: &Benchmark, family: &Option
     }
 }
 
-fn tau_bench(name: &str, file_id: &str, path: &Path, entries: Vec<Value>, start: i64, opts: &Options) -> Import {
+/// A τ-bench file: the run script rewrites its checkpoint after every task, so the import's
+/// identity and the run ids come from the system, its version and the file's name, not its
+/// content — the grown file is the same import, and its new runs are the only ones sent.
+fn tau_bench(name: &str, path: &Path, entries: Vec<Value>, start: i64, system: String, opts: &Options) -> Import {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("tau-bench").to_string();
-    let system = SystemRef {
-        id: opts.system.clone().unwrap_or(stem),
-        version: opts.version.clone().unwrap_or_else(|| "unversioned".into()),
-        config_hash: String::new(),
-    };
+    let system =
+        SystemRef { id: system, version: opts.version.clone().unwrap_or_else(|| "unversioned".into()), config_hash: String::new() };
+    let identity = format!("{}@{}/{stem}", system.id, system.version);
+    let file_id = short_id(&identity);
     let benchmark = Benchmark { id: opts.benchmark.clone().unwrap_or_else(|| "tau-bench".into()), contamination: opts.contamination };
     let mut runs = Vec::new();
     let mut problems = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
         let t0 = start + i as i64 * 1000;
-        match tau_bench_run(entry, &file_id[..16], t0, &system, &benchmark, &opts.task_family) {
+        match tau_bench_run(entry, &file_id[..12], t0, &system, &benchmark, &opts.task_family) {
             Ok(run) => runs.push(run),
             Err(message) => problems.push(Problem {
                 record: format!("[{i}]"),
@@ -154,11 +164,7 @@ fn tau_bench(name: &str, file_id: &str, path: &Path, entries: Vec<Value>, start:
             }),
         }
     }
-    let mut notes = Vec::new();
-    if opts.system.is_none() {
-        notes.push(format!("system `{}` from the file's name (--system names it)", system.id));
-    }
-    Import::new(format!("tau-bench:{file_id}"), "tau-bench", name, runs, problems, notes)
+    Import::new(format!("tau-bench:{identity}"), "tau-bench", name, runs, problems, Vec::new())
 }
 
 fn tau_bench_run(
@@ -208,7 +214,7 @@ fn tau_bench_run(
                 .map(|a| if a.starts_with("Error:") || a.starts_with("Unknown action") { ResultStatus::Error } else { ResultStatus::Ok });
             let step = Step {
                 step_kind: StepKind::ToolCall,
-                tool_name: Some(tool),
+                tool_name: Some(tool).filter(|t| !t.is_empty()),
                 arguments: raw_args.and_then(text_of),
                 result_status: status,
                 result: answer.filter(|a| !a.is_empty()),
@@ -227,7 +233,11 @@ fn tau_bench_run(
 /// τ²-bench's termination reasons that are the run's own error, not the agent's failure.
 const TAU2_ERRORS: &[&str] = &["agent_error", "user_error", "infrastructure_error", "unexpected_error"];
 
-fn tau2_bench(name: &str, file_id: &str, doc: &Value, opts: &Options) -> Import {
+/// A τ²-bench results document: its runs are its simulations (their ids are unique), the
+/// import is the run that wrote it (its `timestamp` and `info`), so a grown file is the same
+/// import.
+fn tau2_bench(name: &str, doc: &Value, opts: &Options) -> Import {
+    let identity = short_id(&format!("{}{}", doc.get("timestamp").unwrap_or(&Value::Null), doc.get("info").unwrap_or(&Value::Null)));
     let info = doc.get("info").unwrap_or(&Value::Null);
     let agent = info.get("agent_info").cloned().unwrap_or(Value::Null);
     let config_hash = short_id(&agent.to_string());
@@ -262,7 +272,7 @@ fn tau2_bench(name: &str, file_id: &str, doc: &Value, opts: &Options) -> Import 
     let mut problems = Vec::new();
     let sims = doc.get("simulations").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     for (i, sim) in sims.iter().enumerate() {
-        match tau2_run(sim, &file_id[..16], &system, &benchmark, &opts.task_family, &expected) {
+        match tau2_run(sim, &identity[..12], &system, &benchmark, &opts.task_family, &expected) {
             Ok(run) => runs.push(run),
             Err(message) => problems.push(Problem {
                 record: format!("simulations[{i}]"),
@@ -272,7 +282,7 @@ fn tau2_bench(name: &str, file_id: &str, doc: &Value, opts: &Options) -> Import 
             }),
         }
     }
-    Import::new(format!("tau2-bench:{file_id}"), "tau2-bench", name, runs, problems, Vec::new())
+    Import::new(format!("tau2-bench:{identity}"), "tau2-bench", name, runs, problems, Vec::new())
 }
 
 fn tau2_run(
@@ -314,7 +324,7 @@ fn tau2_run(
             let answer = call.get("id").and_then(Value::as_str).and_then(|id| results.get(id));
             let step = Step {
                 step_kind: StepKind::ToolCall,
-                tool_name: Some(tool),
+                tool_name: Some(tool).filter(|t| !t.is_empty()),
                 arguments: call.get("arguments").and_then(text_of),
                 result_status: answer
                     .map(|a| if a.get("error").and_then(Value::as_bool) == Some(true) { ResultStatus::Error } else { ResultStatus::Ok }),

@@ -10,7 +10,7 @@ use octant_contracts::{EventKind, Outcome, ResultStatus, StepKind, TrajectoryEve
 use octant_core::stats::passk::{pass_at_k, pass_hat_k};
 use serde_json::Value;
 
-use crate::ledger::{self, Entry, Plan, State};
+use crate::ledger::{self, Entry, Plan};
 use crate::{Import, ImportError, Options, inspect, tau};
 
 fn fixture(rel: &str) -> PathBuf {
@@ -59,7 +59,7 @@ fn inspect_logs_in_every_format_map_to_what_inspect_reads() {
         let samples = want["samples"].as_array().unwrap();
         assert_eq!(import.runs.len(), samples.len(), "{name}: a run per sample and epoch");
         assert!(import.problems.is_empty(), "{name}: {:?}", import.problems);
-        assert_eq!(import.id, format!("inspect:{}", want["eval_id"].as_str().unwrap()));
+        assert_eq!(import.id, format!("inspect:{}", want["task_id"].as_str().unwrap()));
         // Each run: the sample's id as task, its epoch as attempt, the deterministic scorer's
         // verdict (`match`: C is success) from the verifier.
         for s in samples {
@@ -76,6 +76,9 @@ fn inspect_logs_in_every_format_map_to_what_inspect_reads() {
             let includes = e.evaluations.iter().find(|v| v.name == "includes").unwrap();
             assert_eq!(includes.rater_kind.as_deref(), Some("verifier"));
             assert_eq!(includes.score_label.as_deref(), s["scores"]["includes"].as_str());
+            let graded = e.evaluations.iter().find(|v| v.name == "model_graded_qa").unwrap();
+            assert_eq!(graded.rater_kind.as_deref(), Some("judge"));
+            assert_eq!(e.judge_verdict, None, "the success scorer is match: no judge verdict");
             let st = start(&run.events);
             assert_eq!(st.benchmark.as_ref().unwrap().id, "arith");
             assert_eq!(run.events[0].system.id, "mockllm/model");
@@ -84,13 +87,16 @@ fn inspect_logs_in_every_format_map_to_what_inspect_reads() {
             assert_eq!(rep.environment_version.as_deref(), Some("inspect_ai 0.3.285"));
             assert_eq!(st.approval_channel, Some(false), "no approval policy: gating is N/A");
         }
-        // Tool calls and their errors, model calls and tokens: as the log's events say.
+        // Tool calls and their errors, the agent's model calls and tokens (not the grader's, in
+        // the scorers' span): as the log's events say. A model call has no result status (it
+        // is no tool call).
         let tools: Vec<_> = steps(&import).filter(|s| s.step_kind == StepKind::ToolCall).collect();
         assert_eq!(tools.len() as i64, want["tool_calls"].as_i64().unwrap(), "{name}");
         let errors = tools.iter().filter(|s| s.result_status == Some(ResultStatus::Error)).count();
         assert_eq!(errors as i64, want["tool_errors"].as_i64().unwrap(), "{name}");
         assert!(tools.iter().all(|s| s.tool_name.as_deref() == Some("add") && s.arguments.as_deref().unwrap().contains("\"x\"")));
         let models: Vec<_> = steps(&import).filter(|s| s.step_kind == StepKind::ModelCall).collect();
+        assert!(models.iter().all(|s| s.result_status.is_none()));
         assert_eq!(models.len() as i64, want["model_calls"].as_i64().unwrap());
         assert_eq!(models.iter().map(|s| s.tokens.unwrap()).sum::<i64>(), want["tokens"].as_i64().unwrap());
         // pass@k over epochs, the unbiased estimator Octant's windows use, equals Inspect's
@@ -109,6 +115,58 @@ fn inspect_logs_in_every_format_map_to_what_inspect_reads() {
             assert!(r.events[0].event_time > 1_700_000_000_000);
         }
     }
+}
+
+/// The model-graded scorer as the success scorer: a judge verdict (its value), no verifier.
+#[test]
+fn a_judge_scorer_gives_judge_verdicts() {
+    let want = expected("inspect/arith.eval.expected.json");
+    let opts = Options { success_scorer: Some("model_graded_qa".into()), ..Options::default() };
+    let import = inspect::read(&fixture("inspect/arith.eval"), &opts).unwrap();
+    for r in &import.runs {
+        let (st, e) = (start(&r.events), end(&r.events));
+        let s = want["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"].as_str() == st.task_id.as_deref() && s["epoch"].as_i64() == Some(st.attempt as i64))
+            .unwrap();
+        let graded = s["scores"]["model_graded_qa"] == "C";
+        assert_eq!((e.verifier_verdict, e.judge_verdict), (None, Some(if graded { 1.0 } else { 0.0 })));
+        assert_eq!(e.outcome, if graded { Outcome::Success } else { Outcome::Failure });
+    }
+    // A custom scorer named as a judge with a score outside [0, 1]: no verdict, a note.
+    let mut log: Value = serde_json::from_slice(&std::fs::read(fixture("inspect/arith.json")).unwrap()).unwrap();
+    for s in log["samples"].as_array_mut().unwrap() {
+        s["scores"]["rubric"] = serde_json::json!({"value": 7});
+    }
+    let dir = tempdir("judge");
+    let path = dir.join("rubric.json");
+    std::fs::write(&path, serde_json::to_vec(&log).unwrap()).unwrap();
+    let opts = Options {
+        success_scorer: Some("rubric".into()),
+        scorer_kinds: BTreeMap::from([("rubric".into(), crate::Rater::Judge)]),
+        ..Options::default()
+    };
+    let import = inspect::read(&path, &opts).unwrap();
+    assert!(import.runs.iter().all(|r| end(&r.events).judge_verdict.is_none() && end(&r.events).outcome == Outcome::Success));
+    assert!(import.notes.iter().any(|n| n.contains("outside [0, 1]")), "{:?}", import.notes);
+    // An unknown scorer: the outcome from its value, no verdict, and the command says so.
+    let opts = Options { success_scorer: Some("rubric".into()), ..Options::default() };
+    let import = inspect::read(&path, &opts).unwrap();
+    assert!(import.runs.iter().all(|r| end(&r.events).verifier_verdict.is_none() && end(&r.events).judge_verdict.is_none()));
+    assert!(import.notes.iter().any(|n| n.contains("--scorer rubric=verifier")), "{:?}", import.notes);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_repository_address_loses_its_credentials() {
+    assert_eq!(
+        inspect::without_credentials("https://x-access-token:ghp_secret@github.com/org/evals.git"),
+        "https://github.com/org/evals.git"
+    );
+    assert_eq!(inspect::without_credentials("https://github.com/org/evals.git"), "https://github.com/org/evals.git");
+    assert_eq!(inspect::without_credentials("git@github.com:org/evals.git"), "git@github.com:org/evals.git");
 }
 
 #[test]
@@ -200,12 +258,14 @@ fn scores_read_as_inspect_reads_them() {
 #[test]
 fn tau_bench_results_map_to_its_own_metrics() {
     let want = expected("tau/expected.json");
-    let opts = Options { start_ms: Some(1_796_000_000_000), ..Options::default() };
+    let err = tau::read(&fixture("tau/tau_bench_results.json"), &Options::default()).unwrap_err();
+    assert!(err.to_string().contains("--system"), "τ-bench files name no agent: {err}");
+    let opts = Options { system: Some("airline-agent".into()), start_ms: Some(1_796_000_000_000), ..Options::default() };
     let import = tau::read(&fixture("tau/tau_bench_results.json"), &opts).unwrap();
     let w = &want["tau_bench"];
     assert_eq!(import.runs.len() as i64, w["runs"].as_i64().unwrap());
     assert!(import.problems.is_empty());
-    assert_eq!(import.runs[0].events[0].system.id, "tau_bench_results", "the file's name when --system is not given");
+    assert_eq!(import.id, "tau-bench:airline-agent@unversioned/tau_bench_results");
     for k in 1..=4u64 {
         assert!(close(per_task(&import, k, pass_hat_k), w["pass_hat"][k.to_string()].as_f64().unwrap()), "pass^{k}");
     }
@@ -253,24 +313,37 @@ fn tau2_bench_results_map_to_its_own_metrics() {
 }
 
 #[test]
-fn the_ledger_sends_a_log_once() {
+fn the_ledger_sends_each_run_once() {
     let import = inspect::read(&fixture("inspect/arith.eval"), &Options::default()).unwrap();
+    let none = HashSet::new();
     let mut book = BTreeMap::new();
     assert_eq!(ledger::plan(&book, &import), Plan::Fresh);
-    let begun = Entry::begun(&import, BTreeMap::from([(0, 10), (1, 7)]), 1, Some("ops".into()));
+    let offsets = (BTreeMap::from([(0, 10), (1, 7)]), BTreeMap::from([(0, 3)]));
+    let begun = Entry::begun(&import, None, offsets, 1, Some("ops".into()));
     assert_eq!(begun.file, "arith.eval", "no directory in the ledger");
     let payloads = vec![serde_json::to_vec(&begun).unwrap(), b"not an entry".to_vec()];
     book = ledger::latest(payloads.clone());
-    assert!(matches!(ledger::plan(&book, &import), Plan::Resume { ref entry } if entry.from_offsets[&1] == 7));
+    let Plan::Resume { entry } = ledger::plan(&book, &import) else { panic!("an interrupted import resumes") };
+    assert_eq!(entry.from_offsets[&1], 7);
     // Interrupted after the first run's events: only the rest go.
     let present: HashSet<String> = import.runs[0].events.iter().map(|e| e.event_id.clone()).collect();
-    let rest = ledger::missing(&import, &present);
-    assert_eq!(rest.len(), import.events() - import.runs[0].events.len());
-    let done = Entry { state: State::Done, ..begun };
+    let rest = ledger::to_send(&import, Some(&entry), &present);
+    assert_eq!(rest.runs.len(), import.runs.len(), "every run of the part");
+    assert_eq!(rest.events.len(), import.events() - import.runs[0].events.len());
+    let done = entry.done(&ledger::to_send(&import, None, &none), 2);
+    assert_eq!(done.runs_done.len(), import.runs.len());
     book = ledger::latest(payloads.into_iter().chain([serde_json::to_vec(&done).unwrap()]));
     assert_eq!(ledger::plan(&book, &import), Plan::Done { entry: done.clone(), changed: false });
     let rescored = Import { digest: "other".into(), ..import.clone() };
     assert!(matches!(ledger::plan(&book, &rescored), Plan::Done { changed: true, .. }));
+    // The log grew (a retried eval, a rewritten checkpoint): only its new runs go.
+    let mut grown = import.clone();
+    let mut extra = import.runs[0].clone();
+    extra.run_id.push_str("-more");
+    grown.runs.push(extra);
+    let Plan::Grown { entry } = ledger::plan(&book, &grown) else { panic!("a grown log sends its new runs") };
+    let part = ledger::to_send(&grown, Some(&entry), &none);
+    assert_eq!(part.runs.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(), [grown.runs.last().unwrap().run_id.as_str()]);
 }
 
 fn tempdir(name: &str) -> PathBuf {

@@ -15,7 +15,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use octant_contracts::codec::to_single_object;
 use octant_contracts::topics;
-use octant_import::ledger::{self, Entry, Plan, State};
+use octant_import::ledger::{self, Entry, Plan};
 use octant_import::{Import, Options, Rater};
 use octant_runtime::KafkaConfig;
 use octant_runtime::dlq::{SourceRef, now_ms};
@@ -208,7 +208,8 @@ impl Sink {
             .await
             .with_context(|| format!("the evaluation topic {evaluation} (`octant topics create` makes it)"))?;
         let ledger_topic = kafka.topic(ledger::TOPIC);
-        kafka::ensure_compacted_topic(&kafka, &ledger_topic).await?;
+        // `octant topics create` makes it with the cluster's replication; here only if missing.
+        kafka::ensure_compacted_topic(&kafka, &ledger_topic, 1).await?;
         let records = octant_runtime::topic::read_to_end(&kafka, &ledger_topic, TIMEOUT).await?;
         let ledger = ledger::latest(records.into_iter().map(|r| r.payload));
         let producer = kafka::producer(&kafka, "import")?;
@@ -229,72 +230,99 @@ impl Sink {
 
     async fn import(&mut self, import: &Import) -> anyhow::Result<()> {
         let evaluation = self.kafka.topic(topics::TRAJECTORIES_EVALUATION);
-        let (events, begun) = match ledger::plan(&self.ledger, import) {
+        let dlq = self.kafka.topic(topics::DLQ);
+        let (before, resumed) = match ledger::plan(&self.ledger, import) {
             Plan::Done { entry, changed } => {
                 println!(
-                    "{}: already imported ({} runs, {} events, at {} ms{}): nothing sent",
+                    "{}: already imported ({} runs, at {}{}): nothing sent",
                     import.file,
-                    entry.runs,
-                    entry.events,
-                    entry.at_ms,
+                    entry.runs_done.len(),
+                    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_millis(entry.at_ms.max(0) as u64)),
                     entry.by.as_deref().map(|b| format!(" by {b}")).unwrap_or_default()
                 );
                 if changed {
                     println!(
-                        "{}: the log changed since (rescored?): its runs were scored as first imported; import a new evaluation to score it again",
+                        "{}: the log changed since (rescored?): its runs stay as first imported and scored; import a new evaluation to score it again",
                         import.file
                     );
                 }
                 return Ok(());
             }
-            Plan::Fresh => {
-                let from = octant_runtime::topic::end_offsets(&self.kafka, &evaluation, TIMEOUT).await?;
-                let entry = Entry::begun(import, from, now_ms(), self.by.clone());
-                self.write_entry(entry.clone()).await?;
-                (import.runs.iter().flat_map(|r| &r.events).collect::<Vec<_>>(), entry)
+            Plan::Fresh => (None, None),
+            Plan::Grown { entry } => {
+                println!("{}: imported before with {} runs: the runs it has since are sent", import.file, entry.runs_done.len());
+                (Some(entry), None)
             }
-            Plan::Resume { entry } => {
-                // An import that did not finish: what reached the topic since it began stays.
-                let records = octant_runtime::topic::read_from(&self.kafka, &evaluation, &entry.from_offsets, TIMEOUT).await?;
+            Plan::Resume { entry } => (None, Some(entry)),
+        };
+        let is_resume = resumed.is_some();
+        let (entry, present) = match resumed {
+            // An interrupted part: what reached the topics since it began stays.
+            Some(entry) => {
+                let mut present = HashSet::new();
                 let decoder = octant_contracts::Decoder::new();
-                let present: HashSet<String> = records
-                    .iter()
-                    .filter_map(|r| decoder.decode::<octant_contracts::TrajectoryEvent>(&r.payload).ok())
-                    .map(|e| e.event_id)
-                    .collect();
-                let missing = ledger::missing(import, &present);
-                println!(
-                    "{}: resuming an interrupted import: {} of {} events already on {evaluation}",
-                    import.file,
-                    import.events() - missing.len(),
-                    import.events()
+                for r in octant_runtime::topic::read_from(&self.kafka, &evaluation, &entry.from_offsets, TIMEOUT).await? {
+                    present.extend(decoder.decode::<octant_contracts::TrajectoryEvent>(&r.payload).ok().map(|e| e.event_id));
+                }
+                for r in octant_runtime::topic::read_from(&self.kafka, &dlq, &entry.dlq_from_offsets, TIMEOUT).await? {
+                    present.extend(decoder.decode::<octant_contracts::DeadLetter>(&r.payload).ok().map(|d| d.dead_letter_id));
+                }
+                (entry, present)
+            }
+            None => {
+                let offsets = (
+                    octant_runtime::topic::end_offsets(&self.kafka, &evaluation, TIMEOUT).await?,
+                    octant_runtime::topic::end_offsets(&self.kafka, &dlq, TIMEOUT).await?,
                 );
-                (missing, entry)
+                let entry = Entry::begun(import, before.as_ref(), offsets, now_ms(), self.by.clone());
+                self.write_entry(entry.clone()).await?;
+                (entry, HashSet::new())
             }
         };
+        // The begun entry lists the runs done before this part: the rest go, less what is found.
+        let sending = ledger::to_send(import, Some(&entry), &present);
+        let planned: usize = sending.runs.iter().map(|r| r.events.len()).sum();
+        if is_resume {
+            println!(
+                "{}: resuming an interrupted import: {} of {} events already on {evaluation}",
+                import.file,
+                planned - sending.events.len(),
+                planned
+            );
+        }
+        // One stream in event time across the runs, as a live harness would have sent it:
+        // a long run's end sent before shorter runs that began later would put them behind
+        // the scorer's watermark.
+        let mut events = sending.events.clone();
+        events.sort_by_key(|e| e.event_time);
         let records: Vec<OutRecord> = events
             .iter()
             .map(|e| Ok(OutRecord { topic: evaluation.clone(), partition: None, key: e.run_id.clone(), payload: to_single_object(*e)? }))
             .collect::<anyhow::Result<_>>()?;
         kafka::send_all(&self.producer, &records).await.with_context(|| format!("sending {} to {evaluation}", import.file))?;
-        let dlq = self.kafka.topic(topics::DLQ);
-        let source = format!("file:{}", begun.file);
-        let dead: Vec<OutRecord> = import
-            .problems
+        // A dead letter says where the record is; the record itself stays in the file (a
+        // transcript's arguments and results are not the dead-letter topic's to keep).
+        let source = ledger::dead_letter_topic(import);
+        let dead: Vec<OutRecord> = sending
+            .dead_letters
             .iter()
             .map(|p| {
-                let src = SourceRef { topic: &source, partition: -1, offset: p.index, key: Some(p.record.as_bytes()), payload: &p.payload };
-                octant_runtime::dlq::dead_letter("import", &dlq, &src, "malformed_record", &p.message, now_ms(), &self.redactor).1
+                let src = SourceRef { topic: &source, partition: -1, offset: p.index, key: Some(p.record.as_bytes()), payload: &[] };
+                let message = format!("{} {}: {}", entry.file, p.record, p.message);
+                octant_runtime::dlq::dead_letter("import", &dlq, &src, "malformed_record", &message, now_ms(), &self.redactor).1
             })
             .collect();
         kafka::send_all(&self.producer, &dead).await.context("sending dead letters")?;
-        self.write_entry(Entry { state: State::Done, at_ms: now_ms(), ..begun }).await?;
+        let done = entry.done(&sending, now_ms());
+        let total_runs = done.runs_done.len();
+        self.write_entry(done).await?;
         println!(
-            "{}: {} runs, {} events sent to {evaluation}, {} dead letters (import id {})",
+            "{}: {} runs, {} events sent to {evaluation}, {} dead letters ({} runs imported in all; import id {})",
             import.file,
-            import.runs.len(),
+            sending.runs.len(),
             records.len(),
             dead.len(),
+            total_runs,
             import.id
         );
         Ok(())

@@ -45,8 +45,8 @@ pub struct TopicsArgs {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum TopicsCommand {
-    /// Create Octant's topics, its ingest topic and the Collector's two (existing ones are
-    /// left as they are).
+    /// Create Octant's topics, its ingest topic, the import ledger and the Collector's two
+    /// (existing ones are left as they are).
     Create(CreateArgs),
 }
 
@@ -84,9 +84,13 @@ pub async fn topics(a: TopicsArgs) -> anyhow::Result<()> {
             let kafka = KafkaConfig { brokers: c.brokers, topic_prefix: c.topic_prefix, ..KafkaConfig::default() };
             let topics = all_topics(&kafka, c.partitions, &c.spans_topic, &c.logs_topic);
             octant_runtime::kafka::create_topics(&kafka, &topics, c.replication).await.context("creating topics")?;
+            // The import ledger (`octant import`): compacted, one partition.
+            let ledger = kafka.topic(octant_import::ledger::TOPIC);
+            octant_runtime::kafka::ensure_compacted_topic(&kafka, &ledger, c.replication).await.context("creating the import ledger")?;
             for (t, p) in &topics {
                 println!("{t}\t{p} partitions");
             }
+            println!("{ledger}\t1 partition, compacted");
             Ok(())
         }
     }

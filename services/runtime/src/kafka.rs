@@ -146,12 +146,12 @@ pub async fn create_topics(cfg: &KafkaConfig, topics: &[(String, i32)], replicat
     Ok(())
 }
 
-/// Creates a compacted topic of one partition (a ledger: the last record of each key is kept
-/// for good) unless it exists.
-pub async fn ensure_compacted_topic(cfg: &KafkaConfig, topic: &str) -> Result<(), RuntimeError> {
+/// Creates a compacted topic of one partition with `replication` replicas (a ledger: the last
+/// record of each key is kept for good) unless it exists.
+pub async fn ensure_compacted_topic(cfg: &KafkaConfig, topic: &str, replication: i32) -> Result<(), RuntimeError> {
     let admin: AdminClient<DefaultClientContext> =
         client_config(cfg, "admin").create().map_err(|e| RuntimeError::kafka("failed to create admin client", e))?;
-    let new = NewTopic::new(topic, 1, TopicReplication::Fixed(1)).set("cleanup.policy", "compact");
+    let new = NewTopic::new(topic, 1, TopicReplication::Fixed(replication)).set("cleanup.policy", "compact");
     let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
     let results = admin.create_topics([&new], &opts).await.map_err(|e| RuntimeError::kafka("create topics", e))?;
     for r in results {

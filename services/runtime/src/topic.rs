@@ -107,6 +107,8 @@ fn read_blocking(cfg: &KafkaConfig, topic: &str, from: &BTreeMap<i32, i64>, time
         .set("group.id", format!("{}.reader", cfg.client_id))
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "true")
+        // An offset to start from that retention has deleted: read from the earliest there is.
+        .set("auto.offset.reset", "earliest")
         .set("fetch.wait.max.ms", "50")
         .create()
         .map_err(|e| RuntimeError::kafka("failed to create a reader", e))?;

@@ -833,7 +833,11 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64,
     if let Some(tokens) = run.tokens.known() {
         emit(ids::TOKENS_PER_RUN, tokens as f64, 1.0);
     }
-    emit(ids::LATENCY_PER_RUN, run.latency_ms, 1.0);
+    // A run whose steps reported no latency has no latency evidence (0 is what a producer
+    // without timings writes, τ-bench's files for one): N/A, never a measured 0.
+    if run.latency_ms > 0.0 {
+        emit(ids::LATENCY_PER_RUN, run.latency_ms, 1.0);
+    }
     if verified {
         if let Some(cost) = cost {
             emit(ids::COST_PER_SUCCESS, cost, flag(success));
@@ -1178,6 +1182,7 @@ mod tests {
             correct: Some(true),
             tokens: Some(40),
             cost: Some(0.001),
+            latency_ms: 120.0,
             ..Step::default()
         }));
         apply(&mut a, step);

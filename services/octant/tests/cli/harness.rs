@@ -103,10 +103,11 @@ async fn inspect_and_tau_bench_logs_imported_once_equal_their_harnesses() {
     };
     let mapped = octant_import::tau::read(&tau_file, &opts).unwrap();
     let evaluation = kafka.topic(topics::TRAJECTORIES_EVALUATION);
-    let from = octant_runtime::topic::end_offsets(&kafka, &evaluation, std::time::Duration::from_secs(30)).await.unwrap();
+    let wait = std::time::Duration::from_secs(30);
+    let from = octant_runtime::topic::end_offsets(&kafka, &evaluation, wait).await.unwrap();
+    let dlq_from = octant_runtime::topic::end_offsets(&kafka, &kafka.topic(topics::DLQ), wait).await.unwrap();
     let producer = octant_runtime::kafka::producer(&kafka, "crashed-import").unwrap();
-    octant_runtime::kafka::ensure_compacted_topic(&kafka, &kafka.topic(octant_import::ledger::TOPIC)).await.unwrap();
-    let begun = octant_import::ledger::Entry::begun(&mapped, from, 1, None);
+    let begun = octant_import::ledger::Entry::begun(&mapped, None, (from, dlq_from), 1, None);
     let mut sent_before = vec![octant_runtime::kafka::OutRecord {
         topic: kafka.topic(octant_import::ledger::TOPIC),
         partition: None,
@@ -216,6 +217,13 @@ async fn inspect_and_tau_bench_logs_imported_once_equal_their_harnesses() {
     assert!(close(estimate(metric(&profiles, "tau-agent", "task_success", "tau-bench")), t["success_rate"].as_f64().unwrap()));
     let tool_errors = estimate(metric(&profiles, "tau-agent", "tool_error_rate", "tau-bench"));
     assert!(close(tool_errors, t["tool_error_rate"].as_f64().unwrap()), "tool-error rate {tool_errors}");
+    // Inspect's tool errors over its tool calls: model calls are no tool calls.
+    let inspect_errors = estimate(metric(&profiles, "inspect-agent", "tool_error_rate", "arith"));
+    let theirs = inspect["tool_errors"].as_f64().unwrap() / inspect["tool_calls"].as_f64().unwrap();
+    assert!(close(inspect_errors, theirs), "Inspect tool-error rate: octant {inspect_errors}, the log {theirs}");
+    // τ-bench logs no timings: no latency observation (N/A), never a measured 0.
+    assert!(!observations.iter().any(|o| o.system_id == "tau-agent" && o.metric == "latency_per_run"));
+    assert!(observations.iter().any(|o| o.system_id == "inspect-agent" && o.metric == "latency_per_run"));
 
     // A log with a sample that cannot be read: a dead letter naming the file and the record,
     // the rest imported; once.
@@ -229,10 +237,13 @@ async fn inspect_and_tau_bench_logs_imported_once_equal_their_harnesses() {
     let dead: Vec<octant_contracts::DeadLetter> = read_all(&kafka, &kafka.topic(topics::DLQ)).await;
     assert_eq!(dead.len(), 1, "{dead:?}");
     let d = &dead[0];
+    let source = format!("import:inspect:{}", bad["eval"]["task_id"].as_str().unwrap());
     assert_eq!(
         (d.service.as_str(), d.source_topic.as_str(), d.offset, d.error_class.as_str()),
-        ("import", "file:broken.json", 1, "malformed_record")
+        ("import", source.as_str(), 1, "malformed_record")
     );
     assert_eq!(d.key.as_deref(), Some(b"samples[1]".as_slice()));
+    assert!(d.error_message.starts_with("broken.json samples[1]: "), "{}", d.error_message);
+    assert!(d.payload.is_empty(), "the transcript stays in the file");
     let _ = std::fs::remove_dir_all(&dir);
 }

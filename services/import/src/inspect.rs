@@ -44,14 +44,18 @@ pub fn read(path: &Path, opts: &Options) -> Result<Import, ImportError> {
     let name = path.display().to_string();
     let io = |source| ImportError::Io { path: name.clone(), source };
     let bytes = std::fs::read(path).map_err(io)?;
-    let (header, samples) = if bytes.starts_with(b"PK\x03\x04") { read_eval(&name, &bytes)? } else { read_json(&name, &bytes)? };
-    map(&name, &header, samples, opts)
+    if bytes.starts_with(b"PK\x03\x04") {
+        let (header, samples) = read_eval(&name, &bytes)?;
+        map(&name, &header, samples, opts)
+    } else {
+        let (header, samples) = read_json(&name, &bytes)?;
+        map(&name, &header, samples, opts)
+    }
 }
 
 /// A sample as read: where it was, and its JSON (or why it could not be read).
 pub struct RawSample {
     pub record: String,
-    pub bytes: Vec<u8>,
     pub value: Result<Value, String>,
 }
 
@@ -60,7 +64,9 @@ fn format_error(path: &str, message: impl Into<String>) -> ImportError {
 }
 
 /// An `.eval` archive: its header and its samples.
-fn read_eval(path: &str, bytes: &[u8]) -> Result<(Value, Vec<RawSample>), ImportError> {
+/// An `.eval` archive: its header, and its samples read one at a time as they are mapped (one
+/// sample's JSON in memory at once, not the log's).
+fn read_eval<'a>(path: &str, bytes: &'a [u8]) -> Result<(Value, impl Iterator<Item = RawSample> + 'a), ImportError> {
     let mut zip =
         zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| format_error(path, format!("not a readable .eval archive: {e}")))?;
     let names: Vec<String> = zip
@@ -69,35 +75,33 @@ fn read_eval(path: &str, bytes: &[u8]) -> Result<(Value, Vec<RawSample>), Import
         .filter(|n| n.starts_with("samples/") && n.ends_with(".json"))
         .map(|n| n.into_owned())
         .collect();
-    let mut member = |name: &str| -> Result<Option<Vec<u8>>, String> {
-        match zip.by_name_raw(name.as_bytes()) {
-            Ok(f) => decode_member(name, f).map(Some),
-            Err(zip::result::ZipError::FileNotFound) => Ok(None),
-            Err(e) => Err(format!("{name}: {e}")),
-        }
-    };
-    let header = match member("header.json").map_err(|e| format_error(path, e))? {
+    let header = match member(&mut zip, "header.json").map_err(|e| format_error(path, e))? {
         Some(h) => serde_json::from_slice::<Value>(&h).map_err(|e| format_error(path, format!("header.json: {e}")))?,
         None => {
             // Only the journal: the evaluation has not ended (or was killed before it could say).
-            let start = member("_journal/start.json").map_err(|e| format_error(path, e))?;
+            let start = member(&mut zip, "_journal/start.json").map_err(|e| format_error(path, e))?;
             let status = if start.is_some() { "started" } else { "unknown" };
             return Err(ImportError::Incomplete { path: path.to_string(), status: status.into() });
         }
     };
-    let mut samples = Vec::with_capacity(names.len());
-    for n in names {
-        let (bytes, value) = match member(&n) {
-            Ok(Some(b)) => {
-                let v = serde_json::from_slice::<Value>(&b).map_err(|e| format!("not JSON: {e}"));
-                (b, v)
-            }
-            Ok(None) => continue,
-            Err(e) => (Vec::new(), Err(e)),
+    let samples = names.into_iter().filter_map(move |n| {
+        let value = match member(&mut zip, &n) {
+            Ok(Some(b)) => serde_json::from_slice::<Value>(&b).map_err(|e| format!("not JSON: {e}")),
+            Ok(None) => return None,
+            Err(e) => Err(e),
         };
-        samples.push(RawSample { record: n, bytes, value });
-    }
+        Some(RawSample { record: n, value })
+    });
     Ok((header, samples))
+}
+
+/// A member of the archive, decoded; `None` when there is no such member.
+fn member(zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>, name: &str) -> Result<Option<Vec<u8>>, String> {
+    match zip.by_name_raw(name.as_bytes()) {
+        Ok(f) => decode_member(name, f).map(Some),
+        Err(zip::result::ZipError::FileNotFound) => Ok(None),
+        Err(e) => Err(format!("{name}: {e}")),
+    }
 }
 
 /// A member's bytes: stored, deflate (older Inspect) or Zstandard (current Inspect, one frame
@@ -123,7 +127,7 @@ fn decode_member<R: Read>(name: &str, mut raw: zip::read::ZipFile<'_, R>) -> Res
 }
 
 /// A `.json` log: the header is the log without its samples.
-fn read_json(path: &str, bytes: &[u8]) -> Result<(Value, Vec<RawSample>), ImportError> {
+fn read_json(path: &str, bytes: &[u8]) -> Result<(Value, impl Iterator<Item = RawSample> + use<>), ImportError> {
     let mut log: Value =
         serde_json::from_slice(bytes).map_err(|e| format_error(path, format!("neither an .eval archive nor a JSON log: {e}")))?;
     let Some(obj) = log.as_object_mut() else { return Err(format_error(path, "a JSON log is an object")) };
@@ -131,11 +135,7 @@ fn read_json(path: &str, bytes: &[u8]) -> Result<(Value, Vec<RawSample>), Import
         Some(Value::Array(a)) => a,
         _ => Vec::new(),
     };
-    let samples = samples
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| RawSample { record: format!("samples[{i}]"), bytes: serde_json::to_vec(&v).unwrap_or_default(), value: Ok(v) })
-        .collect();
+    let samples = samples.into_iter().enumerate().map(|(i, v)| RawSample { record: format!("samples[{i}]"), value: Ok(v) });
     Ok((log, samples))
 }
 
@@ -290,19 +290,13 @@ fn sandbox_text(v: &Value) -> String {
     }
 }
 
-fn map(path: &str, header: &Value, samples: Vec<RawSample>, opts: &Options) -> Result<Import, ImportError> {
+fn map(path: &str, header: &Value, samples: impl Iterator<Item = RawSample>, opts: &Options) -> Result<Import, ImportError> {
     let status = str_at(header, &["status"]).unwrap_or("unknown");
     if status == "started" {
         return Err(ImportError::Incomplete { path: path.to_string(), status: status.into() });
     }
-    if samples.is_empty() {
-        return Err(format_error(path, "the log has no samples (written with log_samples off?): nothing to import"));
-    }
     let ctx = eval_context(path, header, opts)?;
     let mut notes = Vec::new();
-    if status != "success" {
-        notes.push(format!("the evaluation ended with status `{status}`: its {} logged samples are imported", samples.len()));
-    }
     if ctx.success_scorer.as_deref().is_some_and(|s| rater_of(s, &ctx.scorer_kinds).is_none()) {
         notes.push(format!(
             "scorer `{}` is neither a known deterministic nor a model-graded scorer: no task-success verdict (declare it with --scorer {}=verifier or =judge)",
@@ -310,7 +304,7 @@ fn map(path: &str, header: &Value, samples: Vec<RawSample>, opts: &Options) -> R
             ctx.success_scorer.as_deref().unwrap_or_default()
         ));
     }
-    let mut runs = Vec::with_capacity(samples.len());
+    let mut runs = Vec::new();
     let mut problems = Vec::new();
     let (mut errors, mut limits) = (0, 0);
     let mut lacks = Lacks::default();
@@ -322,8 +316,15 @@ fn map(path: &str, header: &Value, samples: Vec<RawSample>, opts: &Options) -> R
         });
         match mapped {
             Ok(run) => runs.push(run),
-            Err(message) => problems.push(Problem { record: raw.record, index: i as i64, payload: raw.bytes, message }),
+            Err(message) => problems.push(Problem { record: raw.record, index: i as i64, message }),
         }
+    }
+    let logged = runs.len() + problems.len();
+    if logged == 0 {
+        return Err(format_error(path, "the log has no samples (written with log_samples off?): nothing to import"));
+    }
+    if status != "success" {
+        notes.insert(0, format!("the evaluation ended with status `{status}`: its {logged} logged samples are imported"));
     }
     if errors + limits > 0 {
         notes.push(format!("{errors} samples ended in an error and {limits} at a limit: their runs end with outcome error"));

@@ -106,27 +106,14 @@ pub struct Run {
 }
 
 /// A record of a log that could not be mapped.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Problem {
     /// Where in the file: a member of an `.eval` archive, or `samples[3]`.
     pub record: String,
     /// The record's position in the file (its dead letter's offset).
     pub index: i64,
-    /// The record as read (for the dead letter; redacted there).
-    pub payload: Vec<u8>,
+    /// Why it could not be read (never the record's content: the record stays in the file).
     pub message: String,
-}
-
-impl std::fmt::Debug for Problem {
-    /// The payload may hold anything a harness logged: its size only.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Problem")
-            .field("record", &self.record)
-            .field("index", &self.index)
-            .field("payload_len", &self.payload.len())
-            .field("message", &self.message)
-            .finish()
-    }
 }
 
 #[derive(Debug, thiserror::Error)]

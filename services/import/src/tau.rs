@@ -156,12 +156,7 @@ fn tau_bench(name: &str, path: &Path, entries: Vec<Value>, start: i64, system: S
         let t0 = start + i as i64 * 1000;
         match tau_bench_run(entry, &file_id[..12], t0, &system, &benchmark, &opts.task_family) {
             Ok(run) => runs.push(run),
-            Err(message) => problems.push(Problem {
-                record: format!("[{i}]"),
-                index: i as i64,
-                payload: serde_json::to_vec(entry).unwrap_or_default(),
-                message,
-            }),
+            Err(message) => problems.push(Problem { record: format!("[{i}]"), index: i as i64, message }),
         }
     }
     Import::new(format!("tau-bench:{identity}"), "tau-bench", name, runs, problems, Vec::new())
@@ -274,12 +269,7 @@ fn tau2_bench(name: &str, doc: &Value, opts: &Options) -> Import {
     for (i, sim) in sims.iter().enumerate() {
         match tau2_run(sim, &identity[..12], &system, &benchmark, &opts.task_family, &expected) {
             Ok(run) => runs.push(run),
-            Err(message) => problems.push(Problem {
-                record: format!("simulations[{i}]"),
-                index: i as i64,
-                payload: serde_json::to_vec(sim).unwrap_or_default(),
-                message,
-            }),
+            Err(message) => problems.push(Problem { record: format!("simulations[{i}]"), index: i as i64, message }),
         }
     }
     Import::new(format!("tau2-bench:{identity}"), "tau2-bench", name, runs, problems, Vec::new())

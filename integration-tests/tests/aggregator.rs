@@ -188,6 +188,8 @@ pub(crate) async fn pipeline_scored(
     }
     let (windows, profiles) = read_windows(env).await;
     assert!(windows.values().any(|w| w.window_end >= last_end - 120_000), "windows reach the end of the data");
+    // A late evaluation result is counted as historical (an imported log's): none in a live run.
+    assert_eq!(metrics.get("octant_aggregator_observations_total{outcome=\"historical\"}").copied().unwrap_or(0.0), 0.0);
     let late = metrics.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0);
     if late > 0.0 {
         // What was late, and what the scorer and the aggregator said about their inputs.
@@ -386,6 +388,7 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
     let killed = TestEnv::new("killed", 4).await;
     let outk = pipeline(&killed, &fleet, 700, 3).await;
     assert_eq!(outk.metrics.get("octant_aggregator_observations_total{outcome=\"late\"}").copied().unwrap_or(0.0), 0.0);
+    assert_eq!(outk.metrics.get("octant_aggregator_observations_total{outcome=\"historical\"}").copied().unwrap_or(0.0), 0.0);
     let (w1, w4, wk) = (&out1.windows, &out4.windows, &outk.windows);
     assert!(w1.len() > 100, "{} windows", w1.len());
     for (name, other, out) in [("4 partitions", w4, &out4), ("4 partitions with 3 crashes", wk, &outk)] {

@@ -9,7 +9,8 @@
 //! over every upstream partition, and it is undefined until every partition of every
 //! upstream topic has been heard from. An upstream partition announced **idle** (caught up,
 //! no input for a while) is left out of the minimum until it sends progress again; when every
-//! upstream partition is idle the watermark stays where it was.
+//! upstream partition is idle the watermark is the least progress they announced (nothing older
+//! is coming).
 //!
 //! An observation is then late only when it is older than its own upstream partition's
 //! progress by more than the allowed lateness — a property of the input data, not of timing.
@@ -69,7 +70,12 @@ impl Upstream {
         if self.waiting() > 0 {
             return None;
         }
-        self.sources.values().filter(|s| !s.idle).filter_map(|s| s.watermark).min()
+        let active = self.sources.values().filter(|s| !s.idle).filter_map(|s| s.watermark).min();
+        // Every partition idle: the least progress any announced — they have nothing more to
+        // send, so nothing older is coming. (A restarted aggregator that hears only idle
+        // announcements, the scorer having caught up before it, still closes its windows:
+        // before, it never did — seen as a flaky "did not catch up" under load.)
+        active.or_else(|| self.sources.values().filter_map(|s| s.watermark).min())
     }
 
     /// Upstream partitions not heard from yet (an expected topic not heard from at all counts
@@ -116,11 +122,16 @@ mod tests {
         assert_eq!(u.observe(&wm("eval", 1, 2, None, true)), Some(100), "idle partitions are left out");
         assert_eq!(u.idle(), 2);
         assert_eq!(u.observe(&wm("eval", 1, 2, Some(70), false)), Some(70), "back from idle");
-        // Everything idle: no watermark.
+        // Everything idle: the least progress announced (eval 0 never had any).
         for (t, p) in [("prod", 0), ("prod", 1), ("eval", 1)] {
             u.observe(&wm(t, p, 2, None, true));
         }
-        assert_eq!(u.current(), None);
+        assert_eq!(u.current(), Some(70));
+        // A restarted aggregator hearing only idle announcements (the scorer caught up before
+        // it): their progress, not nothing.
+        let mut fresh = Upstream::default();
+        assert_eq!(fresh.observe(&wm("prod", 0, 2, Some(300), true)), None, "partition 1 not heard from");
+        assert_eq!(fresh.observe(&wm("prod", 1, 2, Some(200), true)), Some(200));
     }
 
     /// The scorer's first watermarks all come from the production topic: with the evaluation

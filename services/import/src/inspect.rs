@@ -12,7 +12,7 @@
 //! | `eval.model` | system (`--system`) |
 //! | the plan (solvers), `eval.solver`, generate config, model and task arguments | version `cfg-<digest>` (`--version`) and configuration hash |
 //! | sample id, epoch | task id, attempt (pass@k and pass^k across epochs) |
-//! | `eval.task_id` (kept by `inspect eval-retry`), sample id, epoch | run id `inspect-<task id>-<sample id>-<epoch>`; the import `inspect:<task id>` (a retried eval's log adds only the samples not imported yet) |
+//! | `eval.task_id` (kept by `inspect eval-retry`), sample id, epoch, the sample's `uuid` (its execution: carried over by a retry, new for a sample run again) | run id `inspect-<task id>-<sample id>-<epoch>-<uuid>`; the import `inspect:<task id>` (a retried eval's log adds only the samples it ran again) |
 //! | `model` events (or assistant messages when a sample has no events) | model-call steps: tokens (`usage.total_tokens`), cost (`usage.total_cost`), latency (`working_time`) |
 //! | `tool` events (or assistant tool calls and their tool messages) | tool-call steps: tool, arguments (JSON), result, error (`timeout` → timeout) |
 //! | `approval` events | a tool call approved (`approve`, `modify`) is confirmed; the run has an approval channel when the eval has an approval policy or any approval event |
@@ -69,11 +69,11 @@ fn format_error(path: &str, message: impl Into<String>) -> ImportError {
 fn read_eval<'a>(path: &str, bytes: &'a [u8]) -> Result<(Value, impl Iterator<Item = RawSample> + 'a), ImportError> {
     let mut zip =
         zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| format_error(path, format!("not a readable .eval archive: {e}")))?;
-    let names: Vec<String> = zip
-        .file_names()
-        .filter_map(Result::ok)
-        .filter(|n| n.starts_with("samples/") && n.ends_with(".json"))
-        .map(|n| n.into_owned())
+    // Samples by their index in the archive (a name the archive stores without its UTF-8 flag
+    // would not be found again by name).
+    let names: Vec<(usize, String)> = (0..zip.len())
+        .filter_map(|i| Some((i, zip.name_for_index(i)?.ok()?.into_owned())))
+        .filter(|(_, n)| n.starts_with("samples/") && n.ends_with(".json"))
         .collect();
     let header = match member(&mut zip, "header.json").map_err(|e| format_error(path, e))? {
         Some(h) => serde_json::from_slice::<Value>(&h).map_err(|e| format_error(path, format!("header.json: {e}")))?,
@@ -84,13 +84,13 @@ fn read_eval<'a>(path: &str, bytes: &'a [u8]) -> Result<(Value, impl Iterator<It
             return Err(ImportError::Incomplete { path: path.to_string(), status: status.into() });
         }
     };
-    let samples = names.into_iter().filter_map(move |n| {
-        let value = match member(&mut zip, &n) {
-            Ok(Some(b)) => serde_json::from_slice::<Value>(&b).map_err(|e| format!("not JSON: {e}")),
-            Ok(None) => return None,
-            Err(e) => Err(e),
-        };
-        Some(RawSample { record: n, value })
+    let samples = names.into_iter().map(move |(i, n)| {
+        let value = zip
+            .by_index_raw(i)
+            .map_err(|e| format!("{n}: {e}"))
+            .and_then(|f| decode_member(&n, f))
+            .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| format!("not JSON: {e}")));
+        RawSample { record: n, value }
     });
     Ok((header, samples))
 }
@@ -346,7 +346,13 @@ fn sample_run(ctx: &Eval, s: &Value, lacks: &mut Lacks) -> Result<Run, String> {
     let id = at(s, &["id"]).and_then(text_of).ok_or("a sample without an id")?;
     let epoch = at(s, &["epoch"]).map_or(Some(1), Value::as_i64).ok_or("a sample's epoch is not a number")?;
     let attempt = i32::try_from(epoch).map_err(|_| format!("epoch {epoch} out of range"))?;
-    let run_id = format!("inspect-{}-{}-{epoch}", id_part(&ctx.eval_id), id_part(&id));
+    // The sample's uuid is its execution: a sample `eval-retry` runs again gets a new one (and
+    // a new run), one it carries over keeps it (the same run, not sent again).
+    let mut run_id = format!("inspect-{}-{}-{epoch}", id_part(&ctx.eval_id), id_part(&id));
+    if let Some(uuid) = str_at(s, &["uuid"]) {
+        run_id.push('-');
+        run_id.push_str(&id_part(uuid));
+    }
     let start = str_at(s, &["started_at"])
         .and_then(time::parse_ms)
         .or(ctx.fallback_start)

@@ -50,10 +50,12 @@ pub struct Entry {
     pub digest: String,
     /// The runs sent and acknowledged (`done`) or before this part began (`begun`), by
     /// [`run_key`].
-    pub runs_done: BTreeSet<String>,
-    /// The dead letters sent likewise, by their record's position in the log.
     #[serde(default)]
-    pub dead_letters_done: BTreeSet<i64>,
+    pub runs_done: BTreeSet<String>,
+    /// The unreadable records dead-lettered likewise, by their name in the log (a member of an
+    /// `.eval` archive, `samples[3]`): positions shift between a log and its retry.
+    #[serde(default)]
+    pub dead_letters_done: BTreeSet<String>,
     /// The evaluation and dead-letter topics' end offsets per partition when this part began.
     pub from_offsets: BTreeMap<i32, i64>,
     #[serde(default)]
@@ -94,13 +96,23 @@ impl Entry {
         }
     }
 
-    /// The entry that ends a part: every run and dead letter of `sent` added.
-    pub fn done(mut self, sent: &Sending<'_>, at_ms: i64) -> Entry {
+    /// The entry that ends a part of `import`: every run and unreadable record of the part
+    /// (`sent`) done, and the log's digest as it is now.
+    pub fn done(mut self, import: &Import, sent: &Sending<'_>, at_ms: i64) -> Entry {
         self.state = State::Done;
+        self.digest.clone_from(&import.digest);
         self.runs_done.extend(sent.runs.iter().map(|r| run_key(&r.run_id)));
-        self.dead_letters_done.extend(sent.dead_letters.iter().map(|p| p.index));
+        self.dead_letters_done.extend(sent.problems.iter().map(|p| p.record.clone()));
         self.at_ms = at_ms;
         self
+    }
+
+    /// The size of this entry with `more` runs and records added (the ledger's record must
+    /// stay within the brokers' limit: checked before anything is sent).
+    pub fn size_with(&self, sent: &Sending<'_>) -> usize {
+        let runs = sent.runs.len() * 16;
+        let records: usize = sent.problems.iter().map(|p| p.record.len() + 4).sum();
+        serde_json::to_vec(self).map_or(usize::MAX, |v| v.len()) + runs + records
     }
 }
 
@@ -117,16 +129,23 @@ pub enum Plan {
     Resume { entry: Entry },
 }
 
-/// The latest entry of every import in the ledger's records (payloads in offset order);
-/// records that are not entries are skipped.
-pub fn latest(payloads: impl IntoIterator<Item = Vec<u8>>) -> BTreeMap<String, Entry> {
+/// The latest entry of every import in the ledger's records (key and payload, in offset
+/// order). A record this version cannot read is an error, never skipped: skipping it would
+/// make its log look new and send it again.
+pub fn latest(records: impl IntoIterator<Item = (Option<Vec<u8>>, Vec<u8>)>) -> Result<BTreeMap<String, Entry>, String> {
     let mut out = BTreeMap::new();
-    for p in payloads {
-        if let Ok(e) = serde_json::from_slice::<Entry>(&p) {
-            out.insert(e.import_id.clone(), e);
+    for (key, payload) in records {
+        match serde_json::from_slice::<Entry>(&payload) {
+            Ok(e) => {
+                out.insert(e.import_id.clone(), e);
+            }
+            Err(e) => {
+                let key = key.map(|k| String::from_utf8_lossy(&k).into_owned()).unwrap_or_default();
+                return Err(format!("the import ledger's entry {key:?} cannot be read by this version ({e})"));
+            }
         }
     }
-    out
+    Ok(out)
 }
 
 /// What to do with `import`, given the ledger's latest entries.
@@ -134,7 +153,10 @@ pub fn plan(ledger: &BTreeMap<String, Entry>, import: &Import) -> Plan {
     match ledger.get(&import.id) {
         None => Plan::Fresh,
         Some(e) if e.state == State::Begun => Plan::Resume { entry: e.clone() },
-        Some(e) if import.runs.iter().all(|r| e.runs_done.contains(&run_key(&r.run_id))) => {
+        Some(e)
+            if import.runs.iter().all(|r| e.runs_done.contains(&run_key(&r.run_id)))
+                && import.problems.iter().all(|p| e.dead_letters_done.contains(&p.record)) =>
+        {
             Plan::Done { changed: e.digest != import.digest, entry: e.clone() }
         }
         Some(e) => Plan::Grown { entry: e.clone() },
@@ -142,11 +164,13 @@ pub fn plan(ledger: &BTreeMap<String, Entry>, import: &Import) -> Plan {
 }
 
 /// What a part sends: the runs not done before (`runs`), of which only the events not already
-/// on the topic (`events`), and the dead letters not sent before.
+/// on the topic (`events`, run by run); the unreadable records not done before (`problems`),
+/// of which only the dead letters not already on the topic (`dead_letters`).
 #[derive(Debug)]
 pub struct Sending<'a> {
     pub runs: Vec<&'a Run>,
     pub events: Vec<&'a octant_contracts::TrajectoryEvent>,
+    pub problems: Vec<&'a Problem>,
     pub dead_letters: Vec<&'a Problem>,
 }
 
@@ -155,16 +179,14 @@ pub struct Sending<'a> {
 pub fn to_send<'a>(import: &'a Import, before: Option<&Entry>, present: &HashSet<String>) -> Sending<'a> {
     let runs: Vec<&Run> = import.runs.iter().filter(|r| before.is_none_or(|e| !e.runs_done.contains(&run_key(&r.run_id)))).collect();
     let events = runs.iter().flat_map(|r| &r.events).filter(|e| !present.contains(&e.event_id)).collect();
-    let dead_letters = import
-        .problems
-        .iter()
-        .filter(|p| before.is_none_or(|e| !e.dead_letters_done.contains(&p.index)))
-        .filter(|p| !present.contains(&dead_letter_id(import, p)))
-        .collect();
-    Sending { runs, events, dead_letters }
+    let problems: Vec<&Problem> =
+        import.problems.iter().filter(|p| before.is_none_or(|e| !e.dead_letters_done.contains(&p.record))).collect();
+    let dead_letters = problems.iter().copied().filter(|p| !present.contains(&dead_letter_id(import, p))).collect();
+    Sending { runs, events, problems, dead_letters }
 }
 
-/// A problem's dead-letter source: the import (`import:<id>`), its record's position.
+/// A problem's dead-letter source: the import (`import:<id>`); its offset is the record's
+/// position in the file, its key the record's name.
 pub fn dead_letter_topic(import: &Import) -> String {
     format!("import:{}", import.id)
 }
@@ -173,4 +195,10 @@ pub fn dead_letter_topic(import: &Import) -> String {
 /// partition, offset).
 pub fn dead_letter_id(import: &Import, p: &Problem) -> String {
     format!("import/{}/-1/{}", dead_letter_topic(import), p.index)
+}
+
+/// Whether a record on the evaluation topic (by its key, the run id) may be one of `runs`'
+/// events: what a resume keeps of the topic.
+pub fn keys_of<'a>(runs: &[&'a Run]) -> HashSet<&'a str> {
+    runs.iter().map(|r| r.run_id.as_str()).collect()
 }

@@ -321,8 +321,12 @@ fn the_ledger_sends_each_run_once() {
     let offsets = (BTreeMap::from([(0, 10), (1, 7)]), BTreeMap::from([(0, 3)]));
     let begun = Entry::begun(&import, None, offsets, 1, Some("ops".into()));
     assert_eq!(begun.file, "arith.eval", "no directory in the ledger");
-    let payloads = vec![serde_json::to_vec(&begun).unwrap(), b"not an entry".to_vec()];
-    book = ledger::latest(payloads.clone());
+    let key = Some(begun.import_id.clone().into_bytes());
+    let payloads = vec![(key.clone(), serde_json::to_vec(&begun).unwrap())];
+    book = ledger::latest(payloads.clone()).unwrap();
+    // An entry this version cannot read stops the import (skipped, its log would look new).
+    let err = ledger::latest([(key.clone(), b"not an entry".to_vec())]).unwrap_err();
+    assert!(err.contains("cannot be read"), "{err}");
     let Plan::Resume { entry } = ledger::plan(&book, &import) else { panic!("an interrupted import resumes") };
     assert_eq!(entry.from_offsets[&1], 7);
     // Interrupted after the first run's events: only the rest go.
@@ -330,9 +334,9 @@ fn the_ledger_sends_each_run_once() {
     let rest = ledger::to_send(&import, Some(&entry), &present);
     assert_eq!(rest.runs.len(), import.runs.len(), "every run of the part");
     assert_eq!(rest.events.len(), import.events() - import.runs[0].events.len());
-    let done = entry.done(&ledger::to_send(&import, None, &none), 2);
+    let done = entry.done(&import, &ledger::to_send(&import, None, &none), 2);
     assert_eq!(done.runs_done.len(), import.runs.len());
-    book = ledger::latest(payloads.into_iter().chain([serde_json::to_vec(&done).unwrap()]));
+    book = ledger::latest(payloads.into_iter().chain([(key, serde_json::to_vec(&done).unwrap())])).unwrap();
     assert_eq!(ledger::plan(&book, &import), Plan::Done { entry: done.clone(), changed: false });
     let rescored = Import { digest: "other".into(), ..import.clone() };
     assert!(matches!(ledger::plan(&book, &rescored), Plan::Done { changed: true, .. }));
@@ -344,6 +348,18 @@ fn the_ledger_sends_each_run_once() {
     let Plan::Grown { entry } = ledger::plan(&book, &grown) else { panic!("a grown log sends its new runs") };
     let part = ledger::to_send(&grown, Some(&entry), &none);
     assert_eq!(part.runs.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(), [grown.runs.last().unwrap().run_id.as_str()]);
+    // A grown log whose only new record is unreadable: not done, its dead letter goes; a dead
+    // letter found on the topic when resuming is done all the same.
+    let mut broken = import.clone();
+    broken.problems.push(crate::Problem { record: "samples/x_epoch_1.json".into(), index: 12, message: "not JSON".into() });
+    let Plan::Grown { entry } = ledger::plan(&book, &broken) else { panic!("a new unreadable record is not done") };
+    let found: HashSet<String> = [ledger::dead_letter_id(&broken, &broken.problems[0])].into();
+    let part = ledger::to_send(&broken, Some(&entry), &found);
+    assert_eq!((part.runs.len(), part.problems.len(), part.dead_letters.len()), (0, 1, 0));
+    let done = entry.done(&broken, &part, 3);
+    assert!(done.dead_letters_done.contains("samples/x_epoch_1.json"));
+    let book = BTreeMap::from([(done.import_id.clone(), done)]);
+    assert!(matches!(ledger::plan(&book, &broken), Plan::Done { changed: false, .. }));
 }
 
 fn tempdir(name: &str) -> PathBuf {

@@ -3,8 +3,8 @@
 //! the evaluation topic as trajectories, once: the import ledger (`octant.imports`, see
 //! `octant_import::ledger`) remembers what was sent, so importing a log again sends nothing.
 //! A record a log cannot be read from is reported with its file and record and dead-lettered
-//! (`service` import, `source_topic` `file:<name>`, `offset` the record's position); the rest
-//! of the log goes on. A file that is no log at all is reported and the next file goes on; the
+//! (`service` import, `source_topic` `import:<import id>`, `offset` the record's position, key
+//! its name); the rest of the log goes on. A file that is no log at all is reported and the next file goes on; the
 //! command then exits 1.
 
 use std::collections::{BTreeMap, HashSet};
@@ -178,6 +178,10 @@ struct Sink {
 }
 
 const TIMEOUT: Duration = Duration::from_secs(60);
+/// Reading the topics back for an interrupted import: they may have grown a lot since.
+const RESUME_TIMEOUT: Duration = Duration::from_secs(600);
+/// The most a ledger entry may be (Kafka's default record limit is 1 MiB).
+const MAX_ENTRY_BYTES: usize = 900 * 1024;
 
 impl Sink {
     async fn connect(c: &Common) -> anyhow::Result<Sink> {
@@ -211,7 +215,7 @@ impl Sink {
         // `octant topics create` makes it with the cluster's replication; here only if missing.
         kafka::ensure_compacted_topic(&kafka, &ledger_topic, 1).await?;
         let records = octant_runtime::topic::read_to_end(&kafka, &ledger_topic, TIMEOUT).await?;
-        let ledger = ledger::latest(records.into_iter().map(|r| r.payload));
+        let ledger = ledger::latest(records.into_iter().map(|r| (r.key, r.payload))).map_err(anyhow::Error::msg)?;
         let producer = kafka::producer(&kafka, "import")?;
         Ok(Sink { kafka, producer, redactor, ledger, by: std::env::var("USER").ok().filter(|u| !u.is_empty()) })
     }
@@ -257,14 +261,19 @@ impl Sink {
         };
         let is_resume = resumed.is_some();
         let (entry, present) = match resumed {
-            // An interrupted part: what reached the topics since it began stays.
+            // An interrupted part: what reached the topics since it began stays. Only the
+            // records keyed by the part's runs and dead letters are kept from the topics.
             Some(entry) => {
+                let candidates = ledger::to_send(import, Some(&entry), &HashSet::new());
+                let runs: HashSet<Vec<u8>> = ledger::keys_of(&candidates.runs).into_iter().map(|k| k.as_bytes().to_vec()).collect();
+                let letters: HashSet<Vec<u8>> =
+                    candidates.problems.iter().map(|p| ledger::dead_letter_id(import, p).into_bytes()).collect();
                 let mut present = HashSet::new();
                 let decoder = octant_contracts::Decoder::new();
-                for r in octant_runtime::topic::read_from(&self.kafka, &evaluation, &entry.from_offsets, TIMEOUT).await? {
+                for r in octant_runtime::topic::read_from_keys(&self.kafka, &evaluation, &entry.from_offsets, runs, RESUME_TIMEOUT).await? {
                     present.extend(decoder.decode::<octant_contracts::TrajectoryEvent>(&r.payload).ok().map(|e| e.event_id));
                 }
-                for r in octant_runtime::topic::read_from(&self.kafka, &dlq, &entry.dlq_from_offsets, TIMEOUT).await? {
+                for r in octant_runtime::topic::read_from_keys(&self.kafka, &dlq, &entry.dlq_from_offsets, letters, RESUME_TIMEOUT).await? {
                     present.extend(decoder.decode::<octant_contracts::DeadLetter>(&r.payload).ok().map(|d| d.dead_letter_id));
                 }
                 (entry, present)
@@ -275,6 +284,14 @@ impl Sink {
                     octant_runtime::topic::end_offsets(&self.kafka, &dlq, TIMEOUT).await?,
                 );
                 let entry = Entry::begun(import, before.as_ref(), offsets, now_ms(), self.by.clone());
+                // The entry that ends this part must fit in one record, or the part could never
+                // be marked done: refused before anything is sent.
+                let size = entry.size_with(&ledger::to_send(import, Some(&entry), &HashSet::new()));
+                anyhow::ensure!(
+                    size < MAX_ENTRY_BYTES,
+                    "{}: too large for one import ({size} bytes of ledger entry, at most {MAX_ENTRY_BYTES}): split the log",
+                    import.file
+                );
                 self.write_entry(entry.clone()).await?;
                 (entry, HashSet::new())
             }
@@ -290,11 +307,11 @@ impl Sink {
                 planned
             );
         }
-        // One stream in event time across the runs, as a live harness would have sent it:
-        // a long run's end sent before shorter runs that began later would put them behind
-        // the scorer's watermark.
-        let mut events = sending.events.clone();
-        events.sort_by_key(|e| e.event_time);
+        // Run by run, runs in the order they began: a run's events together, so that the
+        // scorer never finds one of them idle behind newer events of another run (it would
+        // abandon it); results older than the live windows are the lake's (the aggregator
+        // counts them as historical).
+        let events = &sending.events;
         let records: Vec<OutRecord> = events
             .iter()
             .map(|e| Ok(OutRecord { topic: evaluation.clone(), partition: None, key: e.run_id.clone(), payload: to_single_object(*e)? }))
@@ -313,7 +330,7 @@ impl Sink {
             })
             .collect();
         kafka::send_all(&self.producer, &dead).await.context("sending dead letters")?;
-        let done = entry.done(&sending, now_ms());
+        let done = entry.done(import, &sending, now_ms());
         let total_runs = done.runs_done.len();
         self.write_entry(done).await?;
         println!(

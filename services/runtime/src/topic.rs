@@ -74,7 +74,20 @@ pub async fn read_to_end(cfg: &KafkaConfig, topic: &str, timeout: Duration) -> R
 /// when `from` has none).
 pub async fn read_from(cfg: &KafkaConfig, topic: &str, from: &BTreeMap<i32, i64>, timeout: Duration) -> Result<Vec<Record>, RuntimeError> {
     let (cfg, topic, from) = (cfg.clone(), topic.to_string(), from.clone());
-    tokio::task::spawn_blocking(move || read_blocking(&cfg, &topic, &from, timeout)).await.expect("the reader does not panic")
+    tokio::task::spawn_blocking(move || read_blocking(&cfg, &topic, &from, None, timeout)).await.expect("the reader does not panic")
+}
+
+/// Like [`read_from`], keeping only the records whose key is one of `keys` (what is read of a
+/// busy topic stays small).
+pub async fn read_from_keys(
+    cfg: &KafkaConfig,
+    topic: &str,
+    from: &BTreeMap<i32, i64>,
+    keys: std::collections::HashSet<Vec<u8>>,
+    timeout: Duration,
+) -> Result<Vec<Record>, RuntimeError> {
+    let (cfg, topic, from) = (cfg.clone(), topic.to_string(), from.clone());
+    tokio::task::spawn_blocking(move || read_blocking(&cfg, &topic, &from, Some(&keys), timeout)).await.expect("the reader does not panic")
 }
 
 /// Each partition of `topic` and its high watermark now (where a reader that wants only what
@@ -102,7 +115,13 @@ pub async fn end_offsets(cfg: &KafkaConfig, topic: &str, timeout: Duration) -> R
     .expect("the offsets reader does not panic")
 }
 
-fn read_blocking(cfg: &KafkaConfig, topic: &str, from: &BTreeMap<i32, i64>, timeout: Duration) -> Result<Vec<Record>, RuntimeError> {
+fn read_blocking(
+    cfg: &KafkaConfig,
+    topic: &str,
+    from: &BTreeMap<i32, i64>,
+    keys: Option<&std::collections::HashSet<Vec<u8>>>,
+    timeout: Duration,
+) -> Result<Vec<Record>, RuntimeError> {
     let c: BaseConsumer = client_config(cfg, "reader")
         .set("group.id", format!("{}.reader", cfg.client_id))
         .set("enable.auto.commit", "false")
@@ -139,6 +158,7 @@ fn read_blocking(cfg: &KafkaConfig, topic: &str, from: &BTreeMap<i32, i64>, time
                 open.remove(&p);
             }
             Some(Err(e)) => return Err(RuntimeError::kafka(format!("reading {topic}"), e)),
+            Some(Ok(m)) if keys.is_some_and(|k| !m.key().is_some_and(|key| k.contains(key))) => {}
             Some(Ok(m)) => out.push(Record {
                 partition: m.partition(),
                 offset: m.offset(),

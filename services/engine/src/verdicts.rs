@@ -244,27 +244,7 @@ mod tests {
     const T0: i64 = 1_764_489_600_000;
 
     fn obs(id: String, metric: &str, run: &str, t: i64, value: f64) -> Observation {
-        Observation {
-            observation_id: id,
-            metric: metric.into(),
-            system_id: "sys".into(),
-            system_version: "1".into(),
-            source: Source::Production,
-            agent_id: None,
-            run_id: run.into(),
-            task_id: Some(format!("task-{run}")),
-            attempt: Some(0),
-            groups: vec![],
-            benchmark: None,
-            task_family: None,
-            cluster_id: run.into(),
-            step: None,
-            event_time: t,
-            value,
-            weight: 1.0,
-            confidence: None,
-            provenance: None,
-        }
+        crate::window::tests::obs(&id, metric, run, t, value)
     }
 
     fn outputs(spec: WindowSpec, input: &[Observation], until: i64) -> Vec<Outputs> {

@@ -910,7 +910,7 @@ impl Resume {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
@@ -922,7 +922,8 @@ mod tests {
         BootstrapSpec { replicates: 200, seed: 5, level: 0.95 }
     }
 
-    fn obs(id: &str, metric: &str, run: &str, t: i64, value: f64) -> Observation {
+    /// A production observation of `sys` 1 (the verdicts' tests use it too).
+    pub(crate) fn obs(id: &str, metric: &str, run: &str, t: i64, value: f64) -> Observation {
         Observation {
             observation_id: id.into(),
             metric: metric.into(),

@@ -10,6 +10,8 @@
 #     the wire-format interoperability tests (canonical forms, fingerprints, every framing).
 #   - PyYAML (PyPI pyyaml==6.0.3) in .octant/python: deploy/check_manifests.py parses the
 #     compose and Kubernetes manifests with it.
+#   - PyPI deltalake==1.6.6 (delta-rs's Python build, with arro3) in .octant/delta: an independent
+#     implementation of the Delta protocol that reads the lake's tables in the tests.
 #   - moto (PyPI moto==5.2.5 with flask) in .octant/s3: an S3-compatible server (conditional
 #     puts included) the object-store lake test starts on a loopback port.
 #   - the OpenTelemetry Python SDK (PyPI opentelemetry-sdk, opentelemetry-proto and
@@ -56,6 +58,12 @@ fi
 if [ ! -d .octant/python/yaml ]; then
   echo "setup: installing PyYAML for the manifest checks (PyPI pyyaml==6.0.3)"
   python3 -m pip install --quiet --disable-pip-version-check --target .octant/python pyyaml==6.0.3
+fi
+if [ ! -d .octant/delta/deltalake ]; then
+  echo "setup: installing PyPI deltalake, the independent Delta reader of the lake tests (deltalake==1.6.6)"
+  python3 -m pip install --quiet --disable-pip-version-check --target .octant/delta deltalake==1.6.6 2>&1 \
+    | grep -v -e "Running pip as the 'root' user" -e "Target directory" -e "Specify --upgrade" || true
+  test -d .octant/delta/deltalake
 fi
 if [ ! -d .octant/s3/moto ]; then
   echo "setup: installing moto, an S3-compatible server for the object-store lake test (PyPI moto==5.2.5)"

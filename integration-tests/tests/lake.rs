@@ -1,6 +1,7 @@
 //! The lake writer against a real broker: every record of every topic in the lake exactly
-//! once after repeated SIGKILLs, redaction applied, files readable by an independent Parquet
-//! reader (the `parquet` crate, DuckDB, and DataFusion as the profiler uses it).
+//! once after repeated SIGKILLs, redaction applied, the Delta tables read by independent
+//! readers (the protocol's log replayed by hand and PyPI `deltalake` listing the files, the
+//! `parquet` crate and DuckDB reading them) and by DataFusion as the profiler uses it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,17 +18,34 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
-fn parquet_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            if !p.file_name().unwrap().to_string_lossy().starts_with('_') {
-                parquet_files(&p, out);
-            }
-        } else if p.extension().is_some_and(|x| x == "parquet") {
-            out.push(p);
+/// What the independent Delta reader (`integration-tests/scripts/delta_reader.py`: the
+/// protocol's log and checkpoints replayed by hand, and PyPI `deltalake`, with DuckDB reading
+/// the files) finds in every lake table: table → its files, transaction identifiers, rows,
+/// distinct offsets, systems and dates (`null`: no table).
+pub(crate) fn delta_read(lake: &Path) -> BTreeMap<String, serde_json::Value> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.octant");
+    for (dir, what) in [("python/duckdb", "DuckDB"), ("delta/deltalake", "PyPI deltalake")] {
+        assert!(root.join(dir).exists(), "{what} not found in {} (run scripts/setup.sh)", root.join(dir).display());
+    }
+    let path = format!("{}:{}", root.join("python").display(), root.join("delta").display());
+    let output = std::process::Command::new("python3")
+        .env("PYTHONPATH", path)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/delta_reader.py"))
+        .arg(lake)
+        .args(octant_lake::schema::TABLES.iter().map(|t| t.name))
+        .output()
+        .expect("python3 runs");
+    assert!(output.status.success(), "the Delta reader failed: {}", String::from_utf8_lossy(&output.stderr));
+    let v: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&output.stdout).expect("the Delta reader's answer parses");
+    for (t, found) in &v {
+        if !found.is_null() {
+            assert_eq!(
+                found["files"], found["deltalake_files"],
+                "{t}: the protocol replayed by hand and PyPI deltalake list the same files"
+            );
         }
     }
+    v
 }
 
 /// (topic, partition) → offsets, counting repeats; and every value of one string column path.
@@ -37,12 +55,17 @@ pub(crate) struct LakeContents {
     step_arguments: Vec<Option<String>>,
 }
 
+/// Every row of every file the tables' logs list (the independent Delta reader's lists), read
+/// with the `parquet` crate.
 fn read_lake(root: &Path) -> LakeContents {
-    let mut files = Vec::new();
-    parquet_files(root, &mut files);
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    for (table, found) in delta_read(root) {
+        for f in found["files"].as_array().into_iter().flatten() {
+            files.push((table.clone(), PathBuf::from(f.as_str().unwrap())));
+        }
+    }
     let mut c = LakeContents { offsets: BTreeMap::new(), rows_by_table: BTreeMap::new(), step_arguments: Vec::new() };
-    for f in files {
-        let table = f.strip_prefix(root).unwrap().components().next().unwrap().as_os_str().to_string_lossy().to_string();
+    for (table, f) in files {
         let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&f).unwrap()).unwrap().build().unwrap();
         for batch in reader {
             let b = batch.unwrap();
@@ -195,14 +218,17 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
     // high watermark can be a batch early).
     let produced = topic_offsets(&env).await;
     let produced_total: usize = produced.values().map(BTreeSet::len).sum();
-    // Caught up when every partition's last commit marker reaches its last produced offset
+    // Caught up when every partition's home table's version reaches its last produced offset
     // (cheap: no need to read the lake back while it is being written).
     let marks = octant_lake::lake::Lake::new(&lake);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(400);
     loop {
         let behind: Vec<&(String, i32)> = produced
             .iter()
-            .filter(|((t, p), offs)| marks.committed(t, *p).unwrap().is_none_or(|c| c < *offs.iter().next_back().unwrap()))
+            .filter(|((t, p), offs)| {
+                let home = octant_lake::lake::home_table(t);
+                marks.committed(home, t, *p).unwrap().is_none_or(|c| c < *offs.iter().next_back().unwrap())
+            })
             .map(|(k, _)| k)
             .collect();
         if behind.is_empty() {
@@ -232,15 +258,24 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
         produced.len(),
         c.rows_by_table
     );
-    // An independent reader agrees: DuckDB reads every table, with the Hive partitions.
-    let tables: Vec<&String> = c.rows_by_table.keys().collect();
-    let duck = duckdb_counts(&lake, &tables);
+    // The independent reader agrees: DuckDB reads the files the logs list, with their date
+    // partitions and systems; every table's log holds each partition's transaction identifier.
+    let duck = delta_read(&lake);
     for (t, n) in &c.rows_by_table {
-        assert_eq!(duck[t].0, *n, "DuckDB's row count of {t}");
-        assert!(duck[t].1 >= 1 && duck[t].2 >= 1, "{t}: system_id and date partitions visible to DuckDB");
+        assert_eq!(duck[t]["rows"].as_u64(), Some(*n as u64), "DuckDB's row count of {t}");
+        assert_eq!(duck[t]["distinct_offsets"], duck[t]["rows"], "{t}: no (topic, partition, offset) twice");
+        assert!(duck[t]["dates"].as_u64() >= Some(1), "{t}: date partitions visible to DuckDB");
     }
-    assert!(duck["observations"].1 >= 4, "one system_id partition per system: {:?}", duck["observations"]);
-    eprintln!("DuckDB reads the same row counts: {duck:?}");
+    assert!(duck["observations"]["systems"].as_u64() >= Some(4), "every system's rows: {:?}", duck["observations"]);
+    for ((topic, partition), offs) in &produced {
+        let home = octant_lake::lake::home_table(topic);
+        let txn = &duck[home]["txns"][octant_lake::delta::app_id(topic, *partition)];
+        assert_eq!(txn.as_i64(), offs.iter().next_back().copied(), "{home}'s identifier of {topic}/{partition}: its last offset");
+    }
+    eprintln!(
+        "DuckDB over the logs' files reads the same row counts: {:?}",
+        duck.iter().map(|(t, v)| (t, v["rows"].clone(), v["files"].as_array().map_or(0, Vec::len))).collect::<Vec<_>>()
+    );
 
     // DataFusion (the profiler's engine) over the same lake: no (topic, partition, offset) twice
     // in any table, and the offsets of every topic partition are exactly what was produced.
@@ -271,33 +306,6 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
         produced_total
     );
     let _ = std::fs::remove_dir_all(&lake);
-}
-
-/// Row counts per table as DuckDB (an independent engine, installed by `scripts/setup.sh` into
-/// `.octant/python`) reads the lake with Hive partitioning, and the distinct partition values.
-fn duckdb_counts(lake: &Path, tables: &[&String]) -> BTreeMap<String, (usize, usize, usize)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.octant/python");
-    assert!(root.join("duckdb").exists(), "DuckDB not found in {} (run scripts/setup.sh)", root.display());
-    let script = r#"
-import duckdb, json, sys
-lake, tables = sys.argv[1], sys.argv[2:]
-out = {}
-for t in tables:
-    q = f"SELECT count(*), count(DISTINCT system_id), count(DISTINCT date) FROM read_parquet('{lake}/{t}/*/*/*.parquet', hive_partitioning = true)"
-    out[t] = list(duckdb.sql(q).fetchone())
-print(json.dumps(out))
-"#;
-    let output = std::process::Command::new("python3")
-        .env("PYTHONPATH", &root)
-        .arg("-c")
-        .arg(script)
-        .arg(lake)
-        .args(tables.iter().map(|t| t.as_str()))
-        .output()
-        .expect("python3 runs");
-    assert!(output.status.success(), "DuckDB failed: {}", String::from_utf8_lossy(&output.stderr));
-    let v: BTreeMap<String, (usize, usize, usize)> = serde_json::from_slice(&output.stdout).expect("DuckDB's answer parses");
-    v
 }
 
 /// (topic, partition) → every offset on it, for every topic the lake writer reads, each read
@@ -455,7 +463,7 @@ async fn lake_on_an_object_store_is_exactly_once_and_readable() {
     assert!(built.len() >= 2, "profiles of both systems from the S3 lake");
     for b in &built {
         assert!(b.observations.rows > 0 && !b.observations.files.is_empty());
-        assert!(b.observations.files.iter().all(|f| f.starts_with("observations/system_id=")), "{:?}", b.observations.files);
+        assert!(b.observations.files.iter().all(|f| f.starts_with("observations/date=")), "{:?}", b.observations.files);
     }
     eprintln!(
         "S3 lake ({url} on moto): lake writer SIGKILLed 3 times; {produced_total} records of {} topic partitions exactly once; {} profiles built from it",

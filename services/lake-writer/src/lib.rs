@@ -1,19 +1,21 @@
 //! # octant-lake-writer
 //!
-//! Consumes every Octant topic and writes Parquet (zstd) tables, Hive-partitioned as
-//! `<lake>/<table>/system_id=<id>/date=<YYYY-MM-DD>/`, exactly once (`octant_lake::lake` has
-//! the protocol). Tables and their Arrow schemas come from the Avro contracts
-//! (`octant_lake::schema`).
+//! Consumes every Octant topic and writes Delta Lake tables of Parquet (zstd) files,
+//! partitioned by date (`<lake>/<table>/date=<YYYY-MM-DD>/`, rows sorted by system), exactly
+//! once (`octant_lake::lake` has the protocol). Tables and their Arrow schemas come from the
+//! Avro contracts (`octant_lake::schema`).
 //! Records that do not decode go to `raw_records` (hex payload and the error), so the lake
 //! holds every offset of every topic. Personal data and secrets are redacted before writing (`[redaction]`: fields, and patterns
 //! over the free text of trajectory events, alerts and dead letters).
 //!
 //! ## Guarantees
-//! - **Exactly once in the lake**: a unit's files are published create-only, then its marker;
-//!   offsets are committed after the marker; on assignment the writer recovers the partition
-//!   (removes an interrupted unit) and skips offsets already in the lake.
+//! - **Exactly once in the lake**: a unit's files are committed table by table with the input
+//!   partition's transaction identifier, the topic's home table last; offsets are committed
+//!   after that; on assignment the writer reads every table's version of the partition and
+//!   skips what each table holds already. A writer that lost its partition is refused
+//!   (`octant_lake_writer_errors_total{kind="fenced"}`) and reads the lake again.
 //! - Files close on size (`max_file_bytes`) or age (`max_file_age`), whichever comes first,
-//!   and on shutdown.
+//!   and on shutdown: one file per table and date per unit, whatever the number of systems.
 //! - The lake is a local directory or an object store (`s3://…`, `memory://`), through
 //!   `octant_lake::store`; the same protocol on both.
 
@@ -38,8 +40,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::LakeWriterConfig;
 use metrics::Metrics;
-use octant_lake::lake::{self, FileSpec, Lake};
-use octant_lake::schema::{self, NO_SYSTEM, Table};
+use octant_lake::lake::{self, FileSpec, Lake, TablePart};
+use octant_lake::schema::{self, Table};
 use octant_lake::{date_of, store};
 
 pub const ID: ServiceId = ServiceId { name: "lake_writer", env: "OCTANT_LAKE_WRITER", group: "octant-lake-writer", admin_port: 9104 };
@@ -68,17 +70,23 @@ pub async fn run(config: LakeWriterConfig, registry: Registry, shutdown: Cancell
 pub struct LakePartition {
     topic: String,
     partition: i32,
-    /// Last offset in the lake (`None`: none yet).
+    /// The table whose version is the partition's progress ([`octant_lake::lake::home_table`]).
+    home: &'static str,
+    /// Last offset in every table (the home table's version; `None`: none yet).
     committed: Option<i64>,
-    /// (table, system, date) → rows.
-    buffer: BTreeMap<(&'static str, String, String), Vec<Value>>,
+    /// Every table's version of the partition as last read or committed: what a commit
+    /// expects to find, and (above `committed`, after a crash between two tables' commits)
+    /// the rows a table holds already.
+    versions: HashMap<&'static str, Option<i64>>,
+    /// (table, date) → rows.
+    buffer: BTreeMap<(&'static str, String), Vec<Value>>,
     first: Option<i64>,
     last: i64,
     bytes: usize,
     /// When the unit's first record was read (`None`: nothing buffered).
     since: Option<Instant>,
-    /// A write failed and the lake could not be read since (when it was last tried): whether
-    /// its marker made it is unknown, so nothing is written before the lake says (see
+    /// A write failed and the lake could not be read since (when it was last tried): what of
+    /// the unit is in the lake is unknown, so nothing is written before the lake says (see
     /// [`LakeStage::settle`]).
     unsure: Option<Instant>,
 }
@@ -128,6 +136,13 @@ impl LakeStage {
         })
     }
 
+    /// Every table's version of `topic`/`partition` in the lake.
+    fn versions(&self, topic: &str, partition: i32) -> std::io::Result<HashMap<&'static str, Option<i64>>> {
+        tokio::task::block_in_place(|| {
+            schema::TABLES.iter().map(|t| Ok((t.name, self.lake.committed(t.name, topic, partition)?))).collect()
+        })
+    }
+
     /// Writes the partition's buffer as one unit. On failure the buffer stays (retried later).
     fn flush(&self, p: &mut LakePartition) -> bool {
         if p.first.is_none() {
@@ -144,9 +159,16 @@ impl LakeStage {
         }
         let Some(first) = p.first else { return true };
         let started = Instant::now();
-        let mut files = Vec::new();
+        let mut by_table: BTreeMap<&'static str, Vec<FileSpec>> = BTreeMap::new();
         let mut counts = Vec::new();
-        for ((table, system, date), rows) in &p.buffer {
+        for ((table, date), rows) in p.buffer.iter_mut() {
+            // Sorted by system, then metric (where the table has one), then offset: Parquet
+            // statistics then skip the row groups of other systems.
+            let key = |r: &Value| {
+                let s = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
+                (s("system_id"), s("metric"), r.get("kafka_offset").and_then(Value::as_i64))
+            };
+            rows.sort_by_cached_key(key);
             let schema = self.schemas[table].clone();
             let batch = (|| {
                 let mut d = ReaderBuilder::new(schema).with_batch_size(rows.len().max(1)).build_decoder()?;
@@ -156,7 +178,7 @@ impl LakeStage {
             match batch {
                 Ok(Some(batch)) => {
                     counts.push((*table, batch.num_rows()));
-                    files.push(FileSpec { table, system, date, batch });
+                    by_table.entry(table).or_default().push(FileSpec { date: date.clone(), batch });
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -167,12 +189,23 @@ impl LakeStage {
                 }
             }
         }
-        let result = tokio::task::block_in_place(|| self.lake.write_unit(&p.topic, p.partition, first, p.last, files, &self.props));
+        // The home table last, with or without files: its version is the partition's progress.
+        let home_files = by_table.remove(p.home).unwrap_or_default();
+        let mut parts: Vec<TablePart<'_>> = by_table
+            .into_iter()
+            .map(|(table, files)| TablePart { table, expected: p.versions.get(table).copied().flatten(), files })
+            .collect();
+        parts.push(TablePart { table: p.home, expected: p.versions.get(p.home).copied().flatten(), files: home_files });
+        let tables: Vec<&'static str> = parts.iter().map(|t| t.table).collect();
+        let result = tokio::task::block_in_place(|| self.lake.write_unit(&p.topic, p.partition, first, p.last, parts, &self.props));
         match result {
             Ok(paths) => {
                 for (table, n) in counts {
                     self.metrics.records.with_label_values(&[table]).inc_by(n as u64);
                     self.metrics.files.with_label_values(&[table]).inc();
+                }
+                for t in tables {
+                    p.versions.insert(t, Some(p.last));
                 }
                 self.metrics.flush_seconds.observe(started.elapsed().as_secs_f64());
                 tracing::debug!(topic = %p.topic, partition = p.partition, first, last = p.last, files = paths.len(), "unit written");
@@ -180,8 +213,14 @@ impl LakeStage {
                 true
             }
             Err(e) => {
-                tracing::warn!(error = %e, topic = %p.topic, partition = p.partition, "writing a unit failed; retried at the next tick");
-                self.metrics.errors.with_label_values(&["io"]).inc();
+                if let Some(f) = octant_lake::delta::is_fenced(&e) {
+                    tracing::warn!(topic = %p.topic, partition = p.partition, table = %f.table, expected = ?f.expected, found = ?f.found,
+                        "commit refused: another writer committed this partition since it was read (this one may have lost it); reading the lake again");
+                    self.metrics.errors.with_label_values(&["fenced"]).inc();
+                } else {
+                    tracing::warn!(error = %e, topic = %p.topic, partition = p.partition, "writing a unit failed; retried at the next tick");
+                    self.metrics.errors.with_label_values(&["io"]).inc();
+                }
                 self.settle(p);
                 p.first.is_none()
             }
@@ -190,7 +229,7 @@ impl LakeStage {
 
     /// The buffer is in the lake: start the next unit.
     fn written(&self, p: &mut LakePartition) {
-        p.committed = Some(p.last);
+        p.committed = Some(p.last).max(p.committed);
         p.buffer.clear();
         p.first = None;
         p.since = None;
@@ -198,33 +237,30 @@ impl LakeStage {
         self.metrics.buffered.with_label_values(&[&p.topic]).set(0);
     }
 
-    /// After a failed write: recovers the partition (a half-written unit is removed) and learns
-    /// from its highest marker what of the buffer is in the lake after all — a write can fail
-    /// after its marker is created (syncing the markers' directory, removing older markers),
-    /// and another owner may have written past it. Those rows are dropped: written again, grown
-    /// by later records under another name, their offsets would be in the lake twice. Returns
-    /// whether the rest may be written (false while the lake cannot be read: retried later).
+    /// After a failed or refused write: reads every table's version of the partition again
+    /// and drops the rows a table holds already — a unit can fail after some tables' commits,
+    /// and another writer may have committed since. Written again, those rows would be in the
+    /// table twice. Returns whether the rest may be written (false while the lake cannot be
+    /// read: retried later).
     fn settle(&self, p: &mut LakePartition) -> bool {
-        let committed = match self.lake.recover(&p.topic, p.partition) {
+        let versions = match self.versions(&p.topic, p.partition) {
             Err(e) => {
                 tracing::warn!(error = %e, topic = %p.topic, partition = p.partition, "cannot read the lake after a failed write; nothing is written until it can be");
                 self.metrics.errors.with_label_values(&["io"]).inc();
                 p.unsure = Some(Instant::now());
                 return false;
             }
-            Ok(c) => c,
+            Ok(v) => v,
         };
         p.unsure = None;
-        p.committed = committed.max(p.committed);
-        let Some(c) = committed else { return true };
-        if p.first.is_none_or(|f| c < f) {
-            return true;
-        }
-        // Rows are buffered in offset order per (table, system, date).
+        let home = versions.get(p.home).copied().flatten();
+        p.versions = versions;
+        p.committed = home.max(p.committed);
         let mut first = None;
-        for ((table, _, _), rows) in p.buffer.iter_mut() {
+        for ((table, _), rows) in p.buffer.iter_mut() {
+            let held = p.versions.get(table).copied().flatten().max(p.committed);
             let before = rows.len();
-            rows.retain(|r| r.get("kafka_offset").and_then(Value::as_i64).is_none_or(|o| o > c));
+            rows.retain(|r| r.get("kafka_offset").and_then(Value::as_i64).is_none_or(|o| held.is_none_or(|h| o > h)));
             let dropped = before - rows.len();
             if dropped > 0 {
                 self.metrics.records.with_label_values(&[table]).inc_by(dropped as u64);
@@ -234,11 +270,17 @@ impl LakeStage {
             }
         }
         p.buffer.retain(|_, rows| !rows.is_empty());
-        tracing::info!(topic = %p.topic, partition = p.partition, in_lake = c, "rows of the failed write found in the lake are not written again");
-        if p.buffer.is_empty() {
-            let last = p.last.max(c);
+        tracing::info!(topic = %p.topic, partition = p.partition, in_lake = ?p.committed, "rows the lake holds already are not written again");
+        if p.first.is_none() {
+            return true;
+        }
+        if p.committed.is_some_and(|c| c >= p.last) {
+            // The whole unit is in the lake.
             self.written(p);
-            p.committed = Some(last);
+        } else if p.buffer.is_empty() {
+            // Nothing left to write, but the home table's version must still reach the unit's
+            // last offset: an identifier-only commit.
+            p.first = Some(p.committed.map_or(0, |c| c + 1));
         } else {
             p.first = first;
         }
@@ -253,15 +295,18 @@ impl Stage for LakeStage {
     fn open(&mut self, tp: &TopicPartition, offset: i64, _companion: Option<i64>) -> anyhow::Result<LakePartition> {
         // Without knowing what is in the lake, writing could duplicate: an error stops the
         // writer (it restarts from the last commit).
-        let committed = self
-            .lake
-            .recover(&tp.topic, tp.partition)
+        let versions = self
+            .versions(&tp.topic, tp.partition)
             .with_context(|| format!("cannot read the lake state of {tp} in {}", self.lake.location()))?;
+        let home = lake::home_table(&tp.topic);
+        let committed = versions.get(home).copied().flatten();
         tracing::info!(topic = %tp.topic, partition = tp.partition, offset, ?committed, "partition opened: resuming after the last offset in the lake");
         Ok(LakePartition {
             topic: tp.topic.clone(),
             partition: tp.partition,
+            home,
             committed,
+            versions,
             buffer: BTreeMap::new(),
             first: None,
             last: -1,
@@ -291,15 +336,7 @@ impl Stage for LakeStage {
                 }),
             ),
         };
-        let system = match table.system {
-            Some(ptr) => row.pointer(ptr).and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| NO_SYSTEM.into()),
-            None => NO_SYSTEM.into(),
-        };
-        if table.system == Some("/system_id")
-            && let Some(o) = row.as_object_mut()
-        {
-            o.remove("system_id");
-        }
+        let system = table.system.and_then(|ptr| row.pointer(ptr)).and_then(Value::as_str).map(str::to_string);
         let date = date_of(row.pointer(table.time).and_then(Value::as_i64).unwrap_or(timestamp));
         // Tables that carry what agents and people wrote (dead letters and raw records are
         // redacted above); the others hold identifiers and numbers.
@@ -307,6 +344,7 @@ impl Stage for LakeStage {
             self.redactor.value(&mut row);
         }
         if let Some(o) = row.as_object_mut() {
+            o.insert("system_id".into(), system.map_or(Value::Null, Value::String));
             o.insert("kafka_topic".into(), Value::String(p.topic.clone()));
             o.insert("kafka_partition".into(), Value::from(p.partition));
             o.insert("kafka_offset".into(), Value::from(offset));
@@ -316,8 +354,14 @@ impl Stage for LakeStage {
             p.since = Some(m.read_at);
         }
         p.last = offset;
+        if p.versions.get(table.name).copied().flatten().is_some_and(|v| offset <= v) {
+            // The table holds it already (a crash between two tables' commits); the unit
+            // still covers it, so the home table's version moves past it.
+            self.metrics.skipped.with_label_values(&[&p.topic]).inc();
+            return (Vec::new(), ());
+        }
         p.bytes += payload.len() + 64;
-        p.buffer.entry((table.name, system, date)).or_default().push(row);
+        p.buffer.entry((table.name, date)).or_default().push(row);
         self.metrics.buffered.with_label_values(&[&p.topic]).inc();
         if p.bytes >= self.config.max_file_bytes {
             self.flush(p);
@@ -353,22 +397,21 @@ impl Stage for LakeStage {
 mod tests {
     use super::*;
 
-    /// A lake writer's stage on a fresh directory `name`, its partition `t`/0 opened, and the
-    /// directory its raw records (what non-contract payloads become) are written to.
-    fn stage_on(name: &str) -> (std::path::PathBuf, LakeStage, LakePartition, std::path::PathBuf) {
+    /// A lake writer's stage on a fresh directory `name`, with its partition `topic`/0 opened.
+    fn stage_on(name: &str, topic: &str) -> (std::path::PathBuf, LakeStage, LakePartition) {
         let dir = std::env::temp_dir().join(format!("octant-lake-writer-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let config = LakeWriterConfig { lake: dir.clone(), ..Default::default() };
         let mut stage = LakeStage::new(&config, &Registry::new()).unwrap();
-        let p = stage.open(&TopicPartition { topic: "t".into(), partition: 0 }, 0, None).unwrap();
-        let files = dir.join("raw_records").join(format!("system_id={}", lake::escape(NO_SYSTEM))).join("date=1970-01-01");
-        (dir, stage, p, files)
+        let p = stage.open(&TopicPartition { topic: topic.into(), partition: 0 }, 0, None).unwrap();
+        (dir, stage, p)
     }
 
-    fn read(stage: &mut LakeStage, p: &mut LakePartition, offsets: std::ops::RangeInclusive<i64>) {
+    /// Reads `offsets` of `topic`/0: payloads that are no contract, so raw records.
+    fn read(stage: &mut LakeStage, p: &mut LakePartition, topic: &str, offsets: std::ops::RangeInclusive<i64>) {
         for offset in offsets {
             let m = InMessage {
-                topic: "t",
+                topic,
                 partition: 0,
                 offset,
                 key: None,
@@ -380,52 +423,76 @@ mod tests {
         }
     }
 
-    /// A unit `first..=last` in the lake: its file and its marker.
-    fn in_lake(dir: &std::path::Path, files: &std::path::Path, first: i64, last: i64) {
-        std::fs::create_dir_all(files).unwrap();
-        std::fs::write(files.join(lake::file_name("t", 0, first, last)), b"in the lake").unwrap();
-        std::fs::create_dir_all(dir.join("_commits/t/0")).unwrap();
-        std::fs::write(dir.join("_commits/t/0").join(format!("{last:020}")), b"").unwrap();
-    }
-
-    /// The units in `files`, by (first, last) offset.
-    fn units(files: &std::path::Path) -> Vec<(i64, i64)> {
-        let mut units: Vec<(i64, i64)> = std::fs::read_dir(files)
-            .unwrap()
-            .filter_map(|e| octant_lake::lake::unit_of(&e.unwrap().file_name().to_string_lossy()).map(|(_, _, f, l)| (f, l)))
+    /// Another writer's unit `first..=last` of raw records of `topic`/0, committed to the
+    /// raw-records table only (as a crash between two tables' commits leaves it, or a writer
+    /// that took the partition over).
+    fn committed_elsewhere(dir: &std::path::Path, topic: &str, expected: Option<i64>, first: i64, last: i64) {
+        let lake = Lake::new(dir);
+        let schema = schema::arrow_schema(schema::table("raw_records").unwrap());
+        let rows: Vec<Value> = (first..=last)
+            .map(|o| serde_json::json!({"kafka_topic": topic, "kafka_partition": 0, "kafka_offset": o, "payload": "00", "error": "x"}))
             .collect();
-        units.sort();
-        units
+        let mut d = ReaderBuilder::new(schema).build_decoder().unwrap();
+        d.serialize(&rows).unwrap();
+        let batch = d.flush().unwrap().unwrap();
+        let part = TablePart { table: "raw_records", expected, files: vec![FileSpec { date: "1970-01-01".into(), batch }] };
+        lake.write_unit(topic, 0, first, last, vec![part], &lake::writer_properties()).unwrap();
     }
 
-    /// A write that fails after its unit's marker was created (here: the previous attempt
-    /// left the unit's file and marker, so publishing again is refused) must not be written
-    /// again, grown by later records under another name: its offsets would be in the lake twice.
+    /// The offsets of `topic` in the raw-records table, as its snapshot lists them.
+    fn raw_offsets(dir: &std::path::Path) -> Vec<i64> {
+        let lake = Lake::new(dir);
+        let files = tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(lake.tables.files("raw_records"))).unwrap();
+        let mut out = Vec::new();
+        for (path, _) in files {
+            let file = std::fs::File::open(dir.join("raw_records").join(path)).unwrap();
+            for b in parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap() {
+                let b = b.unwrap();
+                let col = b.column_by_name("kafka_offset").unwrap();
+                out.extend(col.as_any().downcast_ref::<arrow::array::Int64Array>().unwrap().values().iter().copied());
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// A unit refused because another writer committed the partition since it was read (this
+    /// one lost it, or a write failed after its commit): the rows the table holds are dropped,
+    /// the rest is written as the next commit, every offset once.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_write_that_failed_after_its_marker_is_not_written_twice() {
-        let (dir, mut stage, mut p, files) = stage_on("settle");
-        read(&mut stage, &mut p, 0..=2);
-        in_lake(&dir, &files, 0, 2);
-        assert!(stage.flush(&mut p), "the unit is in the lake: the write counts as done");
-        assert_eq!(stage.commit_point(&mut p, &PartitionOffsets::default()).map(|c| c.offset), Some(3));
-        read(&mut stage, &mut p, 3..=3);
+    async fn a_refused_unit_is_not_written_twice() {
+        let (dir, mut stage, mut p) = stage_on("fenced", "t");
+        read(&mut stage, &mut p, "t", 0..=4);
+        committed_elsewhere(&dir, "t", None, 0, 2);
+        assert!(!stage.flush(&mut p), "refused: the lake is read again, the rest kept for the next flush");
+        assert_eq!(stage.metrics.errors.with_label_values(&["fenced"]).get(), 1);
+        assert_eq!((p.first, p.committed), (Some(3), Some(2)));
         assert!(stage.flush(&mut p));
-        assert_eq!(units(&files), vec![(0, 2), (3, 3)], "every offset in one unit");
+        assert_eq!(raw_offsets(&dir), vec![0, 1, 2, 3, 4]);
+        assert_eq!(stage.commit_point(&mut p, &PartitionOffsets::default()).map(|c| c.offset), Some(5));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// After a failure, part of the buffer may be in the lake (a write failed after its
-    /// marker while the lake could not be read, and the buffer grew meanwhile; or another
-    /// owner wrote past it): those rows are dropped, the rest is written as the next unit.
+    /// A crash between two tables' commits: the raw-records table holds offsets 0..=2, the
+    /// topic's home table (observations) nothing. The next owner resumes from the home table
+    /// (offset 0), skips what raw records holds, writes the rest, and moves the home table's
+    /// version on with an identifier-only commit.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn rows_found_in_the_lake_after_a_failure_are_not_written_again() {
-        let (dir, mut stage, mut p, files) = stage_on("partial");
-        read(&mut stage, &mut p, 0..=4);
-        in_lake(&dir, &files, 0, 2);
-        assert!(stage.settle(&mut p), "the lake was read");
-        assert_eq!((p.first, p.last, p.committed), (Some(3), 4, Some(2)));
+    async fn a_crash_between_two_tables_leaves_each_offset_once() {
+        let topic = "octant.observations";
+        let dir = std::env::temp_dir().join(format!("octant-lake-writer-between-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        committed_elsewhere(&dir, topic, None, 0, 2);
+        let config = LakeWriterConfig { lake: dir.clone(), ..Default::default() };
+        let mut stage = LakeStage::new(&config, &Registry::new()).unwrap();
+        let mut p = stage.open(&TopicPartition { topic: topic.into(), partition: 0 }, 0, None).unwrap();
+        assert_eq!(stage.commit_point(&mut p, &PartitionOffsets::default()), None, "the home table has nothing yet");
+        read(&mut stage, &mut p, topic, 0..=4);
+        assert_eq!(stage.metrics.skipped.with_label_values(&[topic]).get(), 3);
         assert!(stage.flush(&mut p));
-        assert_eq!(units(&files), vec![(0, 2), (3, 4)], "every offset in one unit");
+        assert_eq!(raw_offsets(&dir), vec![0, 1, 2, 3, 4]);
+        assert_eq!(stage.lake.committed("observations", topic, 0).unwrap(), Some(4));
+        assert_eq!(stage.commit_point(&mut p, &PartitionOffsets::default()).map(|c| c.offset), Some(5));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

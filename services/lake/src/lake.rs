@@ -1,262 +1,245 @@
-//! The lake: a local directory or an object store ([`crate::store`]), and on a local
-//! filesystem how a unit of files becomes durable atomically and what a restart finds (where
-//! files go: [`crate::layout`]).
+//! The lake: Delta tables in a local directory or on an object store ([`crate::store`]), and
+//! how a unit of files becomes part of them exactly once (where files go: [`crate::layout`];
+//! the tables' logs: [`crate::delta`]).
 //!
 //! ## Commit protocol (exactly once)
-//! 1. each file of the unit is written as `.<name>.tmp` in its directory and fsynced;
-//! 2. each is published with create-only semantics (`link` then `unlink` of the temporary:
-//!    an existing name is an error, never overwritten) and its directory fsynced;
-//! 3. the unit's **marker** `<root>/_commits/<topic>/<partition>/<last>` is created and its
-//!    directory fsynced; only then are Kafka offsets committed (to `last + 1`).
+//! A unit (offsets `first..=last` of one input partition) touches some tables. For each, in
+//! the order given — the input topic's **home table** last ([`home_table`]) —:
+//! 1. its files are written create-only under names no other attempt uses;
+//! 2. they are committed to the table's log together with the transaction identifier
+//!    `octant:<topic>:<partition>` at version `last`, if the table's version of it is still
+//!    the one the writer read (else refused: another writer owns the partition).
 //!
-//! On assignment, [`Lake::recover`] takes the highest marker M as the last offset in the lake,
-//! deletes files of that partition whose first offset is above M (a unit interrupted between
-//! 2 and 3) and temporaries, and the writer skips every input offset ≤ M. A crash at any point
-//! therefore leaves each record in the lake exactly once after the restart.
+//! Only then are Kafka offsets committed (to the home table's version + 1). A writer that
+//! starts (or fails a write) reads every table's version of its partition: records at or below
+//! the home table's version are in every table; a table whose version is above it (a crash
+//! between two tables' commits) already holds its own rows up to its version, which are not
+//! written again. Files of an interrupted unit are in no log: no reader sees them, and VACUUM
+//! deletes them.
 
-use std::fs::{self, File};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use arrow::datatypes::Schema;
+use object_store::{PutMode, PutOptions, PutPayload};
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 
-pub(crate) use crate::layout::parse_name;
-pub use crate::layout::{FileSpec, LOOKUP_COLUMNS, MARKERS, escape, file_name, unit_of, writer_properties};
+use crate::delta::{NewFile, Tables, app_id};
+pub use crate::layout::{FileSpec, LOOKUP_COLUMNS, MARKERS, TablePart, escape, file_name, new_tag, unit_of, writer_properties};
+use crate::store::{ObjectLake, StorageOptions, block_on};
 
-/// Where the lake is: a local directory, or an object store.
+/// Where the lake is, and its tables.
 #[derive(Debug, Clone)]
-pub enum Lake {
-    Local(LocalLake),
-    Object(crate::store::ObjectLake),
+pub struct Lake {
+    location: String,
+    /// The store and the lake's root in it.
+    pub object: ObjectLake,
+    pub tables: Tables,
 }
 
-/// The lake in a local directory.
-#[derive(Debug, Clone)]
-pub struct LocalLake {
-    pub root: PathBuf,
+/// The table an input topic's unit commits last, whose version of a partition is the
+/// partition's progress: the table of the records the topic carries (`octant.observations`
+/// → `observations`, also with a topic prefix); raw records for any other topic.
+pub fn home_table(topic: &str) -> &'static str {
+    use octant_contracts::topics::*;
+    let homes = [
+        (TRAJECTORIES_PRODUCTION, "trajectory_events"),
+        (TRAJECTORIES_EVALUATION, "trajectory_events"),
+        (OBSERVATIONS, "observations"),
+        (WINDOWS, "metric_windows"),
+        (ALERTS, "alerts"),
+        (PROFILES, "profiles"),
+        (DLQ, "dead_letters"),
+    ];
+    homes.iter().find(|(t, _)| topic.ends_with(t)).map_or("raw_records", |(_, h)| h)
 }
 
 impl Lake {
     /// A local directory.
-    pub fn new(root: impl Into<PathBuf>) -> Lake {
-        Lake::Local(LocalLake::new(root))
+    pub fn new(root: impl AsRef<std::path::Path>) -> Lake {
+        let object = ObjectLake::local(root.as_ref()).expect("a directory path");
+        Lake::with(root.as_ref().display().to_string(), object)
+    }
+
+    fn with(location: String, object: ObjectLake) -> Lake {
+        let tables = Tables::new(object.url.clone(), object.store.clone(), object.prefix.clone());
+        Lake { location, object, tables }
     }
 
     /// A directory, or an object-store URL (`s3://bucket/prefix`, `memory://`, `file://`).
-    pub fn open(location: &str, options: &crate::store::StorageOptions) -> io::Result<Lake> {
-        if crate::store::is_url(location) {
-            Ok(Lake::Object(crate::store::ObjectLake::open(location, options)?))
-        } else {
-            Ok(Lake::new(location))
-        }
+    pub fn open(location: &str, options: &StorageOptions) -> io::Result<Lake> {
+        let object =
+            if crate::store::is_url(location) { ObjectLake::open(location, options)? } else { ObjectLake::local(location.as_ref())? };
+        Ok(Lake::with(location.to_string(), object))
     }
 
     pub fn location(&self) -> String {
-        match self {
-            Lake::Local(l) => l.root.display().to_string(),
-            Lake::Object(o) => o.url.to_string(),
+        self.location.clone()
+    }
+
+    /// Whether the lake is a local directory (whose files this writer fsyncs: the object
+    /// store's local implementation and delta-rs's local log store do not).
+    fn is_local(&self) -> bool {
+        self.object.url.scheme() == "file"
+    }
+
+    /// `table`'s version of `topic`/`partition`: the last offset of the partition the table
+    /// holds everything of (`None`: nothing yet).
+    pub fn committed(&self, table: &str, topic: &str, partition: i32) -> io::Result<Option<i64>> {
+        block_on(self.tables.version(table, &app_id(topic, partition)))
+    }
+
+    /// The schema a table is created with: the lake's own for its tables, else the files'.
+    fn schema_of(table: &str, files: &[FileSpec]) -> Option<Arc<Schema>> {
+        match (crate::schema::table(table), files.first()) {
+            (Some(t), _) => Some(crate::schema::arrow_schema(t)),
+            (None, Some(f)) => Some(f.batch.schema()),
+            (None, None) => None,
         }
     }
 
-    /// The last offset of `topic`/`partition` in the lake (highest marker).
-    pub fn committed(&self, topic: &str, partition: i32) -> io::Result<Option<i64>> {
-        match self {
-            Lake::Local(l) => l.committed(topic, partition),
-            Lake::Object(o) => o.committed(topic, partition),
-        }
-    }
-
-    /// Makes the lake consistent for `topic`/`partition` after a crash; returns the last
-    /// offset in the lake.
-    pub fn recover(&self, topic: &str, partition: i32) -> io::Result<Option<i64>> {
-        match self {
-            Lake::Local(l) => l.recover(topic, partition),
-            Lake::Object(o) => o.recover(topic, partition),
-        }
-    }
-
-    /// Writes one unit (all its files, then its marker). Returns what was written.
-    pub fn write_unit(
+    /// Writes and commits one unit of `topic`/`partition` as the lake writer does, reading
+    /// each table's version first: `files` grouped by table, the topic's home table last (an
+    /// identifier-only commit if it has no files). For tools, tests and benches; the lake
+    /// writer keeps the versions itself and calls [`Lake::write_unit`].
+    pub fn append(
         &self,
         topic: &str,
         partition: i32,
         first: i64,
         last: i64,
-        files: Vec<FileSpec<'_>>,
+        files: Vec<(&str, FileSpec)>,
         props: &WriterProperties,
     ) -> io::Result<Vec<String>> {
-        match self {
-            Lake::Local(l) => {
-                Ok(l.write_unit(topic, partition, first, last, files, props)?.iter().map(|p| p.display().to_string()).collect())
-            }
-            Lake::Object(o) => o.write_unit(topic, partition, first, last, files, props),
+        let home = home_table(topic);
+        let mut by_table: std::collections::BTreeMap<&str, Vec<FileSpec>> = std::collections::BTreeMap::new();
+        for (t, f) in files {
+            by_table.entry(t).or_default().push(f);
         }
-    }
-}
-
-fn fsync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
-impl LocalLake {
-    pub fn new(root: impl Into<PathBuf>) -> LocalLake {
-        LocalLake { root: root.into() }
-    }
-
-    fn markers(&self, topic: &str, partition: i32) -> PathBuf {
-        self.root.join(MARKERS).join(escape(topic)).join(partition.to_string())
-    }
-
-    /// The last offset of `topic`/`partition` in the lake (highest marker).
-    pub fn committed(&self, topic: &str, partition: i32) -> io::Result<Option<i64>> {
-        let dir = self.markers(topic, partition);
-        let mut best = None;
-        match fs::read_dir(&dir) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-            Ok(entries) => {
-                for e in entries {
-                    if let Some(o) = e?.file_name().to_str().and_then(|n| n.parse::<i64>().ok()) {
-                        best = best.max(Some(o));
-                    }
-                }
-            }
+        let home_files = by_table.remove(home).unwrap_or_default();
+        let mut parts = Vec::new();
+        for (table, files) in by_table.into_iter().chain([(home, home_files)]) {
+            parts.push(TablePart { table, expected: self.committed(table, topic, partition)?, files });
         }
-        Ok(best)
+        self.write_unit(topic, partition, first, last, parts, props)
     }
 
-    /// Every data directory of the lake (`<table>/system_id=…/date=…`).
-    fn data_dirs(&self) -> io::Result<Vec<PathBuf>> {
-        let mut out = Vec::new();
-        let Ok(tables) = fs::read_dir(&self.root) else { return Ok(out) };
-        for t in tables {
-            let t = t?.path();
-            if !t.is_dir() || t.file_name().is_some_and(|n| n.to_string_lossy().starts_with('_')) {
-                continue;
-            }
-            for s in fs::read_dir(&t)? {
-                let s = s?.path();
-                if !s.is_dir() {
-                    continue;
-                }
-                for d in fs::read_dir(&s)? {
-                    let d = d?.path();
-                    if d.is_dir() {
-                        out.push(d);
-                    }
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Makes the lake consistent for `topic`/`partition` after a crash; returns the last offset
-    /// in the lake.
-    pub fn recover(&self, topic: &str, partition: i32) -> io::Result<Option<i64>> {
-        let committed = self.committed(topic, partition)?;
-        let esc = escape(topic);
-        for dir in self.data_dirs()? {
-            for e in fs::read_dir(&dir)? {
-                let e = e?;
-                let name = e.file_name().to_string_lossy().to_string();
-                let tmp = name.starts_with(&format!(".{esc}-{partition}-")) && name.ends_with(".tmp");
-                let partial = parse_name(&name, &esc, partition).is_some_and(|(first, _)| committed.is_none_or(|c| first > c));
-                if tmp || partial {
-                    tracing::warn!(file = %e.path().display(), "removing a file of an interrupted unit");
-                    fs::remove_file(e.path())?;
-                }
-            }
-        }
-        Ok(committed)
-    }
-
-    /// Writes one unit (all its files, then its marker). Returns the paths written.
+    /// Writes and commits one unit, table by table in the order of `parts` (module docs).
+    /// Returns the files written (their locations in the store). The first failure stops it:
+    /// the tables before it are committed, the rest are not (a refusal wraps
+    /// [`crate::delta::Fenced`]).
     pub fn write_unit(
         &self,
         topic: &str,
         partition: i32,
         first: i64,
         last: i64,
-        files: Vec<FileSpec<'_>>,
+        parts: Vec<TablePart<'_>>,
         props: &WriterProperties,
-    ) -> io::Result<Vec<PathBuf>> {
-        let name = file_name(&escape(topic), partition, first, last);
-        let mut staged = Vec::new();
-        for f in files {
-            let dir = self.root.join(f.table).join(format!("system_id={}", escape(f.system))).join(format!("date={}", f.date));
-            fs::create_dir_all(&dir)?;
-            let tmp = dir.join(format!(".{name}.tmp"));
-            let file = File::create(&tmp)?;
-            let mut w = ArrowWriter::try_new(file, f.batch.schema(), Some(props.clone())).map_err(io::Error::other)?;
-            w.write(&f.batch).map_err(io::Error::other)?;
-            let file = w.into_inner().map_err(io::Error::other)?;
-            file.sync_all()?;
-            staged.push((dir, tmp));
-        }
-        let mut written = Vec::new();
-        for (dir, tmp) in staged {
-            let dest = dir.join(&name);
-            // Create-only: never replaces an existing file.
-            fs::hard_link(&tmp, &dest)?;
-            fs::remove_file(&tmp)?;
-            fsync_dir(&dir)?;
-            written.push(dest);
-        }
-        let markers = self.markers(topic, partition);
-        fs::create_dir_all(&markers)?;
-        File::create(markers.join(format!("{last:020}")))?.sync_all()?;
-        fsync_dir(&markers)?;
-        // Older markers are redundant.
-        for e in fs::read_dir(&markers)? {
-            let e = e?;
-            if e.file_name().to_str().and_then(|n| n.parse::<i64>().ok()).is_some_and(|o| o < last) {
-                let _ = fs::remove_file(e.path());
+    ) -> io::Result<Vec<String>> {
+        let app = app_id(topic, partition);
+        let tag = new_tag();
+        let name = file_name(&escape(topic), partition, first, last, &tag);
+        block_on(async {
+            let mut written = Vec::new();
+            for part in parts {
+                let schema = Lake::schema_of(part.table, &part.files);
+                let mut files = Vec::new();
+                for f in &part.files {
+                    let mut w = ArrowWriter::try_new(Vec::new(), f.batch.schema(), Some(props.clone())).map_err(io::Error::other)?;
+                    w.write(&f.batch).map_err(io::Error::other)?;
+                    let bytes = w.into_inner().map_err(io::Error::other)?;
+                    let path = format!("date={}/{name}", f.date);
+                    let location = self.tables.table_path(part.table).join(format!("date={}", f.date)).join(name.as_str());
+                    let size = bytes.len() as i64;
+                    let create = PutOptions { mode: PutMode::Create, ..Default::default() };
+                    self.object.store.put_opts(&location, PutPayload::from(bytes), create).await.map_err(io::Error::other)?;
+                    let shown = if self.is_local() { format!("/{location}") } else { location.to_string() };
+                    if self.is_local() {
+                        sync(std::path::Path::new(&shown))?;
+                    }
+                    written.push(shown);
+                    files.push(NewFile { path, date: f.date.clone(), size, stats: crate::delta::file_stats(&f.batch) });
+                }
+                let version = self.tables.commit(part.table, schema.as_deref(), &app, part.expected, last, files).await?;
+                if self.is_local() {
+                    let log = std::path::PathBuf::from(format!("/{}", self.tables.table_path(part.table))).join("_delta_log");
+                    sync(&log.join(format!("{version:020}.json")))?;
+                }
             }
-        }
-        Ok(written)
+            Ok(written)
+        })
     }
+}
+
+/// Makes a file written on a local directory durable: the file, then its directory (a
+/// power loss must not take a committed log entry or a file it lists; SIGKILL alone would not).
+fn sync(file: &std::path::Path) -> io::Result<()> {
+    std::fs::File::open(file)?.sync_all()?;
+    if let Some(dir) = file.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::Int64Array;
+    use arrow::array::{Int64Array, StringArray};
     use arrow::record_batch::RecordBatch;
-    use std::sync::Arc;
 
-    fn batch(n: i64) -> RecordBatch {
-        RecordBatch::try_from_iter([("x", Arc::new(Int64Array::from_iter_values(0..n)) as _)]).unwrap()
+    fn batch(offsets: std::ops::RangeInclusive<i64>) -> RecordBatch {
+        let n = offsets.clone().count();
+        RecordBatch::try_from_iter([
+            ("kafka_offset", Arc::new(Int64Array::from_iter_values(offsets)) as _),
+            ("system_id", Arc::new(StringArray::from(vec![Some("a/b"); n])) as _),
+        ])
+        .unwrap()
     }
 
     #[test]
-    fn a_unit_interrupted_before_its_marker_is_removed_on_recovery() {
+    fn topics_have_their_home_tables() {
+        assert_eq!(home_table("octant.observations"), "observations");
+        assert_eq!(home_table("t1-octant.trajectories.evaluation"), "trajectory_events");
+        assert_eq!(home_table("octant.dlq"), "dead_letters");
+        assert_eq!(home_table("elsewhere"), "raw_records");
+    }
+
+    /// A unit interrupted between two tables' commits: the first table holds its rows, the
+    /// home table does not; the versions say so, and the unit's files that no commit lists
+    /// are in no table.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_unit_is_committed_table_by_table_home_last() {
         let root = std::env::temp_dir().join(format!("octant-lake-unit-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&root);
-        let lake = LocalLake::new(&root);
+        let _ = std::fs::remove_dir_all(&root);
+        let lake = Lake::new(&root);
         let p = writer_properties();
-        assert_eq!(lake.recover("octant.obs", 0).unwrap(), None);
-        lake.write_unit("octant.obs", 0, 0, 9, vec![FileSpec { table: "t", system: "a/b", date: "2026-11-30", batch: batch(10) }], &p)
-            .unwrap();
-        assert_eq!(lake.committed("octant.obs", 0).unwrap(), Some(9));
-        assert!(root.join("t/system_id=a%2Fb/date=2026-11-30").join(file_name("octant.obs", 0, 0, 9)).exists());
-        // A later unit whose files were published but whose marker was not (a crash).
-        let dir = root.join("t/system_id=c/date=2026-11-30");
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join(file_name("octant.obs", 0, 10, 20)), b"partial").unwrap();
-        fs::write(dir.join(format!(".{}.tmp", file_name("octant.obs", 0, 21, 30))), b"tmp").unwrap();
-        fs::write(dir.join(file_name("octant.obs", 1, 10, 20)), b"another partition").unwrap();
-        assert_eq!(lake.recover("octant.obs", 0).unwrap(), Some(9));
-        let left: Vec<String> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
-        assert_eq!(left, vec![file_name("octant.obs", 1, 10, 20)], "only the other partition's file stays");
-        // Publishing is create-only.
-        fs::create_dir_all(root.join("t/system_id=d/date=2026-11-30")).unwrap();
-        fs::write(root.join("t/system_id=d/date=2026-11-30").join(file_name("octant.obs", 0, 10, 20)), b"x").unwrap();
-        assert!(
-            lake.write_unit("octant.obs", 0, 10, 20, vec![FileSpec { table: "t", system: "d", date: "2026-11-30", batch: batch(3) }], &p)
-                .is_err()
+        let part = |table, expected, offsets| TablePart {
+            table,
+            expected,
+            files: vec![FileSpec { date: "2026-12-05".into(), batch: batch(offsets) }],
+        };
+        let written = lake.write_unit("octant.obs", 0, 0, 9, vec![part("side", None, 0..=4), part("home", None, 5..=9)], &p).unwrap();
+        assert_eq!(written.len(), 2);
+        assert!(std::path::Path::new(&written[0]).exists(), "{written:?}");
+        assert_eq!(
+            (lake.committed("side", "octant.obs", 0).unwrap(), lake.committed("home", "octant.obs", 0).unwrap()),
+            (Some(9), Some(9))
         );
-        let _ = fs::remove_dir_all(&root);
+        // The next unit's home commit is refused (another writer moved the home table on).
+        let refused =
+            lake.write_unit("octant.obs", 0, 10, 19, vec![part("side", Some(9), 10..=14), part("home", Some(8), 15..=19)], &p).unwrap_err();
+        assert!(crate::delta::is_fenced(&refused).is_some(), "{refused}");
+        assert_eq!(
+            (lake.committed("side", "octant.obs", 0).unwrap(), lake.committed("home", "octant.obs", 0).unwrap()),
+            (Some(19), Some(9))
+        );
+        assert_eq!(block_on(lake.tables.files("home")).unwrap().len(), 1, "the refused file is not in the table");
+        // A transaction-only commit moves the version without files.
+        lake.write_unit("octant.obs", 0, 10, 19, vec![TablePart { table: "home", expected: Some(9), files: vec![] }], &p).unwrap();
+        assert_eq!(lake.committed("home", "octant.obs", 0).unwrap(), Some(19));
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

@@ -4,21 +4,25 @@
 //! and the `octant` command (which read it):
 //! - [`schema`]: the tables, which records go where, their Arrow schemas derived from the
 //!   Avro contracts;
-//! - [`layout`]: where files go (Hive partitions `system_id=…/date=…`, file names made of
-//!   topic, partition and offsets, the markers' directory) and the Parquet settings;
-//! - [`lake`]: the lake, local or on an object store, and the exactly-once protocol (units,
-//!   create-only publishing, commit markers, recovery) on a local directory;
-//! - [`store`]: the same protocol on object stores (S3 and compatible);
-//! - [`committed`]: what readers see — committed units only (a store wrapper that hides
-//!   the files of units not committed yet or interrupted);
+//! - [`layout`]: where files go (`<table>/date=…/`, file names made of topic, partition and
+//!   offsets) and the Parquet settings;
+//! - [`delta`]: every table is a Delta Lake table: its log, transaction identifiers per input
+//!   partition, fencing;
+//! - [`lake`]: the lake, local or on an object store, and the exactly-once protocol (units
+//!   committed table by table, the topic's home table last);
+//! - [`store`]: where a lake is (a directory, S3 and compatible stores) and its options;
+//! - [`committed`]: what Octant's reader sees — each table's committed files only;
 //! - [`reader`]: the lake as a DataFusion catalogue (every table registered by name), SQL and
 //!   rendering.
 //!
-//! Any engine reads the files (DuckDB, Spark, Trino); this crate is Octant's own reader.
+//! Any engine that reads Delta tables reads the lake (DuckDB's delta extension, Spark, Trino,
+//! PyPI `deltalake`); this crate is Octant's own reader.
 
 pub mod committed;
+pub mod delta;
 pub mod lake;
 pub mod layout;
+pub mod migrate;
 pub mod reader;
 pub mod schema;
 pub mod store;

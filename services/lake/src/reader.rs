@@ -1,24 +1,29 @@
 //! The lake as a DataFusion catalogue: every table of the lake writer registered by name,
-//! with its Hive partition columns (`system_id`, `date`) and the schema derived from the
-//! contracts (so an empty or partly written lake still answers every query).
+//! with its partition column `date` and the schema derived from the contracts (so an empty or
+//! partly written lake still answers every query), each listing showing only the files of the
+//! table's Delta snapshot ([`crate::committed`]).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::committed::{Commits, CommittedView};
-use crate::layout::escape;
+use crate::committed::CommittedView;
+use crate::lake::Lake;
 use crate::schema::{TABLES, arrow_schema};
-use crate::store::{ObjectLake, StorageOptions, is_url};
+use crate::store::StorageOptions;
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 
-/// Tables partitioned by system in the path (every table: a table without a system id is
-/// written under Hive's default partition).
+/// The partition column in the path.
 fn partition_cols() -> Vec<(String, DataType)> {
-    vec![("system_id".to_string(), DataType::Utf8), ("date".to_string(), DataType::Utf8)]
+    vec![("date".to_string(), DataType::Utf8)]
+}
+
+fn external(e: std::io::Error) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
 }
 
 /// A session with every table of the local lake `lake` registered.
@@ -27,34 +32,23 @@ pub async fn open(lake: &Path) -> Result<SessionContext> {
 }
 
 /// A session with every lake table registered; `lake` is a directory or an object-store URL
-/// (`s3://bucket/prefix`). Queries see committed units only ([`crate::committed`]). Strings are read as plain `Utf8` (not views) so results print and
+/// (`s3://bucket/prefix`). Queries see each table's committed files only
+/// ([`crate::committed`]). Strings are read as plain `Utf8` (not views) so results print and
 /// convert the same in every engine.
 pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionContext> {
     let mut config = SessionConfig::new().with_information_schema(true);
     config.options_mut().execution.parquet.schema_force_view_types = false;
     let ctx = SessionContext::new_with_config(config);
     let location = lake.to_string_lossy().to_string();
-    let object = if is_url(&location) {
-        let o = ObjectLake::open(&location, storage).map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let base = url::Url::parse(&format!("{}://{}", o.url.scheme(), o.url.host_str().unwrap_or("")))
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        ctx.register_object_store(&base, Arc::new(CommittedView::new(o.store.clone())));
-        Some(o)
-    } else {
-        let local = url::Url::parse("file://").map_err(|e| DataFusionError::External(Box::new(e)))?;
-        ctx.register_object_store(&local, Arc::new(CommittedView::new(Arc::new(object_store::local::LocalFileSystem::new()))));
-        None
-    };
+    let l = Lake::open(&location, storage).map_err(external)?;
+    let o = &l.object;
+    let base = url::Url::parse(&format!("{}://{}/", o.url.scheme(), o.url.host_str().unwrap_or("")))
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    ctx.register_object_store(&base, Arc::new(CommittedView::new(o.store.clone(), base.clone())));
     for t in TABLES {
         let schema = arrow_schema(t);
-        let present = match &object {
-            Some(o) => {
-                o.list_table(t.name).await.map_err(|e| DataFusionError::External(Box::new(e)))?.iter().any(|(p, _)| p.ends_with(".parquet"))
-            }
-            None => !table_files(lake, storage, t.name, None).await.map_err(|e| DataFusionError::External(Box::new(e)))?.is_empty(),
-        };
-        if present {
-            let path = format!("{}/{}/", location.trim_end_matches('/'), t.name);
+        if !l.tables.files(t.name).await.map_err(external)?.is_empty() {
+            let path = format!("{}{}/", o.url.as_str().trim_end_matches('/').to_string() + "/", t.name);
             let opts = ParquetReadOptions::default().schema(&schema).table_partition_cols(partition_cols());
             ctx.register_parquet(t.name, &path, opts).await?;
         } else {
@@ -70,62 +64,49 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
     Ok(ctx)
 }
 
-/// The committed data files of `table` for `system` (all systems: `None`), as paths relative
-/// to the lake, with their `date` partition value.
-pub async fn table_files(
-    lake: &Path,
-    storage: &StorageOptions,
-    table: &str,
-    system: Option<&str>,
-) -> std::io::Result<Vec<(String, String)>> {
-    let location = lake.to_string_lossy().to_string();
-    // The markers before the listing (see `crate::committed`).
-    let (commits, names): (Commits, Vec<String>) = if is_url(&location) {
-        let o = ObjectLake::open(&location, storage)?;
-        let commits = Commits::of_store(o.store.as_ref(), &o.prefix).await.map_err(std::io::Error::other)?;
-        (commits, o.list_table(table).await?.into_iter().map(|(p, _)| p).collect())
-    } else {
-        let commits = Commits::of_dir(lake)?;
-        let mut out = Vec::new();
-        fn walk(root: &Path, d: &Path, out: &mut Vec<String>, depth: usize) {
-            for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
-                let p = e.path();
-                if p.is_dir() && depth < 3 {
-                    walk(root, &p, out, depth + 1);
-                } else if let Ok(rel) = p.strip_prefix(root) {
-                    out.push(rel.to_string_lossy().to_string());
-                }
-            }
-        }
-        walk(lake, &lake.join(table), &mut out, 0);
-        (commits, out)
+/// The files of `table` at its newest version, as paths relative to the lake
+/// (`<table>/date=…/<name>`), with their `date` partition value, sorted.
+pub async fn table_files(lake: &Path, storage: &StorageOptions, table: &str) -> std::io::Result<Vec<(String, String)>> {
+    let l = Lake::open(&lake.to_string_lossy(), storage)?;
+    let mut files: Vec<(String, String)> = l.tables.files(table).await?.into_iter().map(|(p, d)| (format!("{table}/{p}"), d)).collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The files of `table` that can hold rows of `system` (by the least and greatest
+/// `system_id` the log's statistics give; a file without them can), as [`table_files`] gives.
+pub async fn system_files(lake: &Path, storage: &StorageOptions, table: &str, system: &str) -> std::io::Result<Vec<(String, String)>> {
+    let l = Lake::open(&lake.to_string_lossy(), storage)?;
+    let bound = |stats: &Option<serde_json::Value>, side: &str| -> Option<String> {
+        stats.as_ref()?.get(side)?.get("system_id")?.as_str().map(str::to_string)
     };
-    let want = system.map(|s| format!("system_id={}", escape(s)));
-    let mut files: Vec<(String, String)> = names
+    let mut files: Vec<(String, String)> = l
+        .tables
+        .files_with_stats(table)
+        .await?
         .into_iter()
-        .filter(|n| n.ends_with(".parquet") && !n.rsplit('/').next().unwrap_or("").starts_with('.'))
-        .filter(|n| commits.admits(n.rsplit('/').next().unwrap_or("")))
-        .filter(|n| want.as_ref().is_none_or(|w| n.split('/').nth(1) == Some(w.as_str())))
-        .filter_map(|n| {
-            let date = n.split('/').nth(2)?.strip_prefix("date=")?.to_string();
-            Some((n, date))
+        .filter(|(_, _, stats)| {
+            bound(stats, "minValues").is_none_or(|lo| lo.as_str() <= system)
+                && bound(stats, "maxValues").is_none_or(|hi| hi.as_str() >= system)
         })
+        .map(|(p, d, _)| (format!("{table}/{p}"), d))
         .collect();
     files.sort();
     Ok(files)
 }
 
-/// What the lake has committed: the highest commit marker of every topic partition. Equal
-/// states mean a reader sees the same rows (readers see committed units only), so a result
-/// read under one state stays valid until the state changes (the web view's page cache).
-pub async fn commits(lake: &Path, storage: &StorageOptions) -> std::io::Result<Commits> {
-    let location = lake.to_string_lossy().to_string();
-    if is_url(&location) {
-        let o = ObjectLake::open(&location, storage)?;
-        Commits::of_store(o.store.as_ref(), &o.prefix).await.map_err(std::io::Error::other)
-    } else {
-        Commits::of_dir(lake)
+/// Every table's log version (`None`: not created yet).
+pub type LakeState = BTreeMap<String, Option<u64>>;
+
+/// What the lake holds: every table's log version. Equal states mean a reader sees the same
+/// rows, so a result read under one state stays valid until the state changes (the web
+/// view's page cache, which keeps `lake` open so each call reads only the new log entries).
+pub async fn commits(lake: &Lake) -> std::io::Result<LakeState> {
+    let mut out = BTreeMap::new();
+    for t in TABLES {
+        out.insert(t.name.to_string(), lake.tables.log_version(t.name).await?);
     }
+    Ok(out)
 }
 
 /// Runs one SQL statement and collects its result.
@@ -205,7 +186,7 @@ mod tests {
     use super::*;
     use crate::schema::{arrow_schema, table};
     use futures::TryStreamExt;
-    use object_store::{ObjectStore, ObjectStoreExt};
+    use object_store::ObjectStore;
 
     /// `schema` without the named fields of the struct column `parent`.
     fn without(schema: &Schema, parent: &str, drop: &[&str]) -> Schema {
@@ -226,7 +207,7 @@ mod tests {
     /// A lake file written before fields were added to a nested record (here `run_ended`'s
     /// `grounding` and `review`, and `step.result`) still reads under the current schema: the
     /// added fields read as null, the rest as written.
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn files_written_before_a_nested_field_was_added_still_read() {
         let current = arrow_schema(table("trajectory_events").unwrap());
         let older = without(&without(&current, "run_ended", &["grounding", "review"]), "step", &["result"]);
@@ -238,12 +219,20 @@ mod tests {
         let batch = reader.next().unwrap().unwrap();
         let lake = std::env::temp_dir().join(format!("octant-lake-older-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&lake);
-        let dir = lake.join("trajectory_events/system_id=s/date=2025-12-01");
+        let dir = lake.join("trajectory_events/date=2025-12-01");
         std::fs::create_dir_all(&dir).unwrap();
         let file = std::fs::File::create(dir.join("old.parquet")).unwrap();
         let mut w = parquet::arrow::ArrowWriter::try_new(file, Arc::new(older), None).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
+        let size = std::fs::metadata(dir.join("old.parquet")).unwrap().len() as i64;
+        let file = crate::delta::NewFile {
+            path: "date=2025-12-01/old.parquet".into(),
+            date: "2025-12-01".into(),
+            size,
+            stats: crate::delta::file_stats(&batch),
+        };
+        crate::Lake::new(&lake).tables.commit("trajectory_events", Some(&current), "t", None, 7, vec![file]).await.unwrap();
 
         let ctx = open(&lake).await.unwrap();
         let (_, batches) = query(
@@ -260,103 +249,60 @@ mod tests {
         let _ = std::fs::remove_dir_all(&lake);
     }
 
-    /// Readers see committed units only: a unit whose files are published but whose marker is
-    /// not (written now, or interrupted by a crash and not yet recovered) is not counted, not
-    /// listed as evidence, and cannot fail a query when recovery deletes it; once the marker
-    /// is written it is. On a directory and on an object store.
+    /// Readers see committed files only: a unit's file that is written but not committed
+    /// (written now, or left by a crash or a refused writer) is not counted and not listed as
+    /// evidence; once committed it is. On a directory and on an object store.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn readers_see_committed_units_only() {
+    async fn readers_see_committed_files_only() {
         let schema = arrow_schema(table("trajectory_events").unwrap());
         let line = r#"{"event_id": "r/1", "run_id": "r", "system": {"id": "s", "version": "1", "config_hash": ""}, "source": "PRODUCTION",
             "event_time": 1764489600000, "sequence": 1, "kind": "RUN_ENDED", "kafka_topic": "t", "kafka_partition": 0, "kafka_offset": 7,
             "run_ended": {"outcome": "SUCCESS", "evaluations": []}}"#;
-        let mut reader = arrow::json::ReaderBuilder::new(schema).build(std::io::Cursor::new(line)).unwrap();
+        let mut reader = arrow::json::ReaderBuilder::new(schema.clone()).build(std::io::Cursor::new(line)).unwrap();
         let batch = reader.next().unwrap().unwrap();
         let dir = std::env::temp_dir().join(format!("octant-lake-committed-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for location in [dir.to_string_lossy().to_string(), "memory:///lake".to_string()] {
             let lake = crate::Lake::open(&location, &StorageOptions::default()).unwrap();
-            let spec = |system: &'static str| {
-                vec![crate::lake::FileSpec { table: "trajectory_events", system, date: "2025-11-30", batch: batch.clone() }]
+            let part = |expected| crate::lake::TablePart {
+                table: "trajectory_events",
+                expected,
+                files: vec![crate::lake::FileSpec { date: "2025-11-30".into(), batch: batch.clone() }],
             };
             let props = crate::lake::writer_properties();
-            lake.write_unit("octant.t", 0, 0, 7, spec("s"), &props).unwrap();
-            // The next unit's file, published without its marker: the state a crash leaves,
-            // and every unit's state for a moment before its marker.
-            let object = match &lake {
-                crate::Lake::Object(o) => Some(o.clone()),
-                crate::Lake::Local(_) => None,
-            };
-            let (name, marker) = (crate::lake::file_name("octant.t", 0, 8, 9), format!("{:020}", 9));
-            let pending = ["trajectory_events", "system_id=u", "date=2025-11-30", name.as_str()];
-            let committed_file = format!("trajectory_events/system_id=s/date=2025-11-30/{}", crate::lake::file_name("octant.t", 0, 0, 7));
-            match &object {
-                Some(o) => {
-                    let bytes = o
-                        .store
-                        .get(&o.path(&[
-                            "trajectory_events",
-                            "system_id=s",
-                            "date=2025-11-30",
-                            &crate::lake::file_name("octant.t", 0, 0, 7),
-                        ]))
-                        .await
-                        .unwrap()
-                        .bytes()
-                        .await
-                        .unwrap();
-                    o.store.put(&o.path(&pending), object_store::PutPayload::from(bytes)).await.unwrap();
-                }
-                None => {
-                    std::fs::create_dir_all(dir.join("trajectory_events/system_id=u/date=2025-11-30")).unwrap();
-                    std::fs::copy(dir.join(&committed_file), dir.join(pending.join("/"))).unwrap();
-                }
-            }
-            // A directory is read through `open_with` and `table_files`; an in-memory store
-            // (a new one each time it is opened) through the view DataFusion lists with.
+            lake.write_unit("octant.t", 0, 0, 7, vec![part(None)], &props).unwrap();
+            // A refused writer's unit: its file is written, its commit refused.
+            assert!(lake.write_unit("octant.t", 0, 8, 9, vec![part(Some(3))], &props).is_err());
+            // The view DataFusion lists with (an in-memory store is a new one each time it is
+            // opened, so it is read through the writer's), and `table_files`.
+            let o = &lake.object;
+            let base = url::Url::parse(&format!("{}://{}/", o.url.scheme(), o.url.host_str().unwrap_or(""))).unwrap();
             let count = || async {
-                match &object {
-                    None => {
-                        let ctx = open_with(Path::new(&location), &StorageOptions::default()).await.unwrap();
-                        let (_, b) = query(&ctx, "SELECT count(*) AS n FROM trajectory_events").await.unwrap();
-                        let n = b[0].column(0).as_primitive::<arrow::datatypes::Int64Type>().value(0);
-                        let files = table_files(Path::new(&location), &StorageOptions::default(), "trajectory_events", None).await.unwrap();
-                        (n, files.into_iter().map(|(f, _)| f).collect::<Vec<_>>())
-                    }
-                    Some(o) => {
-                        let view = CommittedView::new(o.store.clone());
-                        let table = o.path(&["trajectory_events"]);
-                        let listed: Vec<_> = view.list(Some(&table)).try_collect().await.unwrap();
-                        let mut by_level = Vec::new();
-                        for system in view.list_with_delimiter(Some(&table)).await.unwrap().common_prefixes {
-                            for date in view.list_with_delimiter(Some(&system)).await.unwrap().common_prefixes {
-                                by_level.extend(view.list_with_delimiter(Some(&date)).await.unwrap().objects);
-                            }
-                        }
-                        let strip = format!("{}/", o.prefix.as_ref());
-                        let names = |v: &[object_store::ObjectMeta]| {
-                            v.iter().map(|m| m.location.as_ref().strip_prefix(strip.as_str()).unwrap().to_string()).collect::<Vec<_>>()
-                        };
-                        assert_eq!(names(&listed), names(&by_level), "list and list_with_delimiter agree");
-                        (listed.len() as i64, names(&listed))
-                    }
+                let view = CommittedView::new(o.store.clone(), base.clone());
+                let table = o.prefix.clone().join("trajectory_events");
+                let listed: Vec<_> = view.list(Some(&table)).try_collect().await.unwrap();
+                let mut by_level = Vec::new();
+                for date in view.list_with_delimiter(Some(&table)).await.unwrap().common_prefixes {
+                    by_level.extend(view.list_with_delimiter(Some(&date)).await.unwrap().objects);
                 }
+                let strip = format!("{}/", o.prefix.as_ref());
+                let names = |v: &[object_store::ObjectMeta]| {
+                    v.iter().map(|m| m.location.as_ref().strip_prefix(strip.as_str()).unwrap().to_string()).collect::<Vec<_>>()
+                };
+                assert_eq!(names(&listed), names(&by_level), "list and list_with_delimiter agree");
+                names(&listed)
             };
-            assert_eq!(count().await, (1, vec![committed_file.clone()]), "{location}: the uncommitted unit is hidden");
-            match &object {
-                Some(o) => {
-                    o.store
-                        .put(&o.path(&[crate::committed::MARKERS, "octant.t", "0", &marker]), object_store::PutPayload::default())
-                        .await
-                        .unwrap();
-                }
-                None => {
-                    std::fs::create_dir_all(dir.join("_commits/octant.t/0")).unwrap();
-                    std::fs::write(dir.join("_commits/octant.t/0").join(&marker), b"").unwrap();
-                }
+            let seen = count().await;
+            assert_eq!(seen.len(), 1, "{location}: the uncommitted file is hidden: {seen:?}");
+            if o.url.scheme() == "file" {
+                let ctx = open_with(Path::new(&location), &StorageOptions::default()).await.unwrap();
+                let (_, b) = query(&ctx, "SELECT count(*) AS n, min(system_id) AS s FROM trajectory_events").await.unwrap();
+                assert_eq!(b[0].column(0).as_primitive::<arrow::datatypes::Int64Type>().value(0), 1);
+                let files = table_files(Path::new(&location), &StorageOptions::default(), "trajectory_events").await.unwrap();
+                assert_eq!(files.into_iter().map(|(f, _)| f).collect::<Vec<_>>(), seen);
             }
-            let (n, files) = count().await;
-            assert_eq!((n, files.len()), (2, 2), "{location}: committed, the unit is read");
+            lake.write_unit("octant.t", 0, 8, 9, vec![part(Some(7))], &props).unwrap();
+            assert_eq!(count().await.len(), 2, "{location}: committed, the unit is read");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -365,7 +311,7 @@ mod tests {
     /// a run id within a row group's min/max range but not in it skips that row group without
     /// reading the column; a run that is there is found. The other engines' view of the same
     /// files (DuckDB) is the interoperability test's.
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn run_lookups_skip_row_groups_by_bloom_filter() {
         let schema = arrow_schema(table("trajectory_events").unwrap());
         let event = |run: &str, offset: i64| {
@@ -380,8 +326,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("octant-lake-bloom-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let lake = crate::Lake::new(&dir);
-        let spec = vec![crate::lake::FileSpec { table: "trajectory_events", system: "s", date: "2025-11-30", batch }];
-        let written = lake.write_unit("octant.t", 0, 0, 1, spec, &crate::lake::writer_properties()).unwrap();
+        let part = crate::lake::TablePart {
+            table: "trajectory_events",
+            expected: None,
+            files: vec![crate::lake::FileSpec { date: "2025-11-30".into(), batch }],
+        };
+        let written = lake.write_unit("octant.t", 0, 0, 1, vec![part], &crate::lake::writer_properties()).unwrap();
         // The file carries a filter of run_id.
         let reader = parquet::file::serialized_reader::SerializedFileReader::new(std::fs::File::open(&written[0]).unwrap()).unwrap();
         let meta = parquet::file::reader::FileReader::metadata(&reader);

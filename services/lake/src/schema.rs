@@ -5,8 +5,10 @@
 //! Timestamp(ms, UTC); double → Float64; float → Float32; boolean → Boolean; bytes → Utf8
 //! holding lower-case hex (see [`hex_bytes`]); array → List; record → Struct; `[null, T]` →
 //! nullable T. Every table adds `kafka_topic`, `kafka_partition`, `kafka_offset` (where the
-//! record came from: the exactly-once key). The Hive partition keys `system_id` and `date`
-//! are in the path, not in the files (a top-level `system_id` field is moved to the path).
+//! record came from: the exactly-once key) and has a top-level `system_id` column (the
+//! record's own, `system.id` for trajectory events, null where a record has no system): files
+//! are sorted by it. The partition key `date` is in the path and the table's Delta log, not in
+//! the files.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,7 +23,7 @@ pub struct Table {
     pub name: &'static str,
     /// Avro full name of its records (`None`: raw records that did not decode).
     pub record: Option<&'static str>,
-    /// JSON pointer of the system id in a record (`None`: no system; the Hive default partition).
+    /// JSON pointer of the system id in a record (`None`: no system; a null `system_id`).
     pub system: Option<&'static str>,
     /// JSON pointer of the event time that decides the `date` partition.
     pub time: &'static str,
@@ -40,7 +42,8 @@ pub const TABLES: &[Table] = &[
     Table { name: "raw_records", record: None, system: None, time: "/kafka_timestamp" },
 ];
 
-/// Hive's name for a missing partition value.
+/// Hive's name for a missing partition value (pane-store file names; the lake's `system_id`
+/// column is null instead).
 pub const NO_SYSTEM: &str = "__HIVE_DEFAULT_PARTITION__";
 
 pub fn table(name: &str) -> Option<&'static Table> {
@@ -63,6 +66,9 @@ fn kafka_fields() -> Vec<Field> {
 /// The Arrow schema of `table`'s files.
 pub fn arrow_schema(table: &Table) -> SchemaRef {
     let mut fields = kafka_fields();
+    if table.system != Some("/system_id") {
+        fields.push(Field::new("system_id", DataType::Utf8, true));
+    }
     match table.record {
         None => {
             fields.push(Field::new("kafka_timestamp", DataType::Timestamp(TimeUnit::Millisecond, Some("+00:00".into())), true));
@@ -78,9 +84,6 @@ pub fn arrow_schema(table: &Table) -> SchemaRef {
             let mut named = HashMap::new();
             let Avro::Record(r) = &known.schema else { panic!("{full_name} is not a record") };
             for f in &r.fields {
-                if table.system == Some("/system_id") && f.name == "system_id" {
-                    continue; // in the path
-                }
                 let (dt, nullable) = arrow_type(&f.schema, &mut named);
                 fields.push(Field::new(&f.name, dt, nullable));
             }
@@ -152,7 +155,10 @@ mod tests {
             assert!(s.fields().iter().take(3).map(|f| f.as_ref().clone()).eq(kafka_fields()), "{}", k.full_name);
         }
         let obs = arrow_schema(table("observations").unwrap());
-        assert!(obs.field_with_name("system_id").is_err(), "system_id is in the path");
+        for t in TABLES {
+            let system = arrow_schema(t).field_with_name("system_id").unwrap_or_else(|_| panic!("{}: system_id", t.name)).clone();
+            assert_eq!(system.data_type(), &DataType::Utf8, "{}", t.name);
+        }
         assert_eq!(
             obs.field_with_name("event_time").unwrap().data_type(),
             &DataType::Timestamp(TimeUnit::Millisecond, Some("+00:00".into()))

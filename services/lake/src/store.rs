@@ -1,23 +1,18 @@
-//! The lake on an object store (`s3://bucket/prefix`, `memory://`, `file://`), for the lake
-//! writer and every reader. The same layout and commit protocol as the local lake
-//! ([`crate::lake`]), with create-only semantics from the store: every data file and marker is
-//! written with `PutMode::Create` (S3: `If-None-Match: *`), so an existing object is never
-//! overwritten. Objects appear whole or not at all, so no temporary names are needed.
+//! Where a lake is: a local directory or an object store (`s3://bucket/prefix`, `memory://`,
+//! `file://`), opened the same way for the lake writer and every reader, and the storage
+//! options (credentials never shown). Data files are written with `PutMode::Create` (S3:
+//! `If-None-Match: *`), so an existing object is never overwritten; the tables' logs are
+//! delta-rs's ([`crate::delta`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
 use std::sync::Arc;
 
-use futures::TryStreamExt;
+use object_store::ObjectStore;
 use object_store::path::Path as ObjPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
-use parquet::arrow::ArrowWriter;
-use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 use url::Url;
-
-use crate::layout::{FileSpec, escape, file_name, parse_name};
 
 /// Options of the object store (`aws_endpoint`, `aws_region`, `aws_access_key_id`,
 /// `aws_secret_access_key`, `aws_allow_http`, …; the `AWS_*` environment variables are read
@@ -84,8 +79,20 @@ fn err(e: impl std::error::Error + Send + Sync + 'static) -> io::Error {
 }
 
 /// Runs an object-store future from synchronous code on a multi-threaded runtime.
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(f))
+/// Runs `f` to completion from synchronous code: in place on a multi-threaded runtime's worker,
+/// on a runtime of its own elsewhere (no runtime; a current-thread runtime, from a scoped
+/// thread, which that runtime cannot block).
+pub(crate) fn block_on<F>(f: F) -> F::Output
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    let own = || tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(|| h.block_on(f)),
+        Ok(_) => std::thread::scope(|s| s.spawn(|| own().block_on(f)).join().expect("the lake call did not panic")),
+        Err(_) => own().block_on(f),
+    }
 }
 
 impl ObjectLake {
@@ -115,123 +122,21 @@ impl ObjectLake {
         Ok(ObjectLake { url, store, prefix })
     }
 
-    pub(crate) fn path(&self, parts: &[&str]) -> ObjPath {
-        let mut p = self.prefix.clone();
-        for part in parts {
-            p = p.clone().join(*part);
-        }
-        p
-    }
-
-    fn markers(&self, topic: &str, partition: i32) -> ObjPath {
-        self.path(&[crate::layout::MARKERS, &escape(topic), &partition.to_string()])
-    }
-
-    async fn list(&self, prefix: &ObjPath) -> io::Result<Vec<ObjPath>> {
-        let metas: Vec<_> = self.store.list(Some(prefix)).try_collect().await.map_err(err)?;
-        Ok(metas.into_iter().map(|m| m.location).collect())
-    }
-
-    /// Every object of the lake (relative path, size) under `table/`, for readers.
-    pub async fn list_table(&self, table: &str) -> io::Result<Vec<(String, u64)>> {
-        let base = self.path(&[table]);
-        let metas: Vec<_> = self.store.list(Some(&base)).try_collect().await.map_err(err)?;
-        let strip = format!("{}/", self.prefix.as_ref());
-        Ok(metas
-            .into_iter()
-            .map(|m| {
-                let s = m.location.as_ref();
-                (s.strip_prefix(strip.as_str()).unwrap_or(s).to_string(), m.size)
-            })
-            .collect())
-    }
-
-    pub fn committed(&self, topic: &str, partition: i32) -> io::Result<Option<i64>> {
-        let dir = self.markers(topic, partition);
-        block_on(async { Ok(self.list(&dir).await?.iter().filter_map(|p| p.filename().and_then(|n| n.parse::<i64>().ok())).max()) })
-    }
-
-    pub fn recover(&self, topic: &str, partition: i32) -> io::Result<Option<i64>> {
-        let committed = self.committed(topic, partition)?;
-        let esc = escape(topic);
-        block_on(async {
-            for p in self.list(&self.prefix).await? {
-                if p.as_ref().contains("/_commits/") || p.as_ref().starts_with("_commits/") {
-                    continue;
-                }
-                let Some(name) = p.filename() else { continue };
-                if parse_name(name, &esc, partition).is_some_and(|(first, _)| committed.is_none_or(|c| first > c)) {
-                    tracing::warn!(object = %p, "removing an object of an interrupted unit");
-                    self.store.delete(&p).await.map_err(err)?;
-                }
-            }
-            Ok(committed)
-        })
-    }
-
-    pub fn write_unit(
-        &self,
-        topic: &str,
-        partition: i32,
-        first: i64,
-        last: i64,
-        files: Vec<FileSpec<'_>>,
-        props: &WriterProperties,
-    ) -> io::Result<Vec<String>> {
-        let name = file_name(&escape(topic), partition, first, last);
-        let mut staged = Vec::new();
-        for f in files {
-            let mut w = ArrowWriter::try_new(Vec::new(), f.batch.schema(), Some(props.clone())).map_err(io::Error::other)?;
-            w.write(&f.batch).map_err(io::Error::other)?;
-            let bytes = w.into_inner().map_err(io::Error::other)?;
-            let path = self.path(&[f.table, &format!("system_id={}", escape(f.system)), &format!("date={}", f.date), &name]);
-            staged.push((path, bytes));
-        }
-        let create = || PutOptions { mode: PutMode::Create, ..Default::default() };
-        block_on(async {
-            let mut written = Vec::new();
-            for (path, bytes) in staged {
-                self.store.put_opts(&path, PutPayload::from(bytes), create()).await.map_err(err)?;
-                written.push(path.to_string());
-            }
-            let markers = self.markers(topic, partition);
-            self.store.put_opts(&markers.clone().join(format!("{last:020}")), PutPayload::default(), create()).await.map_err(err)?;
-            for p in self.list(&markers).await? {
-                if p.filename().and_then(|n| n.parse::<i64>().ok()).is_some_and(|o| o < last) {
-                    let _ = self.store.delete(&p).await;
-                }
-            }
-            Ok(written)
-        })
+    /// A local directory as a lake: the filesystem's store, the directory's absolute path.
+    pub fn local(root: &std::path::Path) -> io::Result<ObjectLake> {
+        let root = std::path::absolute(root)?;
+        let url = Url::from_directory_path(&root).map_err(|()| io::Error::other(format!("{} is not a directory path", root.display())))?;
+        let prefix = ObjPath::from_absolute_path(&root).map_err(err)?;
+        Ok(ObjectLake { url, store: Arc::new(object_store::local::LocalFileSystem::new()), prefix })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Int64Array, RecordBatch};
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_commit_protocol_on_an_object_store() {
-        let lake = ObjectLake::open("memory:///lake", &StorageOptions::default()).unwrap();
-        let batch = RecordBatch::try_from_iter([("x", Arc::new(Int64Array::from_iter_values(0..5)) as _)]).unwrap();
-        let p = crate::lake::writer_properties();
-        assert_eq!(lake.recover("octant.obs", 0).unwrap(), None);
-        let spec = |b: &RecordBatch| vec![FileSpec { table: "t", system: "a", date: "2026-11-30", batch: b.clone() }];
-        lake.write_unit("octant.obs", 0, 0, 4, spec(&batch), &p).unwrap();
-        assert_eq!(lake.committed("octant.obs", 0).unwrap(), Some(4));
-        // An interrupted unit: its object exists, its marker does not.
-        block_on(lake.store.put(
-            &lake.path(&["t", "system_id=b", "date=2026-11-30", &file_name("octant.obs", 0, 5, 9)]),
-            PutPayload::from_static(b"partial"),
-        ))
-        .unwrap();
-        assert_eq!(lake.recover("octant.obs", 0).unwrap(), Some(4));
-        let objects = block_on(lake.list_table("t")).unwrap();
-        assert_eq!(objects.len(), 1, "{objects:?}");
-        assert!(objects[0].0.starts_with("t/system_id=a/date=2026-11-30/octant.obs-0-"));
-        // Create-only: the same unit again is refused, never overwritten.
-        assert!(lake.write_unit("octant.obs", 0, 0, 4, spec(&batch), &p).is_err());
+    #[test]
+    fn storage_options_never_show_credentials() {
         assert!(
             format!("{:?}", StorageOptions([("aws_secret_access_key".to_string(), "s3cr3t".to_string())].into())).contains("[redacted]")
         );

@@ -40,8 +40,8 @@ pub struct ProfileArgs {
 pub struct SqlArgs {
     /// The lake; every table is registered by name (trajectory_events, observations,
     /// watermarks, metric_windows, dimension_profiles, alerts, profiles, dead_letters,
-    /// raw_records), with `system_id` and `date` partition columns. A directory or an
-    /// object-store URL (`s3://bucket/prefix`, credentials from `AWS_*`).
+    /// raw_records), with a `system_id` column and the `date` partition column. A directory or
+    /// an object-store URL (`s3://bucket/prefix`, credentials from `AWS_*`).
     #[arg(long, default_value = "octant-lake")]
     pub lake: PathBuf,
     /// The statement, e.g. "SELECT metric, count(*) FROM observations GROUP BY metric".
@@ -148,6 +148,37 @@ pub enum RunsCommand {
         #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         format: String,
     },
+}
+
+#[derive(Args, Debug)]
+pub struct LakeArgs {
+    #[command(subcommand)]
+    pub command: LakeCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum LakeCommand {
+    /// Converts a lake written before Delta tables (`<table>/system_id=…/date=…/`, markers
+    /// under `_commits/`) into Delta tables, once: committed units only, rewritten under
+    /// `<table>/date=…/` with their `system_id` as a column; the lake writer then resumes
+    /// after the markers. Stop the lake writer first. The old directories stay (hidden) until
+    /// you delete them.
+    Migrate {
+        /// The lake directory.
+        #[arg(long, default_value = "octant-lake")]
+        lake: PathBuf,
+    },
+}
+
+pub async fn lake(a: LakeArgs) -> anyhow::Result<()> {
+    let LakeCommand::Migrate { lake } = a.command;
+    anyhow::ensure!(lake.is_dir(), "no lake directory at {}", lake.display());
+    let done = tokio::task::spawn_blocking(move || octant_lake::migrate::migrate(&lake)).await??;
+    for (table, (files, rows)) in &done.tables {
+        println!("{table}: {files} files, {rows} rows");
+    }
+    println!("{} files of uncommitted units left out; the old system_id=… directories and _commits/ can be deleted", done.uncommitted);
+    Ok(())
 }
 
 pub async fn runs(a: RunsArgs) -> anyhow::Result<()> {

@@ -42,6 +42,9 @@ enum Command {
     Sql(lake_cmd::SqlArgs),
     /// Runs from the lake: `octant runs show RUN_ID` prints one run's timeline.
     Runs(lake_cmd::RunsArgs),
+    /// The lake's upkeep: `octant lake migrate` converts a lake of the layout before Delta
+    /// tables.
+    Lake(lake_cmd::LakeArgs),
     /// Run every service (ingest, scorer, aggregator, alerter, lake writer, profiler) in one
     /// process against a cluster.
     Up(up::UpArgs),
@@ -66,6 +69,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Profile(a) => lake_cmd::profile(a).await,
         Command::Sql(a) => lake_cmd::sql(a).await,
         Command::Runs(a) => lake_cmd::runs(a).await,
+        Command::Lake(a) => lake_cmd::lake(a).await,
         Command::Compare(a) => compare_cmd::run(a).await,
         Command::Up(a) => up::run(a).await,
         Command::Topics(a) => up::topics(a).await,

@@ -85,7 +85,7 @@ fn observations_of_run(system: usize, run: usize, rng: &mut Rng) -> Vec<Observat
     out
 }
 
-/// Writes the lake as the lake writer would: units per partition, files per (system, date).
+/// Writes the lake as the lake writer would: units per partition, one file per date sorted by system.
 fn generate(lake: &Path, n: usize) {
     let runs = n / PER_RUN;
     let l = Lake::new(lake);
@@ -109,19 +109,18 @@ fn generate(lake: &Path, n: usize) {
             o.insert("kafka_offset".into(), (first + i as i64).into());
             groups.entry((sys, date)).or_default().push(v);
         }
-        let mut files = Vec::new();
-        let keys: Vec<(String, String)> = groups.keys().cloned().collect();
-        for (k, rows) in groups {
+        // One file per date, sorted by system (as the lake writer writes them).
+        let mut by_date: std::collections::BTreeMap<String, Vec<Value>> = Default::default();
+        for ((_, date), rows) in groups {
+            by_date.entry(date).or_default().extend(rows);
+        }
+        let mut specs = Vec::new();
+        for (date, rows) in by_date {
             let mut d = ReaderBuilder::new(schema.clone()).with_batch_size(rows.len()).build_decoder().unwrap();
             d.serialize(&rows).unwrap();
-            files.push((k, d.flush().unwrap().unwrap()));
+            specs.push(("observations", FileSpec { date, batch: d.flush().unwrap().unwrap() }));
         }
-        let specs: Vec<FileSpec<'_>> = files
-            .iter()
-            .zip(&keys)
-            .map(|((_, b), k)| FileSpec { table: "observations", system: &k.0, date: &k.1, batch: b.clone() })
-            .collect();
-        l.write_unit("octant.observations", p as i32, first, last, specs, &props).unwrap();
+        l.append("octant.observations", p as i32, first, last, specs, &props).unwrap();
         offsets[p] = last + 1;
     };
     for run in 0..runs {

@@ -414,7 +414,7 @@ pub fn commit_marks(lake: &Path, storage: &octant_lake::StorageOptions, files: &
     let partitions: std::collections::BTreeSet<(String, i32)> =
         files.iter().filter_map(|f| parse_lake_file(f)).map(|(t, p, _, _)| (t, p)).collect();
     for (topic, partition) in partitions {
-        if let Some(o) = lake.committed(&topic, partition)? {
+        if let Some(o) = lake.committed("observations", &topic, partition)? {
             out.insert(format!("{topic}/{partition}"), o);
         }
     }

@@ -238,6 +238,7 @@ fn generate(lake: &Path, observations: usize) -> usize {
                     for (system, mut rows) in by_table.remove(t).unwrap_or_default() {
                         for r in &mut rows {
                             let o = r.as_object_mut().unwrap();
+                            o.insert("system_id".into(), system.clone().into());
                             o.insert("kafka_topic".into(), topic.into());
                             o.insert("kafka_partition".into(), (p as i64).into());
                             o.insert("kafka_offset".into(), next.into());
@@ -247,16 +248,16 @@ fn generate(lake: &Path, observations: usize) -> usize {
                         let mut d = ReaderBuilder::new(schema).with_batch_size(rows.len().max(1)).build_decoder().unwrap();
                         d.serialize(&rows).unwrap();
                         if let Some(b) = d.flush().unwrap() {
-                            batches.push((*t, system, b));
+                            batches.push((*t, b));
                         }
                     }
                 }
                 if next == first {
                     continue;
                 }
-                let specs: Vec<FileSpec<'_>> =
-                    batches.iter().map(|(t, s, b)| FileSpec { table: t, system: s, date: &date, batch: b.clone() }).collect();
-                l.write_unit(topic, p as i32, first, next - 1, specs, &props).unwrap();
+                let specs: Vec<(&str, FileSpec)> =
+                    batches.into_iter().map(|(t, batch)| (t, FileSpec { date: date.clone(), batch })).collect();
+                l.append(topic, p as i32, first, next - 1, specs, &props).unwrap();
                 offsets.insert((topic, p), next);
             }
         }

@@ -306,11 +306,9 @@ pub(crate) mod tests {
         let schema = octant_lake::schema::arrow_schema(octant_lake::schema::table(table).unwrap());
         let batch = arrow::json::ReaderBuilder::new(schema).build(std::io::Cursor::new(rows)).unwrap().next().unwrap().unwrap();
         assert_eq!(batch.num_rows(), records.len());
-        let spec = vec![octant_lake::lake::FileSpec { table, system: "s", date: "1970-01-01", batch }];
+        let spec = vec![(table, octant_lake::lake::FileSpec { date: "1970-01-01".into(), batch })];
         let last = records.len() as i64 - 1;
-        octant_lake::Lake::new(dir)
-            .write_unit(&format!("octant.{table}"), 0, 0, last, spec, &octant_lake::lake::writer_properties())
-            .unwrap();
+        octant_lake::Lake::new(dir).append(&format!("octant.{table}"), 0, 0, last, spec, &octant_lake::lake::writer_properties()).unwrap();
     }
 
     /// The runs behind a veto on a real lake: the most unsafe first (value, then how much of

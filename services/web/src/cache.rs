@@ -1,7 +1,8 @@
 //! Lake reads behind the pages, kept per page and arguments and dropped when the lake has
-//! committed anything since they were read (`octant_lake::reader::commits`: readers see
-//! committed units only, so equal commit states mean equal rows). A warm page costs one
-//! listing of the lake's commit markers; a cold one opens a session and runs its queries.
+//! committed anything since they were read (`octant_lake::reader::commits`: every table's log
+//! version; readers see committed files only, so equal versions mean equal rows). A warm page
+//! costs reading each table's log past the version the cache last saw (the tables stay open);
+//! a cold one opens a session and runs its queries.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -11,7 +12,7 @@ use std::time::Instant;
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
-use octant_lake::committed::Commits;
+use octant_lake::reader::LakeState as Commits;
 
 /// Entries kept; the least recently used goes first.
 pub const CAPACITY: usize = 512;
@@ -28,13 +29,15 @@ pub struct LakeCache {
     lake: PathBuf,
     storage: octant_lake::StorageOptions,
     entries: Arc<Mutex<HashMap<String, Entry>>>,
+    /// The lake's tables, open (each read only past its last version).
+    tables: Arc<tokio::sync::OnceCell<octant_lake::Lake>>,
     hits: prometheus::IntCounter,
     misses: prometheus::IntCounter,
 }
 
 impl LakeCache {
     pub fn new(lake: PathBuf, storage: octant_lake::StorageOptions, hits: prometheus::IntCounter, misses: prometheus::IntCounter) -> Self {
-        LakeCache { lake, storage, entries: Arc::default(), hits, misses }
+        LakeCache { lake, storage, entries: Arc::default(), tables: Arc::default(), hits, misses }
     }
 
     /// The value `load` reads for `key`, from the cache when the lake has committed nothing
@@ -45,7 +48,13 @@ impl LakeCache {
         F: FnOnce(SessionContext) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        let commits = octant_lake::reader::commits(&self.lake, &self.storage).await.map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let external = |e: std::io::Error| DataFusionError::External(Box::new(e));
+        let lake = self
+            .tables
+            .get_or_try_init(|| async { octant_lake::Lake::open(&self.lake.to_string_lossy(), &self.storage) })
+            .await
+            .map_err(external)?;
+        let commits = octant_lake::reader::commits(lake).await.map_err(external)?;
         {
             let mut entries = self.entries.lock().unwrap();
             if let Some(e) = entries.get_mut(&key)

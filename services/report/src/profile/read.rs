@@ -62,7 +62,7 @@ impl<'a> Reading<'a> {
         let (h0, h_end) = (period.start.div_euclid(HOUR_MS) * HOUR_MS, (period.end - 1).div_euclid(HOUR_MS) * HOUR_MS + HOUR_MS);
         let store = cfg.pane_store().map(|d| Store::new(d, &cfg.evaluation));
         let lake_files_now: Vec<String> = match &store {
-            Some(_) => octant_lake::reader::table_files(&cfg.lake, &cfg.storage, "observations", None)
+            Some(_) => octant_lake::reader::table_files(&cfg.lake, &cfg.storage, "observations")
                 .await
                 .map_err(|e| DataFusionError::External(Box::new(e)))?
                 .into_iter()

@@ -141,10 +141,11 @@ pub(super) async fn across_profiles(ctx: &SessionContext, cfg: &ReportConfig, pe
     Ok(())
 }
 
-/// The table's files in the system's `date` partitions the period covers.
+/// The table's files that can hold the system's rows (the log's statistics) in the `date`
+/// partitions the period covers.
 async fn lake_files(cfg: &ReportConfig, table: &str, system: &str, period: &Period) -> Result<BTreeSet<String>> {
     let (first, last) = (octant_lake::date_of(period.start), octant_lake::date_of(period.end - 1));
-    let files = octant_lake::reader::table_files(&cfg.lake, &cfg.storage, table, Some(system))
+    let files = octant_lake::reader::system_files(&cfg.lake, &cfg.storage, table, system)
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
     Ok(files.into_iter().filter(|(_, d)| d.as_str() >= first.as_str() && d.as_str() <= last.as_str()).map(|(f, _)| f).collect())

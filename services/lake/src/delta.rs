@@ -1,0 +1,531 @@
+//! The lake's tables as Delta Lake tables (delta-rs, without its DataFusion integration):
+//! `<root>/<table>/_delta_log/` is the table's transaction log, and a data file is in the table
+//! exactly when the log's snapshot lists it. Every engine that speaks Delta (DuckDB, Spark,
+//! Trino, PyPI `deltalake`, Octant's reader) therefore sees the same committed files, and
+//! nothing of a unit that a crash interrupted.
+//!
+//! ## Exactly once from Kafka (after kafka-delta-ingest)
+//! Each commit carries, beside its files, a transaction identifier per input topic-partition
+//! ([`app_id`]: `octant:<topic>:<partition>`, version = the unit's last offset), in the same
+//! atomic log entry. A writer resumes from the versions in the log and commits to a table only
+//! while the table's version for its partition is still the one it read ([`Tables::commit`]):
+//! a writer that lost its partition without knowing it (paused past its session timeout) finds
+//! the new owner's version there and is refused ([`Fenced`]); two commits racing from the same
+//! snapshot are refused by delta-rs's conflict check (`ConcurrentTransaction`) and by the log's
+//! create-only commit files.
+//!
+//! What rests on what: on a local directory, a log entry is created with a hard link (an
+//! existing entry is never replaced); on S3 (and compatible stores), with a conditional
+//! `PUT` (`If-None-Match: *`), which the store promises to refuse when the entry exists — the
+//! test server refuses a second create (tested); that two truly simultaneous creates get one
+//! refusal is the store's promise (documented, not tested).
+//!
+//! Data files are written before the commit under names no other attempt uses (topic,
+//! partition, offsets and a random tag: [`crate::layout::file_name`]); a file no commit lists
+//! is invisible to every reader and is deleted by VACUUM after the retention.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType as ArrowType, Schema, TimeUnit};
+use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
+use deltalake_core::kernel::{Action, Add, ArrayType, DataType, PrimitiveType, StructField, StructType, Transaction};
+use deltalake_core::logstore::{LogStore, LogStoreFactory, StorageConfig, logstore_factories};
+use deltalake_core::protocol::{DeltaOperation, SaveMode};
+use deltalake_core::{DeltaTable, DeltaTableBuilder, DeltaTableError};
+use object_store::ObjectStore;
+use object_store::path::Path as ObjPath;
+use url::Url;
+
+/// The partition column of every lake table: the UTC date of the row's event time (issue 43:
+/// by date, not by system, so the files of a flush do not multiply with the fleet; the system
+/// is a column the files are sorted by). A date needs no escaping in a path.
+pub const PARTITION_COLUMNS: [&str; 1] = ["date"];
+
+/// The transaction identifier of an input topic-partition.
+pub fn app_id(topic: &str, partition: i32) -> String {
+    format!("octant:{topic}:{partition}")
+}
+
+/// A commit refused because the table's version for the partition is not the one the writer
+/// read: another writer committed there since (this one lost its partition, or raced).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fenced {
+    pub table: String,
+    pub app_id: String,
+    pub expected: Option<i64>,
+    pub found: Option<i64>,
+}
+
+impl std::fmt::Display for Fenced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "commit to {} refused: {} is at {:?} in the log, this writer expected {:?} (another writer owns the partition)",
+            self.table, self.app_id, self.found, self.expected
+        )
+    }
+}
+
+impl std::error::Error for Fenced {}
+
+fn err(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// The Delta type of an Arrow type of the lake's schemas (`schema.rs`: strings, integers,
+/// floats, booleans, millisecond timestamps in UTC — Delta's `timestamp`, files keep their
+/// millisecond unit —, lists and structs).
+pub fn delta_type(t: &ArrowType) -> io::Result<DataType> {
+    Ok(match t {
+        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View | ArrowType::Null => DataType::Primitive(PrimitiveType::String),
+        ArrowType::Boolean => DataType::Primitive(PrimitiveType::Boolean),
+        ArrowType::Int32 => DataType::Primitive(PrimitiveType::Integer),
+        ArrowType::Int64 => DataType::Primitive(PrimitiveType::Long),
+        ArrowType::Float32 => DataType::Primitive(PrimitiveType::Float),
+        ArrowType::Float64 => DataType::Primitive(PrimitiveType::Double),
+        ArrowType::Timestamp(TimeUnit::Millisecond | TimeUnit::Microsecond, Some(_)) => DataType::Primitive(PrimitiveType::Timestamp),
+        ArrowType::List(f) | ArrowType::LargeList(f) => {
+            DataType::Array(Box::new(ArrayType::new(delta_type(f.data_type())?, f.is_nullable())))
+        }
+        ArrowType::Struct(fields) => DataType::Struct(Box::new(
+            StructType::try_new(
+                fields
+                    .iter()
+                    .map(|f| Ok(StructField::new(f.name(), delta_type(f.data_type())?, f.is_nullable())))
+                    .collect::<io::Result<Vec<_>>>()?,
+            )
+            .map_err(err)?,
+        )),
+        other => return Err(err(format!("no Delta type for Arrow {other}"))),
+    })
+}
+
+/// The Delta columns of a lake table: its files' columns, then the partition columns.
+pub fn delta_columns(schema: &Schema) -> io::Result<Vec<StructField>> {
+    let mut out: Vec<StructField> = schema
+        .fields()
+        .iter()
+        .map(|f| Ok(StructField::new(f.name(), delta_type(f.data_type())?, f.is_nullable())))
+        .collect::<io::Result<_>>()?;
+    for c in PARTITION_COLUMNS {
+        out.push(StructField::new(c, DataType::Primitive(PrimitiveType::String), true));
+    }
+    Ok(out)
+}
+
+/// delta-rs's plain log store for `s3://` locations on Octant's own S3 store (delta-rs's AWS
+/// crate, which would build the AWS SDK, is not used): log entries are created with
+/// conditional puts, which the store is configured for (`aws_conditional_put`).
+#[derive(Debug, Default)]
+struct PlainLogStores;
+
+impl LogStoreFactory for PlainLogStores {
+    fn with_options(
+        &self,
+        prefixed_store: deltalake_core::logstore::ObjectStoreRef,
+        root_store: deltalake_core::logstore::ObjectStoreRef,
+        location: &Url,
+        options: &StorageConfig,
+    ) -> deltalake_core::DeltaResult<Arc<dyn LogStore>> {
+        Ok(deltalake_core::logstore::default_logstore(prefixed_store, root_store, location, options))
+    }
+}
+
+fn register_log_stores() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for scheme in ["s3://", "s3a://"] {
+            logstore_factories().insert(Url::parse(scheme).expect("a URL"), Arc::new(PlainLogStores));
+        }
+    });
+}
+
+/// A file of a table, as a commit adds it: its path under the table, its date partition, and
+/// its statistics in the log (`numRecords`, `minValues`, `maxValues`, `nullCount`: what Delta
+/// readers skip files by; [`file_stats`]).
+pub struct NewFile {
+    pub path: String,
+    pub date: String,
+    pub size: i64,
+    pub stats: serde_json::Value,
+}
+
+impl NewFile {
+    /// The log's `add` action of the file.
+    fn into_add(self) -> Action {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        Action::Add(Add {
+            path: self.path,
+            partition_values: HashMap::from([("date".to_string(), Some(self.date))]),
+            size: self.size,
+            modification_time: now,
+            data_change: true,
+            stats: Some(self.stats.to_string()),
+            ..Default::default()
+        })
+    }
+}
+
+/// A file's statistics for the log: its rows, and the least and greatest `system_id` and
+/// `kafka_offset` (the columns files are sorted and looked up by) with their null counts.
+pub fn file_stats(batch: &arrow::record_batch::RecordBatch) -> serde_json::Value {
+    use arrow::array::{Array, AsArray};
+    use serde_json::{Map, Value, json};
+    let (mut min, mut max, mut nulls) = (Map::new(), Map::new(), Map::new());
+    if let Some(c) = batch.column_by_name("system_id").and_then(|c| c.as_string_opt::<i32>()) {
+        if let Some(v) = arrow::compute::min_string(c) {
+            min.insert("system_id".into(), json!(v));
+        }
+        if let Some(v) = arrow::compute::max_string(c) {
+            max.insert("system_id".into(), json!(v));
+        }
+        nulls.insert("system_id".into(), json!(c.null_count()));
+    }
+    if let Some(c) = batch.column_by_name("kafka_offset").and_then(|c| c.as_primitive_opt::<arrow::datatypes::Int64Type>()) {
+        if let Some(v) = arrow::compute::min(c) {
+            min.insert("kafka_offset".into(), json!(v));
+        }
+        if let Some(v) = arrow::compute::max(c) {
+            max.insert("kafka_offset".into(), json!(v));
+        }
+        nulls.insert("kafka_offset".into(), json!(c.null_count()));
+    }
+    json!({ "numRecords": batch.num_rows(), "minValues": Value::Object(min), "maxValues": Value::Object(max), "nullCount": Value::Object(nulls) })
+}
+
+/// The Delta tables of one lake: where they are, and each table's log as last read.
+#[derive(Clone)]
+pub struct Tables {
+    /// The lake's root as a URL (`file:///…/` or `s3://bucket/prefix/`).
+    pub root: Url,
+    /// The store, `/` at the root of the bucket (or of the filesystem).
+    pub store: Arc<dyn ObjectStore>,
+    /// The lake's root in `store`.
+    pub prefix: ObjPath,
+    open: Arc<tokio::sync::Mutex<HashMap<String, DeltaTable>>>,
+}
+
+impl std::fmt::Debug for Tables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tables({})", self.root)
+    }
+}
+
+impl Tables {
+    pub fn new(root: Url, store: Arc<dyn ObjectStore>, prefix: ObjPath) -> Tables {
+        register_log_stores();
+        let root = if root.path().ends_with('/') { root } else { Url::parse(&format!("{root}/")).expect("a URL") };
+        Tables { root, store, prefix, open: Default::default() }
+    }
+
+    /// The URL of `table`'s directory.
+    pub fn table_url(&self, table: &str) -> Url {
+        self.root.join(&format!("{table}/")).expect("a table name joins")
+    }
+
+    /// `table`'s location in the store.
+    pub fn table_path(&self, table: &str) -> ObjPath {
+        self.prefix.clone().join(table)
+    }
+
+    fn build(&self, table: &str) -> io::Result<DeltaTable> {
+        let url = self.table_url(table);
+        DeltaTableBuilder::from_url(url.clone()).map_err(err)?.with_storage_backend(self.store.clone(), url).build().map_err(err)
+    }
+
+    /// `table` at its newest version (`None`: not created yet).
+    async fn latest(&self, table: &str) -> io::Result<Option<DeltaTable>> {
+        let mut open = self.open.lock().await;
+        if let Some(t) = open.get_mut(table) {
+            t.update_incremental(None).await.map_err(err)?;
+            return Ok(Some(t.clone()));
+        }
+        // No log yet: not created (delta-rs's own error for it depends on the store).
+        let log = self.table_path(table).join("_delta_log");
+        if self.store.list_with_delimiter(Some(&log)).await.map_err(err)?.objects.is_empty() {
+            return Ok(None);
+        }
+        let mut t = self.build(table)?;
+        t.load().await.map_err(err)?;
+        open.insert(table.to_string(), t.clone());
+        Ok(Some(t))
+    }
+
+    /// `table` at its newest version, created with `schema` (and the partition columns) if it
+    /// does not exist; a writer that loses the race to create it loads the winner's.
+    async fn latest_or_create(&self, table: &str, schema: Option<&Schema>) -> io::Result<DeltaTable> {
+        if let Some(t) = self.latest(table).await? {
+            return Ok(t);
+        }
+        let schema = schema.ok_or_else(|| err(format!("table {table} does not exist and no schema was given to create it")))?;
+        let created = self
+            .build(table)?
+            .create()
+            .with_table_name(table)
+            .with_columns(delta_columns(schema)?)
+            .with_partition_columns(PARTITION_COLUMNS)
+            .with_save_mode(SaveMode::Ignore)
+            .await;
+        if let Err(e) = created {
+            tracing::debug!(error = %e, table, "creating the table raced another writer; loading it");
+        }
+        self.latest(table).await?.ok_or_else(|| err(format!("table {table} could not be created")))
+    }
+
+    /// `table`'s newest log version (`None`: not created yet).
+    pub async fn log_version(&self, table: &str) -> io::Result<Option<u64>> {
+        Ok(self.latest(table).await?.and_then(|t| t.version()))
+    }
+
+    /// The version of `app` in `table` (`None`: no commit of it).
+    pub async fn version(&self, table: &str, app: &str) -> io::Result<Option<i64>> {
+        let Some(t) = self.latest(table).await? else { return Ok(None) };
+        t.snapshot().map_err(err)?.transaction_version(t.log_store().as_ref(), app).await.map_err(err)
+    }
+
+    /// Commits `files` (already written under the table) to `table` with `app` at version
+    /// `last`, if the table's version of `app` is still `expected` (module docs); returns the
+    /// table's new log version. A refusal is an `io::Error` wrapping [`Fenced`].
+    pub async fn commit(
+        &self,
+        table: &str,
+        schema: Option<&Schema>,
+        app: &str,
+        expected: Option<i64>,
+        last: i64,
+        files: Vec<NewFile>,
+    ) -> io::Result<u64> {
+        let t = self.latest_or_create(table, schema).await?;
+        let snapshot = t.snapshot().map_err(err)?;
+        let found = snapshot.transaction_version(t.log_store().as_ref(), app).await.map_err(err)?;
+        if found != expected {
+            return Err(io::Error::other(Fenced { table: table.into(), app_id: app.into(), expected, found }));
+        }
+        let actions: Vec<Action> = files.into_iter().map(NewFile::into_add).collect();
+        let operation = DeltaOperation::Write {
+            mode: SaveMode::Append,
+            partition_by: Some(PARTITION_COLUMNS.iter().map(|c| c.to_string()).collect()),
+            predicate: None,
+        };
+        // No retries: a retry would rebase the commit over whatever another writer did, and
+        // the check above must hold at the snapshot the commit is made against.
+        let props = CommitProperties::default().with_application_transaction(Transaction::new(app, last)).with_max_retries(0);
+        let done = CommitBuilder::from(props).with_actions(actions).build(Some(snapshot), t.log_store(), operation).await;
+        match done {
+            Ok(finalized) => {
+                let version = finalized.version();
+                let mut open = self.open.lock().await;
+                if let Some(entry) = open.get_mut(table) {
+                    entry.state = Some(finalized.snapshot());
+                }
+                Ok(version)
+            }
+            Err(DeltaTableError::Transaction {
+                source: TransactionError::CommitConflict(_) | TransactionError::VersionAlreadyExists(_),
+            }) => {
+                let found = self.version(table, app).await.ok().flatten();
+                Err(io::Error::other(Fenced { table: table.into(), app_id: app.into(), expected, found }))
+            }
+            Err(e) => Err(err(e)),
+        }
+    }
+
+    /// Creates `table` with `files` and the identifiers `txns` (app id, version) in its first
+    /// commit (`octant lake migrate`); refused if the table exists.
+    pub async fn import(&self, table: &str, schema: &Schema, txns: &[(String, i64)], files: Vec<NewFile>) -> io::Result<()> {
+        if self.latest(table).await?.is_some() {
+            return Err(err(format!("{table} is a Delta table already")));
+        }
+        let adds = files.into_iter().map(NewFile::into_add);
+        let props = CommitProperties::default()
+            .with_application_transactions(txns.iter().map(|(app, v)| Transaction::new(app, *v)).collect())
+            .with_max_retries(0);
+        self.build(table)?
+            .create()
+            .with_table_name(table)
+            .with_columns(delta_columns(schema)?)
+            .with_partition_columns(PARTITION_COLUMNS)
+            .with_save_mode(SaveMode::ErrorIfExists)
+            .with_actions(adds)
+            .with_commit_properties(props)
+            .await
+            .map_err(err)?;
+        Ok(())
+    }
+
+    /// The files of `table` at its newest version: paths under the table, with their date.
+    pub async fn files(&self, table: &str) -> io::Result<Vec<(String, String)>> {
+        Ok(self.files_with_stats(table).await?.into_iter().map(|(p, d, _)| (p, d)).collect())
+    }
+
+    /// The files of `table` at its newest version with their statistics in the log.
+    pub async fn files_with_stats(&self, table: &str) -> io::Result<Vec<(String, String, Option<serde_json::Value>)>> {
+        let Some(t) = self.latest(table).await? else { return Ok(Vec::new()) };
+        let snapshot = t.snapshot().map_err(err)?;
+        Ok(snapshot
+            .log_data()
+            .iter()
+            .map(|f| {
+                let pv = f.partition_values_map();
+                let stats = f.stats().and_then(|s| serde_json::from_str(&s).ok());
+                (f.path().to_string(), pv.get("date").cloned().flatten().unwrap_or_default(), stats)
+            })
+            .collect())
+    }
+
+    /// The files of `table`, as full locations in the store.
+    pub async fn file_set(&self, table: &str) -> io::Result<HashSet<ObjPath>> {
+        let base = self.table_path(table);
+        Ok(self.files(table).await?.into_iter().map(|(p, _)| p.split('/').fold(base.clone(), |acc, part| acc.join(part))).collect())
+    }
+}
+
+/// The [`Fenced`] refusal an error of [`Tables::commit`] carries, if it is one.
+pub fn is_fenced(e: &io::Error) -> Option<&Fenced> {
+    e.get_ref().and_then(|inner| inner.downcast_ref::<Fenced>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, Int64Array, RecordBatch, StringArray};
+    use arrow::datatypes::Field;
+    use parquet::arrow::ArrowWriter;
+
+    fn schema() -> Arc<Schema> {
+        Arc::new(Schema::new(vec![
+            Field::new("kafka_topic", ArrowType::Utf8, false),
+            Field::new("kafka_partition", ArrowType::Int32, false),
+            Field::new("kafka_offset", ArrowType::Int64, false),
+            Field::new("system_id", ArrowType::Utf8, true),
+        ]))
+    }
+
+    /// A lake on a fresh directory, opened as a writer would.
+    fn tables_on(dir: &std::path::Path) -> Tables {
+        std::fs::create_dir_all(dir).unwrap();
+        let root = Url::from_directory_path(dir).unwrap();
+        Tables::new(root, Arc::new(object_store::local::LocalFileSystem::new()), ObjPath::from_absolute_path(dir).unwrap())
+    }
+
+    /// Writes offsets `first..=last` of `t`/0 as one file of `table` (date 2026-12-05), not
+    /// committed yet; returns it as a commit adds it.
+    async fn write(tables: &Tables, table: &str, first: i64, last: i64, tag: &str) -> NewFile {
+        let n = (last - first + 1) as usize;
+        let batch = RecordBatch::try_new(
+            schema(),
+            vec![
+                Arc::new(StringArray::from(vec!["t"; n])),
+                Arc::new(Int32Array::from(vec![0; n])),
+                Arc::new(Int64Array::from_iter_values(first..=last)),
+                Arc::new(StringArray::from(vec![Some("agent/a"); n])),
+            ],
+        )
+        .unwrap();
+        let mut w = ArrowWriter::try_new(Vec::new(), schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        let bytes = w.into_inner().unwrap();
+        let path = format!("date=2026-12-05/t-0-{first:020}-{last:020}.{tag}.parquet");
+        let location = path.split('/').fold(tables.table_path(table), |p, part| p.join(part));
+        let size = bytes.len() as i64;
+        object_store::ObjectStoreExt::put(tables.store.as_ref(), &location, bytes.into()).await.unwrap();
+        NewFile { path, date: "2026-12-05".into(), size, stats: file_stats(&batch) }
+    }
+
+    #[test]
+    fn every_lake_table_has_a_delta_schema() {
+        for t in crate::schema::TABLES {
+            let columns = delta_columns(&crate::schema::arrow_schema(t)).unwrap_or_else(|e| panic!("{}: {e}", t.name));
+            assert_eq!(columns.last().unwrap().name(), "date", "{}", t.name);
+        }
+    }
+
+    /// The zombie writer: an owner reads the log, loses its partition without knowing it, the
+    /// new owner commits, and the old owner's commit is refused — its file stays out of the
+    /// table for every reader, the new owner's offsets are there once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_writer_that_lost_its_partition_cannot_commit_over_the_new_owner() {
+        let dir = std::env::temp_dir().join(format!("octant-delta-zombie-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (old, new) = (tables_on(&dir), tables_on(&dir));
+        let app = app_id("t", 0);
+        // Both owners start from the same log: offsets 0..=9 in the table.
+        let f = write(&old, "obs", 0, 9, "a").await;
+        old.commit("obs", Some(&schema()), &app, None, 9, vec![f]).await.unwrap();
+        assert_eq!(old.version("obs", &app).await.unwrap(), Some(9));
+        assert_eq!(new.version("obs", &app).await.unwrap(), Some(9));
+        // The old owner pauses with 10..=19 written; the new owner commits 10..=14.
+        let stale = write(&old, "obs", 10, 19, "b").await;
+        let f = write(&new, "obs", 10, 14, "c").await;
+        new.commit("obs", Some(&schema()), &app, Some(9), 14, vec![f]).await.unwrap();
+        let refused = old.commit("obs", Some(&schema()), &app, Some(9), 19, vec![stale]).await.unwrap_err();
+        assert_eq!(
+            is_fenced(&refused),
+            Some(&Fenced { table: "obs".into(), app_id: app.clone(), expected: Some(9), found: Some(14) }),
+            "{refused}"
+        );
+        // A transaction-only commit (no files) is fenced the same way.
+        assert!(is_fenced(&old.commit("obs", Some(&schema()), &app, Some(9), 19, vec![]).await.unwrap_err()).is_some());
+        let mut files: Vec<String> = new.files("obs").await.unwrap().into_iter().map(|(p, _)| p).collect();
+        files.sort();
+        assert_eq!(
+            files,
+            vec![
+                format!("date=2026-12-05/t-0-{:020}-{:020}.a.parquet", 0, 9),
+                format!("date=2026-12-05/t-0-{:020}-{:020}.c.parquet", 10, 14)
+            ],
+            "the refused file is not in the table"
+        );
+        // Another partition's identifier is its own.
+        assert_eq!(new.version("obs", &app_id("t", 1)).await.unwrap(), None);
+        assert_eq!(new.version("absent", &app).await.unwrap(), None, "a table not created yet has no versions");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// PyPI `deltalake` (an independent implementation of the protocol, installed by
+    /// `scripts/setup.sh` into `.octant/delta`) reads what a writer committed: the files, the
+    /// rows, and the transaction identifier; not the file a refused commit left behind.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn another_delta_implementation_reads_the_tables() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.octant/delta");
+        assert!(root.join("deltalake").exists(), "PyPI deltalake not found in {} (run scripts/setup.sh)", root.display());
+        let dir = std::env::temp_dir().join(format!("octant-delta-pypi-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let tables = tables_on(&dir);
+        let app = app_id("t", 0);
+        let mut expected = None;
+        for (first, last) in [(0, 99), (100, 149), (150, 400)] {
+            let f = write(&tables, "obs", first, last, "x").await;
+            tables.commit("obs", Some(&schema()), &app, expected, last, vec![f]).await.unwrap();
+            expected = Some(last);
+        }
+        write(&tables, "obs", 401, 500, "orphan").await;
+        let script = r#"
+import json, sys
+from deltalake import DeltaTable, QueryBuilder
+dt = DeltaTable(sys.argv[1])
+rows = QueryBuilder().register("obs", dt).execute(
+    "SELECT count(*) AS n, count(DISTINCT kafka_offset) AS d, max(kafka_offset) AS hi, min(system_id) AS s FROM obs").read_all()
+r = rows.to_pylist()[0] if hasattr(rows, "to_pylist") else {c: rows[c][0].as_py() for c in ["n", "d", "hi", "s"]}
+print(json.dumps({"version": dt.version(), "files": len(dt.file_uris()), "txn": dt.transaction_version(sys.argv[2]),
+                  "partitions": dt.metadata().partition_columns, "rows": r}))
+"#;
+        let out = std::process::Command::new("python3")
+            .env("PYTHONPATH", &root)
+            .arg("-c")
+            .arg(script)
+            .arg(dir.join("obs"))
+            .arg(&app)
+            .output()
+            .expect("python3 runs");
+        assert!(out.status.success(), "deltalake failed: {}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["files"], 3, "{v}");
+        assert_eq!(v["txn"], 400, "{v}");
+        assert_eq!(v["partitions"], serde_json::json!(["date"]), "{v}");
+        assert_eq!(v["rows"], serde_json::json!({"n": 401, "d": 401, "hi": 400, "s": "agent/a"}), "{v}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

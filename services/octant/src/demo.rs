@@ -556,7 +556,7 @@ async fn final_profile(profiler_cfg: &octant_profiler::ProfilerConfig, lake: &st
         .context("final profile failed")?;
     let rows = built.iter().map(|b| (format!("{:<10} {:<5}", b.record.system_id, &b.record.source.as_str()[..4]), &b.dimension_profile));
     println!(
-        "\n=== profile of the lake (last 24 h, DataFusion over Parquet) ===\n{}",
+        "\n=== profile of the lake (last 24 h, DataFusion over its Delta tables) ===\n{}",
         crate::view::profile_table(rows, &format!("{:<10} {:<5}", "system", "src"))
     );
     println!("lake: {}", lake.display());

@@ -12,7 +12,8 @@
 //! a writer that lost its partition without knowing it (paused past its session timeout) finds
 //! the new owner's version there and is refused ([`Fenced`]); two commits racing from the same
 //! snapshot are refused by delta-rs's conflict check (`ConcurrentTransaction`) and by the log's
-//! create-only commit files.
+//! create-only commit files, while commits of other partitions to the same table are rebased
+//! and retried (appends do not conflict).
 //!
 //! What rests on what: on a local directory, a log entry is created with a hard link (an
 //! existing entry is never replaced); on S3 (and compatible stores), with a conditional
@@ -42,6 +43,10 @@ use url::Url;
 /// by date, not by system, so the files of a flush do not multiply with the fleet; the system
 /// is a column the files are sorted by). A date needs no escaping in a path.
 pub const PARTITION_COLUMNS: [&str; 1] = ["date"];
+
+/// How often a commit is rebased over other writers' commits to the same table before it
+/// fails (an I/O error: retried by the writer at its next flush).
+const COMMIT_RETRIES: usize = 15;
 
 /// The transaction identifier of an input topic-partition.
 pub fn app_id(topic: &str, partition: i32) -> String {
@@ -309,9 +314,11 @@ impl Tables {
             partition_by: Some(PARTITION_COLUMNS.iter().map(|c| c.to_string()).collect()),
             predicate: None,
         };
-        // No retries: a retry would rebase the commit over whatever another writer did, and
-        // the check above must hold at the snapshot the commit is made against.
-        let props = CommitProperties::default().with_application_transaction(Transaction::new(app, last)).with_max_retries(0);
+        // Retries rebase the commit over other partitions' commits to the same table (several
+        // writers share a table); a winning commit that carries this partition's identifier
+        // fails the rebase (delta-rs's `ConcurrentTransaction`), so the check above holds at
+        // whatever version the commit lands.
+        let props = CommitProperties::default().with_application_transaction(Transaction::new(app, last)).with_max_retries(COMMIT_RETRIES);
         let done = CommitBuilder::from(props).with_actions(actions).build(Some(snapshot), t.log_store(), operation).await;
         match done {
             Ok(finalized) => {
@@ -322,9 +329,7 @@ impl Tables {
                 }
                 Ok(version)
             }
-            Err(DeltaTableError::Transaction {
-                source: TransactionError::CommitConflict(_) | TransactionError::VersionAlreadyExists(_),
-            }) => {
+            Err(DeltaTableError::Transaction { source: TransactionError::CommitConflict(_) }) => {
                 let found = self.version(table, app).await.ok().flatten();
                 Err(io::Error::other(Fenced { table: table.into(), app_id: app.into(), expected, found }))
             }

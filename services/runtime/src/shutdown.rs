@@ -45,7 +45,28 @@ pub fn init_tracing_to_file(default_filter: &str, path: &std::path::Path) -> std
     Ok(())
 }
 
+/// The filter: `OCTANT_LOG`, `RUST_LOG` or the default; delta-rs's transaction module is kept
+/// to errors unless the filter names delta-rs (it warns "table updated during transaction" on
+/// every commit it rebases over another writer's, which is how several lake writers share a
+/// table, not a fault).
 fn log_filter(default_filter: &str) -> tracing_subscriber::EnvFilter {
-    let filter = std::env::var("OCTANT_LOG").ok().or_else(|| std::env::var("RUST_LOG").ok()).unwrap_or_else(|| default_filter.to_string());
+    let mut filter =
+        std::env::var("OCTANT_LOG").ok().or_else(|| std::env::var("RUST_LOG").ok()).unwrap_or_else(|| default_filter.to_string());
+    if !filter.contains("deltalake") {
+        filter.push_str(",deltalake_core::kernel::transaction=error");
+    }
     tracing_subscriber::EnvFilter::new(filter)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn delta_rs_rebases_are_not_logged_as_warnings() {
+        // The environment may set a filter; the directive is added either way unless it names
+        // delta-rs.
+        let shown = super::log_filter("info").to_string();
+        if !std::env::var("OCTANT_LOG").or_else(|_| std::env::var("RUST_LOG")).is_ok_and(|f| f.contains("deltalake")) {
+            assert!(shown.contains("deltalake_core::kernel::transaction=error"), "{shown}");
+        }
+    }
 }

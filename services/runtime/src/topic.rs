@@ -138,7 +138,11 @@ fn read_blocking(
     }
     let mut tpl = TopicPartitionList::new();
     for p in &parts {
-        let start = from.get(p).map_or(Offset::Beginning, |o| Offset::Offset(*o));
+        // From offset 0, not `Offset::Beginning`: the embedded broker once answered the
+        // earliest-offset request with a later batch's base offset (a reader of a 4-partition
+        // topic started at 278 and missed 0..=277 — seen in the scale-out test); an offset
+        // retention has deleted resets to the earliest there is (above).
+        let start = Offset::Offset(from.get(p).copied().unwrap_or(0));
         tpl.add_partition_offset(topic, *p, start).map_err(|e| RuntimeError::kafka("partition list", e))?;
     }
     c.assign(&tpl).map_err(|e| RuntimeError::kafka("assign", e))?;

@@ -138,9 +138,7 @@ impl LakeStage {
 
     /// Every table's version of `topic`/`partition` in the lake.
     fn versions(&self, topic: &str, partition: i32) -> std::io::Result<HashMap<&'static str, Option<i64>>> {
-        tokio::task::block_in_place(|| {
-            schema::TABLES.iter().map(|t| Ok((t.name, self.lake.committed(t.name, topic, partition)?))).collect()
-        })
+        schema::TABLES.iter().map(|t| Ok((t.name, self.lake.committed(t.name, topic, partition)?))).collect()
     }
 
     /// Writes the partition's buffer as one unit. On failure the buffer stays (retried later).

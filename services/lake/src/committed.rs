@@ -63,6 +63,12 @@ impl CommittedView {
     pub fn new(inner: Arc<dyn ObjectStore>, base: Url) -> CommittedView {
         CommittedView { inner, base, snapshots: Default::default() }
     }
+
+    /// Sets the files of `table` under `root` this view shows (a snapshot its user read
+    /// already), instead of reading the log at the table's first listing.
+    pub fn with_files(&self, root: ObjPath, table: &str, files: HashSet<ObjPath>) {
+        self.snapshots.lock().expect("not poisoned").entry((root, table.to_string())).or_insert(Arc::new(files));
+    }
 }
 
 impl fmt::Debug for CommittedView {

@@ -22,7 +22,6 @@ use std::sync::Arc;
 
 use arrow::datatypes::Schema;
 use object_store::{PutMode, PutOptions, PutPayload};
-use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 
 use crate::delta::{NewFile, Tables, app_id};
@@ -147,9 +146,7 @@ impl Lake {
                 let schema = Lake::schema_of(part.table, &part.files);
                 let mut files = Vec::new();
                 for f in &part.files {
-                    let mut w = ArrowWriter::try_new(Vec::new(), f.batch.schema(), Some(props.clone())).map_err(io::Error::other)?;
-                    w.write(&f.batch).map_err(io::Error::other)?;
-                    let bytes = w.into_inner().map_err(io::Error::other)?;
+                    let bytes = crate::layout::parquet_bytes(&f.batch, props)?;
                     let path = format!("date={}/{name}", f.date);
                     let location = self.tables.table_path(part.table).join(format!("date={}", f.date)).join(name.as_str());
                     let size = bytes.len() as i64;

@@ -92,6 +92,13 @@ pub fn unit_of(name: &str) -> Option<(&str, i32, i64, i64)> {
 /// positives): a few KiB per row group of the lake's sizes.
 pub const LOOKUP_COLUMNS: [&str; 2] = ["run_id", "fingerprint"];
 
+/// `batch` as the bytes of one Parquet file written with `props`.
+pub fn parquet_bytes(batch: &RecordBatch, props: &WriterProperties) -> std::io::Result<Vec<u8>> {
+    let mut w = parquet::arrow::ArrowWriter::try_new(Vec::new(), batch.schema(), Some(props.clone())).map_err(std::io::Error::other)?;
+    w.write(batch).map_err(std::io::Error::other)?;
+    w.into_inner().map_err(std::io::Error::other)
+}
+
 /// Parquet settings of the lake: zstd, and bloom filters of the [`LOOKUP_COLUMNS`].
 pub fn writer_properties() -> WriterProperties {
     LOOKUP_COLUMNS

@@ -18,7 +18,6 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::delta::{NewFile, app_id, file_stats};
@@ -163,15 +162,14 @@ fn with_system(
     }
     let schema = batches.first().map(|b| b.schema()).ok_or_else(|| io::Error::other(format!("{} has no rows", path.display())))?;
     let all = arrow::compute::concat_batches(&schema, &batches).map_err(io::Error::other)?;
-    let mut w = ArrowWriter::try_new(Vec::new(), schema, Some(props.clone())).map_err(io::Error::other)?;
-    w.write(&all).map_err(io::Error::other)?;
-    Ok(((w.into_inner().map_err(io::Error::other)?, file_stats(&all)), all.num_rows()))
+    Ok(((crate::layout::parquet_bytes(&all, props)?, file_stats(&all)), all.num_rows()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow::array::Int64Array;
+    use parquet::arrow::ArrowWriter;
 
     #[test]
     fn partition_values_unescape() {

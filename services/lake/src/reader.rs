@@ -44,10 +44,14 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
     let o = &l.object;
     let base = url::Url::parse(&format!("{}://{}/", o.url.scheme(), o.url.host_str().unwrap_or("")))
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
-    ctx.register_object_store(&base, Arc::new(CommittedView::new(o.store.clone(), base.clone())));
+    let view = Arc::new(CommittedView::new(o.store.clone(), base.clone()));
+    ctx.register_object_store(&base, view.clone());
     for t in TABLES {
         let schema = arrow_schema(t);
-        if !l.tables.files(t.name).await.map_err(external)?.is_empty() {
+        // The snapshot read here is the one the session's listings show (read once).
+        let files = l.tables.file_set(t.name).await.map_err(external)?;
+        if !files.is_empty() {
+            view.with_files(o.prefix.clone(), t.name, files);
             let path = format!("{}{}/", o.url.as_str().trim_end_matches('/').to_string() + "/", t.name);
             let opts = ParquetReadOptions::default().schema(&schema).table_partition_cols(partition_cols());
             ctx.register_parquet(t.name, &path, opts).await?;

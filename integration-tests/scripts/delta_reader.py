@@ -8,6 +8,11 @@ For every table directory given, it lists the table's files twice, independently
 and reads the listed files with DuckDB: rows, distinct (topic, partition, offset), distinct
 systems and dates. Prints one JSON object: table → what it found.
 
+With DELTA_READER_MATCH=COLUMN=VALUE it also counts the rows with that value in the listed
+files ("matching") and in every Parquet file under the table's directory, listed or not
+("matching_on_disk": what an erasure must leave at zero). The `erasures` table (no Kafka
+columns) is read as its records.
+
 PYTHONPATH must hold DuckDB (.octant/python) and deltalake (.octant/delta).
 Usage: python3 delta_reader.py LAKE TABLE...
 """
@@ -68,6 +73,24 @@ def main():
             continue
         by_deltalake = sorted(urllib.parse.unquote(u.removeprefix("file://")) for u in DeltaTable(table_dir).file_uris())
         found = {"files": files, "deltalake_files": by_deltalake, "txns": txns, "rows": 0, "distinct_offsets": 0, "systems": 0, "dates": 0}
+        if t == "erasures":
+            listed = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+            rel = duckdb.sql(f"SELECT erased_by, reason, predicate, tables, rows FROM read_parquet({listed})")
+            found["records"] = [dict(zip(rel.columns, r)) for r in rel.fetchall()] if files else []
+            out[t] = found
+            continue
+        match = os.environ.get("DELTA_READER_MATCH")
+        if match:
+            column, value = match.split("=", 1)
+            on_disk = sorted(os.path.join(d, n) for d, _, names in os.walk(table_dir) if "_delta_log" not in d
+                             for n in names if n.endswith(".parquet"))
+            for key, paths in (("matching", files), ("matching_on_disk", on_disk)):
+                found[key] = 0
+                for path in paths:
+                    rel = duckdb.sql(f"SELECT * FROM read_parquet('{path}')")
+                    if column in rel.columns:
+                        found[key] += duckdb.execute(f"SELECT count(*) FROM read_parquet(?) WHERE {column} = ?", [path, value]).fetchone()[0]
+            found["files_on_disk"] = len(on_disk)
         if files:
             listed = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
             q = (f"SELECT count(*), count(DISTINCT (kafka_topic, kafka_partition, kafka_offset)), count(DISTINCT system_id), "

@@ -244,6 +244,37 @@ pub struct FastavroRecord {
 }
 
 /// The repository root (for `.octant/` and the scripts).
+/// What the independent Delta reader (`integration-tests/scripts/delta_reader.py`: the
+/// protocol's log and checkpoints replayed by hand, and PyPI `deltalake`, with DuckDB reading
+/// the files) finds in each of `tables`: table → its files, transaction identifiers, rows,
+/// distinct offsets, systems and dates (`null`: no table); with `matching` (column, value),
+/// also the rows holding it in the listed files and in every Parquet file of the table's
+/// directory. Both lists of files are asserted equal.
+pub fn delta_read(lake: &std::path::Path, tables: &[&str], matching: Option<(&str, &str)>) -> BTreeMap<String, serde_json::Value> {
+    let root = repo_root().join(".octant");
+    for (dir, what) in [("python/duckdb", "DuckDB"), ("delta/deltalake", "PyPI deltalake")] {
+        assert!(root.join(dir).exists(), "{what} not found in {} (run scripts/setup.sh)", root.join(dir).display());
+    }
+    let path = format!("{}:{}", root.join("python").display(), root.join("delta").display());
+    let mut cmd = std::process::Command::new("python3");
+    cmd.env("PYTHONPATH", path).arg(repo_root().join("integration-tests/scripts/delta_reader.py")).arg(lake).args(tables);
+    if let Some((column, value)) = matching {
+        cmd.env("DELTA_READER_MATCH", format!("{column}={value}"));
+    }
+    let output = cmd.output().expect("python3 runs");
+    assert!(output.status.success(), "the Delta reader failed: {}", String::from_utf8_lossy(&output.stderr));
+    let v: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&output.stdout).expect("the Delta reader's answer parses");
+    for (t, found) in &v {
+        if !found.is_null() {
+            assert_eq!(
+                found["files"], found["deltalake_files"],
+                "{t}: the protocol replayed by hand and PyPI deltalake list the same files"
+            );
+        }
+    }
+    v
+}
+
 pub fn repo_root() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }

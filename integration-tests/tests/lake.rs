@@ -18,34 +18,11 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
-/// What the independent Delta reader (`integration-tests/scripts/delta_reader.py`: the
-/// protocol's log and checkpoints replayed by hand, and PyPI `deltalake`, with DuckDB reading
-/// the files) finds in every lake table: table → its files, transaction identifiers, rows,
-/// distinct offsets, systems and dates (`null`: no table).
+/// What the independent Delta reader finds in every lake table
+/// ([`octant_integration_tests::delta_read`]).
 pub(crate) fn delta_read(lake: &Path) -> BTreeMap<String, serde_json::Value> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.octant");
-    for (dir, what) in [("python/duckdb", "DuckDB"), ("delta/deltalake", "PyPI deltalake")] {
-        assert!(root.join(dir).exists(), "{what} not found in {} (run scripts/setup.sh)", root.join(dir).display());
-    }
-    let path = format!("{}:{}", root.join("python").display(), root.join("delta").display());
-    let output = std::process::Command::new("python3")
-        .env("PYTHONPATH", path)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/delta_reader.py"))
-        .arg(lake)
-        .args(octant_lake::schema::TABLES.iter().map(|t| t.name))
-        .output()
-        .expect("python3 runs");
-    assert!(output.status.success(), "the Delta reader failed: {}", String::from_utf8_lossy(&output.stderr));
-    let v: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&output.stdout).expect("the Delta reader's answer parses");
-    for (t, found) in &v {
-        if !found.is_null() {
-            assert_eq!(
-                found["files"], found["deltalake_files"],
-                "{t}: the protocol replayed by hand and PyPI deltalake list the same files"
-            );
-        }
-    }
-    v
+    let tables: Vec<&str> = octant_lake::schema::TABLES.iter().map(|t| t.name).collect();
+    octant_integration_tests::delta_read(lake, &tables, None)
 }
 
 /// (topic, partition) → offsets, counting repeats; and every value of one string column path.
@@ -137,7 +114,9 @@ fn lake_writer_process_with(env: &TestEnv, lake: &Path, admin: std::net::SocketA
         .env("OCTANT_LAKE_WRITER__LAKE", lake)
         .env("OCTANT_LAKE_WRITER__MAX_FILE_BYTES", "200000")
         .env("OCTANT_LAKE_WRITER__MAX_FILE_AGE", "700ms")
-        .env("OCTANT_LAKE_WRITER__COMMIT_INTERVAL", "200ms");
+        .env("OCTANT_LAKE_WRITER__COMMIT_INTERVAL", "200ms")
+        // Background compaction every second: SIGKILLs land in compactions too.
+        .env("OCTANT_LAKE_WRITER__COMPACT_EVERY", "1s");
     cmd.envs(extra.iter().cloned());
     Child(spawn_child(cmd))
 }
@@ -211,6 +190,7 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
         lake: lake.clone(),
         max_file_bytes: 200_000,
         max_file_age: Duration::from_millis(700),
+        compact_every: Duration::from_secs(1),
         ..Default::default()
     };
     let writer = octant_lake_writer::start(cfg, Registry::new(), stop.clone()).await.unwrap();
@@ -272,6 +252,16 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
         let txn = &duck[home]["txns"][octant_lake::delta::app_id(topic, *partition)];
         assert_eq!(txn.as_i64(), offs.iter().next_back().copied(), "{home}'s identifier of {topic}/{partition}: its last offset");
     }
+    // Background compaction ran (and was killed too): OPTIMIZE commits in the logs, and still
+    // every offset once above.
+    let optimized: usize = ["trajectory_events", "observations", "raw_records"]
+        .iter()
+        .flat_map(|t| std::fs::read_dir(lake.join(t).join("_delta_log")).unwrap().flatten())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter(|e| std::fs::read_to_string(e.path()).unwrap().contains("\"operation\":\"OPTIMIZE\""))
+        .count();
+    assert!(optimized > 0, "background compaction committed");
+    eprintln!("{optimized} background compactions committed to trajectory_events, observations and raw_records");
     eprintln!(
         "DuckDB over the logs' files reads the same row counts: {:?}",
         duck.iter().map(|(t, v)| (t, v["rows"].clone(), v["files"].as_array().map_or(0, Vec::len))).collect::<Vec<_>>()

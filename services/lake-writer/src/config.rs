@@ -28,6 +28,14 @@ pub struct LakeWriterConfig {
     /// … or when its oldest record has waited this long, whichever comes first.
     #[serde(default = "default_max_age", with = "humantime_serde")]
     pub max_file_age: Duration,
+    /// Background compaction: every this long, a writer merges the small files of the input
+    /// partitions it owns, per table and date, into files of up to `compact_target_bytes`
+    /// (`octant_lake::maintain`; the files stay one partition's, so writers never compact the
+    /// same files). `0s`: never (run `octant lake maintain` instead).
+    #[serde(default = "default_compact_every", with = "humantime_serde")]
+    pub compact_every: Duration,
+    #[serde(default = "default_compact_target")]
+    pub compact_target_bytes: i64,
     /// Personal data and secrets replaced before writing (the shared `[redaction]` section:
     /// see `octant_runtime::redact`).
     #[serde(default)]
@@ -43,6 +51,12 @@ fn default_max_bytes() -> usize {
 fn default_max_age() -> Duration {
     Duration::from_secs(60)
 }
+fn default_compact_every() -> Duration {
+    Duration::from_secs(600)
+}
+fn default_compact_target() -> i64 {
+    octant_lake::maintain::TARGET_FILE_BYTES
+}
 impl Default for LakeWriterConfig {
     fn default() -> Self {
         toml::from_str("").expect("defaults")
@@ -53,6 +67,9 @@ impl LakeWriterConfig {
     pub fn check(&self) -> Result<(), String> {
         self.stream.check(&crate::ID)?;
         self.redaction.build()?;
+        if self.compact_target_bytes <= 0 {
+            return Err("compact_target_bytes must be positive".into());
+        }
         if self.max_file_bytes == 0 {
             return Err("max_file_bytes must be positive".into());
         }

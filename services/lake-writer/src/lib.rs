@@ -89,6 +89,9 @@ pub struct LakePartition {
     /// the unit is in the lake is unknown, so nothing is written before the lake says (see
     /// [`LakeStage::settle`]).
     unsure: Option<Instant>,
+    /// Tables written since the last background compaction, and when that was.
+    written_to: std::collections::BTreeSet<&'static str>,
+    compacted: Instant,
 }
 
 struct LakeStage {
@@ -204,6 +207,7 @@ impl LakeStage {
                 }
                 for t in tables {
                     p.versions.insert(t, Some(p.last));
+                    p.written_to.insert(t);
                 }
                 self.metrics.flush_seconds.observe(started.elapsed().as_secs_f64());
                 tracing::debug!(topic = %p.topic, partition = p.partition, first, last = p.last, files = paths.len(), "unit written");
@@ -221,6 +225,28 @@ impl LakeStage {
                 }
                 self.settle(p);
                 p.first.is_none()
+            }
+        }
+    }
+
+    /// Background compaction of the partition's own files in the tables it wrote to since
+    /// the last one. A failure is counted and logged; nothing depends on it (the files stay
+    /// as they are, and a compaction that did not commit left files no reader sees).
+    fn compact(&self, p: &mut LakePartition) {
+        for table in std::mem::take(&mut p.written_to) {
+            let done = tokio::task::block_in_place(|| {
+                self.lake.compact(table, Some((&p.topic, p.partition)), self.config.compact_target_bytes, &self.props)
+            });
+            match done {
+                Ok(d) if d.removed > 0 => {
+                    self.metrics.compacted.with_label_values(&[table]).inc_by(d.removed as u64);
+                    tracing::debug!(table, topic = %p.topic, partition = p.partition, removed = d.removed, added = d.added, "files compacted");
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, table, topic = %p.topic, partition = p.partition, "background compaction failed; tried again later");
+                    self.metrics.errors.with_label_values(&["compact"]).inc();
+                }
             }
         }
     }
@@ -311,6 +337,8 @@ impl Stage for LakeStage {
             bytes: 0,
             since: None,
             unsure: None,
+            written_to: Default::default(),
+            compacted: Instant::now(),
         })
     }
 
@@ -379,6 +407,11 @@ impl Stage for LakeStage {
             let p = &mut o.state;
             if p.since.is_some_and(|t| ctx.now.saturating_duration_since(t) >= self.config.max_file_age) {
                 self.flush(p);
+            }
+            let every = self.config.compact_every;
+            if !every.is_zero() && ctx.now.saturating_duration_since(p.compacted) >= every {
+                self.compact(p);
+                p.compacted = ctx.now;
             }
         }
         Vec::new()
@@ -491,6 +524,30 @@ mod tests {
         assert_eq!(raw_offsets(&dir), vec![0, 1, 2, 3, 4]);
         assert_eq!(stage.lake.committed("observations", topic, 0).unwrap(), Some(4));
         assert_eq!(stage.commit_point(&mut p, &PartitionOffsets::default()).map(|c| c.offset), Some(5));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Background compaction merges the partition's own units; every offset stays once, and
+    /// a unit written after it is written as usual.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn background_compaction_merges_the_partitions_units() {
+        let (dir, mut stage, mut p) = stage_on("compact", "t");
+        for unit in 0..4 {
+            read(&mut stage, &mut p, "t", unit * 3..=unit * 3 + 2);
+            assert!(stage.flush(&mut p));
+        }
+        let files = |dir: &std::path::Path| {
+            let lake = Lake::new(dir);
+            tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(lake.tables.files("raw_records"))).unwrap().len()
+        };
+        assert_eq!(files(&dir), 4);
+        stage.compact(&mut p);
+        assert_eq!(files(&dir), 1);
+        assert_eq!(stage.metrics.compacted.with_label_values(&["raw_records"]).get(), 4);
+        read(&mut stage, &mut p, "t", 12..=13);
+        assert!(stage.flush(&mut p));
+        assert_eq!(raw_offsets(&dir), (0..=13).collect::<Vec<_>>());
+        assert_eq!(files(&dir), 2);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

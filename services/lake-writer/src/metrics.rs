@@ -12,6 +12,7 @@ pub struct Metrics {
     pub flush_seconds: Histogram,
     pub errors: IntCounterVec,
     pub buffered: IntGaugeVec,
+    pub compacted: IntCounterVec,
     pub consumer_lag: IntGaugeVec,
 }
 
@@ -32,6 +33,11 @@ impl Metrics {
                 &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0],
             ),
             errors: r.counters("octant_lake_writer_errors_total", "Failed unit writes (retried), by kind", &["kind"]),
+            compacted: r.counters(
+                "octant_lake_writer_compacted_files_total",
+                "Small files of the writer's own partitions merged by background compaction, by table",
+                &["table"],
+            ),
             buffered: r.gauges("octant_lake_writer_buffered_records", "Records buffered, not yet in the lake, by topic", &["topic"]),
             consumer_lag: r.consumer_lag("lake_writer"),
         }

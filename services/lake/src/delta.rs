@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::{DataType as ArrowType, Schema, TimeUnit};
 use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
-use deltalake_core::kernel::{Action, Add, ArrayType, DataType, PrimitiveType, StructField, StructType, Transaction};
+use deltalake_core::kernel::{Action, Add, ArrayType, DataType, PrimitiveType, Remove, StructField, StructType, Transaction};
 use deltalake_core::logstore::{LogStore, LogStoreFactory, StorageConfig, logstore_factories};
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
 use deltalake_core::{DeltaTable, DeltaTableBuilder, DeltaTableError};
@@ -150,6 +150,7 @@ fn register_log_stores() {
 /// A file of a table, as a commit adds it: its path under the table, its date partition, and
 /// its statistics in the log (`numRecords`, `minValues`, `maxValues`, `nullCount`: what Delta
 /// readers skip files by; [`file_stats`]).
+#[derive(Debug)]
 pub struct NewFile {
     pub path: String,
     pub date: String,
@@ -159,18 +160,95 @@ pub struct NewFile {
 
 impl NewFile {
     /// The log's `add` action of the file.
-    fn into_add(self) -> Action {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    /// (`data_change`: false when the file re-packs rows the table holds already: compaction.)
+    fn into_add(self, data_change: bool) -> Action {
         Action::Add(Add {
             path: self.path,
             partition_values: HashMap::from([("date".to_string(), Some(self.date))]),
             size: self.size,
-            modification_time: now,
-            data_change: true,
+            modification_time: now_ms(),
+            data_change,
             stats: Some(self.stats.to_string()),
             ..Default::default()
         })
     }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A file of a table as its snapshot lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableFile {
+    /// Under the table (`date=…/<name>`).
+    pub path: String,
+    pub date: String,
+    pub size: i64,
+    pub stats: Option<serde_json::Value>,
+}
+
+impl TableFile {
+    /// The log's `remove` action of the file.
+    fn into_remove(self, data_change: bool) -> Action {
+        Action::Remove(Remove {
+            path: self.path,
+            data_change,
+            deletion_timestamp: Some(now_ms()),
+            extended_file_metadata: Some(true),
+            partition_values: Some(HashMap::from([("date".to_string(), Some(self.date))])),
+            size: Some(self.size),
+            tags: None,
+            deletion_vector: None,
+            base_row_id: None,
+            default_row_commit_version: None,
+        })
+    }
+}
+
+/// The identifier every commit that removes files of an input partition's units carries
+/// (compaction, retention, erasure: [`Tables::rewrite`]): two such commits that touch the same
+/// partition's files cannot both land from one snapshot (delta-rs refuses the second with
+/// `ConcurrentTransaction`). Without it two compactions of the same files would both commit —
+/// delta-rs's own check ignores removals that do not change data — and the rows would be in
+/// the table twice.
+pub fn rewrite_id(topic: &str, partition: i32) -> String {
+    format!("octant-rewrite:{topic}:{partition}")
+}
+
+/// What a commit that replaces files does.
+#[derive(Debug, Clone)]
+pub enum Rewrite {
+    /// Re-packs rows the table holds (the same rows, fewer files): `dataChange` false.
+    Compact { target_bytes: i64 },
+    /// Removes the rows that match `predicate` (erasure, retention).
+    Delete { predicate: String },
+}
+
+/// What a rewrite commits ([`Tables::rewrite`]).
+#[derive(Debug)]
+pub struct Change {
+    pub removes: Vec<TableFile>,
+    pub adds: Vec<NewFile>,
+    /// The input partitions (topic as in file names, partition) whose files it removes.
+    pub partitions: std::collections::BTreeSet<(String, i32)>,
+    pub what: Rewrite,
+    /// Into the commit's `commitInfo`.
+    pub metadata: Vec<(String, serde_json::Value)>,
+}
+
+/// A commit refused because another commit changed the files it read (a concurrent
+/// compaction, retention or erasure of the same partition): nothing was committed; read the
+/// table again and retry.
+pub fn is_conflict(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::ResourceBusy
+}
+
+fn conflict(table: &str, e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ResourceBusy,
+        format!("{table}: another commit changed the files this one read ({e}); read the table again"),
+    )
 }
 
 /// A file's statistics for the log: its rows, and the least and greatest `system_id` and
@@ -308,7 +386,7 @@ impl Tables {
         if found != expected {
             return Err(io::Error::other(Fenced { table: table.into(), app_id: app.into(), expected, found }));
         }
-        let actions: Vec<Action> = files.into_iter().map(NewFile::into_add).collect();
+        let actions: Vec<Action> = files.into_iter().map(|f| f.into_add(true)).collect();
         let operation = DeltaOperation::Write {
             mode: SaveMode::Append,
             partition_by: Some(PARTITION_COLUMNS.iter().map(|c| c.to_string()).collect()),
@@ -329,8 +407,13 @@ impl Tables {
                 }
                 Ok(version)
             }
-            Err(DeltaTableError::Transaction { source: TransactionError::CommitConflict(_) }) => {
+            Err(DeltaTableError::Transaction { source: TransactionError::CommitConflict(c) }) => {
                 let found = self.version(table, app).await.ok().flatten();
+                if found == expected {
+                    // Not another owner: a rewrite (erasure, retention) removed files this
+                    // commit's snapshot listed.
+                    return Err(conflict(table, c));
+                }
                 Err(io::Error::other(Fenced { table: table.into(), app_id: app.into(), expected, found }))
             }
             Err(e) => Err(err(e)),
@@ -343,7 +426,7 @@ impl Tables {
         if self.latest(table).await?.is_some() {
             return Err(err(format!("{table} is a Delta table already")));
         }
-        let adds = files.into_iter().map(NewFile::into_add);
+        let adds = files.into_iter().map(|f| f.into_add(true));
         let props = CommitProperties::default()
             .with_application_transactions(txns.iter().map(|(app, v)| Transaction::new(app, *v)).collect())
             .with_max_retries(0);
@@ -358,6 +441,108 @@ impl Tables {
             .await
             .map_err(err)?;
         Ok(())
+    }
+
+    /// `table` at its newest version and its files (`None`: not created yet): what a rewrite
+    /// reads and commits against ([`Tables::rewrite`]).
+    pub async fn snapshot_files(&self, table: &str) -> io::Result<Option<(DeltaTable, Vec<TableFile>)>> {
+        let Some(t) = self.latest(table).await? else { return Ok(None) };
+        let files = t
+            .snapshot()
+            .map_err(err)?
+            .log_data()
+            .iter()
+            .map(|f| TableFile {
+                path: f.path().to_string(),
+                date: f.partition_values_map().get("date").cloned().flatten().unwrap_or_default(),
+                size: f.size(),
+                stats: f.stats().and_then(|s| serde_json::from_str(&s).ok()),
+            })
+            .collect();
+        Ok(Some((t, files)))
+    }
+
+    /// Replaces the change's `removes` (files of `read`, the snapshot they were listed from)
+    /// by its `adds` in one commit carrying [`rewrite_id`] of every input partition in
+    /// `partitions` (the partitions whose files it removes). Commits of other writers since `read` are rebased
+    /// over (appends do not conflict); one that removed or rewrote files of the same partitions
+    /// refuses it ([`is_conflict`]). `metadata` goes into the commit's `commitInfo`.
+    pub async fn rewrite(&self, table: &str, read: &DeltaTable, change: Change) -> io::Result<u64> {
+        let Change { removes, adds, partitions, what, metadata } = change;
+        let data_change = matches!(what, Rewrite::Delete { .. });
+        let mut actions: Vec<Action> = removes.into_iter().map(|f| f.into_remove(data_change)).collect();
+        actions.extend(adds.into_iter().map(|f| f.into_add(data_change)));
+        let operation = match what {
+            Rewrite::Compact { target_bytes } => DeltaOperation::Optimize { predicate: None, target_size: target_bytes },
+            Rewrite::Delete { predicate } => DeltaOperation::Delete { predicate: Some(predicate) },
+        };
+        let next = read.version().map_or(0, |v| v as i64 + 1);
+        let txns = partitions.iter().map(|(topic, p)| Transaction::new(rewrite_id(topic, *p), next)).collect();
+        let props =
+            CommitProperties::default().with_application_transactions(txns).with_metadata(metadata).with_max_retries(COMMIT_RETRIES);
+        let snapshot = read.snapshot().map_err(err)?;
+        match CommitBuilder::from(props).with_actions(actions).build(Some(snapshot), read.log_store(), operation).await {
+            Ok(finalized) => {
+                let version = finalized.version();
+                if let Some(entry) = self.open.lock().await.get_mut(table) {
+                    entry.state = Some(finalized.snapshot());
+                }
+                Ok(version)
+            }
+            Err(DeltaTableError::Transaction { source: TransactionError::CommitConflict(c) }) => Err(conflict(table, c)),
+            Err(e) => Err(err(e)),
+        }
+    }
+
+    /// Commits `files` to `table` (created with `schema` if it does not exist) with no
+    /// transaction identifier: a table no input partition writes (the erasure record).
+    pub async fn append_plain(&self, table: &str, schema: &Schema, files: Vec<NewFile>) -> io::Result<u64> {
+        let t = self.latest_or_create(table, Some(schema)).await?;
+        let actions: Vec<Action> = files.into_iter().map(|f| f.into_add(true)).collect();
+        let operation = DeltaOperation::Write {
+            mode: SaveMode::Append,
+            partition_by: Some(PARTITION_COLUMNS.iter().map(|c| c.to_string()).collect()),
+            predicate: None,
+        };
+        let props = CommitProperties::default().with_max_retries(COMMIT_RETRIES);
+        let done = CommitBuilder::from(props)
+            .with_actions(actions)
+            .build(Some(t.snapshot().map_err(err)?), t.log_store(), operation)
+            .await
+            .map_err(err)?;
+        let version = done.version();
+        if let Some(entry) = self.open.lock().await.get_mut(table) {
+            entry.state = Some(done.snapshot());
+        }
+        Ok(version)
+    }
+
+    /// Deletes the files `table`'s log removed at least `retention` ago (VACUUM; `orphans`:
+    /// also files no commit ever listed — interrupted units — last modified at least
+    /// `retention` ago). Returns the files deleted. Readers of versions older than `retention`
+    /// lose the files those versions list (Delta's time travel is bounded by it).
+    pub async fn vacuum(&self, table: &str, retention: std::time::Duration, orphans: bool) -> io::Result<Vec<String>> {
+        use deltalake_core::operations::vacuum::VacuumMode;
+        let Some(t) = self.latest(table).await? else { return Ok(Vec::new()) };
+        let retention = chrono::Duration::from_std(retention).map_err(err)?;
+        let (done, metrics) = t
+            .vacuum()
+            .with_retention_period(retention)
+            .with_enforce_retention_duration(false)
+            .with_mode(if orphans { VacuumMode::Full } else { VacuumMode::Lite })
+            .await
+            .map_err(err)?;
+        if let Some(entry) = self.open.lock().await.get_mut(table) {
+            *entry = done;
+        }
+        Ok(metrics.files_deleted)
+    }
+
+    /// Writes a checkpoint of `table` at its newest version (readers then replay the log from
+    /// it; delta-rs also writes one every `delta.checkpointInterval` commits, 100 by default).
+    pub async fn checkpoint(&self, table: &str) -> io::Result<()> {
+        let Some(t) = self.latest(table).await? else { return Ok(()) };
+        deltalake_core::checkpoints::create_checkpoint(&t, None).await.map_err(err)
     }
 
     /// The files of `table` at its newest version: paths under the table, with their date.

@@ -146,27 +146,50 @@ impl Lake {
                 let schema = Lake::schema_of(part.table, &part.files);
                 let mut files = Vec::new();
                 for f in &part.files {
-                    let bytes = crate::layout::parquet_bytes(&f.batch, props)?;
-                    let path = format!("date={}/{name}", f.date);
-                    let location = self.tables.table_path(part.table).join(format!("date={}", f.date)).join(name.as_str());
-                    let size = bytes.len() as i64;
-                    let create = PutOptions { mode: PutMode::Create, ..Default::default() };
-                    self.object.store.put_opts(&location, PutPayload::from(bytes), create).await.map_err(io::Error::other)?;
-                    let shown = if self.is_local() { format!("/{location}") } else { location.to_string() };
-                    if self.is_local() {
-                        sync(std::path::Path::new(&shown))?;
-                    }
+                    let (file, shown) = self.put_file(part.table, &f.date, &name, &f.batch, props).await?;
                     written.push(shown);
-                    files.push(NewFile { path, date: f.date.clone(), size, stats: crate::delta::file_stats(&f.batch) });
+                    files.push(file);
                 }
                 let version = self.tables.commit(part.table, schema.as_deref(), &app, part.expected, last, files).await?;
-                if self.is_local() {
-                    let log = std::path::PathBuf::from(format!("/{}", self.tables.table_path(part.table))).join("_delta_log");
-                    sync(&log.join(format!("{version:020}.json")))?;
-                }
+                self.sync_commit(part.table, version)?;
             }
             Ok(written)
         })
+    }
+}
+
+impl Lake {
+    /// Writes `batch` as the file `date=<date>/<name>` of `table`, create-only (and durable on
+    /// a local directory), not committed yet: returns it as a commit adds it, and where it is
+    /// (a path on a local lake).
+    pub(crate) async fn put_file(
+        &self,
+        table: &str,
+        date: &str,
+        name: &str,
+        batch: &arrow::record_batch::RecordBatch,
+        props: &WriterProperties,
+    ) -> io::Result<(NewFile, String)> {
+        let bytes = crate::layout::parquet_bytes(batch, props)?;
+        let location = self.tables.table_path(table).join(format!("date={date}")).join(name);
+        let size = bytes.len() as i64;
+        let create = PutOptions { mode: PutMode::Create, ..Default::default() };
+        self.object.store.put_opts(&location, PutPayload::from(bytes), create).await.map_err(io::Error::other)?;
+        let shown = if self.is_local() { format!("/{location}") } else { location.to_string() };
+        if self.is_local() {
+            sync(std::path::Path::new(&shown))?;
+        }
+        Ok((NewFile { path: format!("date={date}/{name}"), date: date.to_string(), size, stats: crate::delta::file_stats(batch) }, shown))
+    }
+
+    /// Makes `table`'s log entry `version` durable on a local directory (delta-rs's local log
+    /// store does not fsync).
+    pub(crate) fn sync_commit(&self, table: &str, version: u64) -> io::Result<()> {
+        if self.is_local() {
+            let log = std::path::PathBuf::from(format!("/{}", self.tables.table_path(table))).join("_delta_log");
+            sync(&log.join(format!("{version:020}.json")))?;
+        }
+        Ok(())
     }
 }
 

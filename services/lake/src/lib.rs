@@ -22,6 +22,7 @@ pub mod committed;
 pub mod delta;
 pub mod lake;
 pub mod layout;
+pub mod maintain;
 pub mod migrate;
 pub mod reader;
 pub mod schema;

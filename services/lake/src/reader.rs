@@ -65,6 +65,15 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
             ctx.register_table(t.name, Arc::new(empty))?;
         }
     }
+    // The erasure record, once there is one (`octant lake erase`).
+    let files = l.tables.file_set(crate::maintain::ERASURES).await.map_err(external)?;
+    if !files.is_empty() {
+        view.with_files(o.prefix.clone(), crate::maintain::ERASURES, files);
+        let path = format!("{}/{}/", o.url.as_str().trim_end_matches('/'), crate::maintain::ERASURES);
+        let schema = crate::maintain::erasures_schema();
+        let opts = ParquetReadOptions::default().schema(&schema).table_partition_cols(partition_cols());
+        ctx.register_parquet(crate::maintain::ERASURES, &path, opts).await?;
+    }
     Ok(ctx)
 }
 

@@ -168,10 +168,152 @@ pub enum LakeCommand {
         #[arg(long, default_value = "octant-lake")]
         lake: PathBuf,
     },
+    /// Compacts every table (small files of each input partition and date merged), removes
+    /// dates past a table's retention (`--keep`), deletes files removed or orphaned longer
+    /// ago than `--vacuum-retention` (VACUUM), and writes a checkpoint of each table. Safe
+    /// while the lake writers run (they compact their own partitions in the background too);
+    /// schedule it daily (deploy/kubernetes/lake-maintain.yaml).
+    Maintain(MaintainArgs),
+    /// Erases one system's or one run's rows from every table of the lake (a data-protection
+    /// request), deletes the files that held them at once (older versions of the tables can no
+    /// longer be read where they listed those files), removes the pane-sum hours and evidence
+    /// packages that included them, and records who asked, when and the predicate in the
+    /// `erasures` table (never the values). Records still on the Kafka topics age out with
+    /// the topics' retention.
+    Erase(EraseArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MaintainArgs {
+    /// The lake: a directory or an object-store URL.
+    #[arg(long, default_value = "octant-lake")]
+    pub lake: PathBuf,
+    /// Compacted files are at most this many bytes.
+    #[arg(long, default_value_t = octant_lake::maintain::TARGET_FILE_BYTES)]
+    pub target_bytes: i64,
+    /// A table's retention: `TABLE=DAYS` (repeat per table); dates older are removed. Tables
+    /// without one keep everything.
+    #[arg(long)]
+    pub keep: Vec<String>,
+    /// Files removed from a table (or never committed) are deleted this long after (Delta's
+    /// default: readers of older versions and queries in flight still find them until then).
+    #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+    pub vacuum_retention: Duration,
+}
+
+#[derive(Args, Debug)]
+pub struct EraseArgs {
+    /// The lake: a directory or an object-store URL.
+    #[arg(long, default_value = "octant-lake")]
+    pub lake: PathBuf,
+    /// Erase every row of this system.
+    #[arg(long, conflicts_with = "run")]
+    pub system: Option<String>,
+    /// Erase every row of this run.
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Who asked (kept in the erasure record and the tables' commits).
+    #[arg(long)]
+    pub by: String,
+    /// Why (a ticket or request id; kept in the record).
+    #[arg(long, default_value = "")]
+    pub reason: String,
+    /// The pane-sum store (default: `<lake>/_pane_sums` for a local lake).
+    #[arg(long)]
+    pub pane_sums: Option<PathBuf>,
+    /// The profiler's evidence directory.
+    #[arg(long, default_value = "octant-evidence")]
+    pub evidence: PathBuf,
+    /// Files of interrupted units (in no table) written at least this long ago are deleted
+    /// too; younger ones may belong to a unit a writer is committing right now.
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    pub orphan_age: Duration,
 }
 
 pub async fn lake(a: LakeArgs) -> anyhow::Result<()> {
-    let LakeCommand::Migrate { lake } = a.command;
+    match a.command {
+        LakeCommand::Migrate { lake } => migrate(lake).await,
+        LakeCommand::Maintain(m) => tokio::task::spawn_blocking(move || maintain(m)).await?,
+        LakeCommand::Erase(e) => tokio::task::spawn_blocking(move || erase(e)).await?,
+    }
+}
+
+fn open_lake(lake: &std::path::Path) -> anyhow::Result<octant_lake::Lake> {
+    let location = lake.to_string_lossy();
+    anyhow::ensure!(is_url(&location) || lake.is_dir(), "no lake at {}", lake.display());
+    octant_lake::Lake::open(&location, &Default::default()).with_context(|| format!("cannot open the lake {}", lake.display()))
+}
+
+fn maintain(m: MaintainArgs) -> anyhow::Result<()> {
+    let lake = open_lake(&m.lake)?;
+    let props = octant_lake::lake::writer_properties();
+    let today = octant_lake::date_of(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as i64);
+    let mut keep = std::collections::BTreeMap::new();
+    for k in &m.keep {
+        let (table, days) = k.split_once('=').with_context(|| format!("--keep {k}: expected TABLE=DAYS"))?;
+        anyhow::ensure!(octant_lake::schema::table(table).is_some(), "--keep {k}: no table {table}");
+        keep.insert(table.to_string(), days.parse::<u32>().with_context(|| format!("--keep {k}: DAYS is a whole number"))?);
+    }
+    for t in octant_lake::schema::TABLES {
+        if let Some(days) = keep.get(t.name) {
+            let before = octant_lake::date_of(
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as i64 - i64::from(*days) * 86_400_000,
+            );
+            let expired = lake.expire(t.name, &before)?;
+            println!("{}: {} files of dates before {before} removed (kept {days} days up to {today})", t.name, expired.removed);
+        }
+        let c = lake.compact(t.name, None, m.target_bytes, &props)?;
+        let deleted = lake.vacuum(t.name, m.vacuum_retention, true)?;
+        lake.checkpoint(t.name)?;
+        println!(
+            "{}: {} files compacted into {}; {deleted} files deleted (removed or orphaned over {} ago)",
+            t.name,
+            c.removed,
+            c.added,
+            humantime::format_duration(m.vacuum_retention)
+        );
+    }
+    Ok(())
+}
+
+fn erase(e: EraseArgs) -> anyhow::Result<()> {
+    use octant_lake::maintain::Subject;
+    let subject = match (e.system, e.run) {
+        (Some(s), None) => Subject::System(s),
+        (None, Some(r)) => Subject::Run(r),
+        _ => anyhow::bail!("say which: --system ID or --run ID"),
+    };
+    anyhow::ensure!(!e.by.trim().is_empty(), "--by: who asked for the erasure (kept in the record)");
+    let lake = open_lake(&e.lake)?;
+    let done = lake.erase(&subject, &e.by, &e.reason, e.orphan_age, &octant_lake::lake::writer_properties())?;
+    let pane_sums = e.pane_sums.or_else(|| (!is_url(&e.lake.to_string_lossy())).then(|| e.lake.join("_pane_sums")));
+    let system = match &subject {
+        Subject::System(s) => Some(s.as_str()),
+        Subject::Run(_) => None,
+    };
+    let hours = match &pane_sums {
+        Some(dir) => octant_report::pane_store::forget(dir, system, &done.hours)
+            .with_context(|| format!("cannot remove stored hours from {}", dir.display()))?,
+        None => 0,
+    };
+    let run = match &subject {
+        Subject::Run(r) => Some(r.as_str()),
+        Subject::System(_) => None,
+    };
+    let packages =
+        evidence::forget(&e.evidence, system, run).with_context(|| format!("cannot remove evidence from {}", e.evidence.display()))?;
+    let summary = serde_json::json!({
+        "predicate": subject.predicate(),
+        "tables": done.tables,
+        "files_deleted": done.deleted,
+        "pane_sum_hours_removed": hours,
+        "evidence_packages_removed": packages.len(),
+    });
+    println!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(())
+}
+
+async fn migrate(lake: PathBuf) -> anyhow::Result<()> {
     anyhow::ensure!(lake.is_dir(), "no lake directory at {}", lake.display());
     let done = tokio::task::spawn_blocking(move || octant_lake::migrate::migrate(&lake)).await??;
     for (table, (files, rows)) in &done.tables {

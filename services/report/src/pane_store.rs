@@ -400,6 +400,23 @@ impl Store {
     }
 }
 
+/// Forgets stored hours so the next profile rebuilds them from the lake (an erasure: `octant
+/// lake erase`): every hour that holds `system`'s sums, and the hours `hours` (epoch ms of
+/// their starts). Returns how many hours were removed.
+pub fn forget(dir: &Path, system: Option<&str>, hours: &std::collections::BTreeSet<i64>) -> io::Result<usize> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(0) };
+    let mut removed = 0;
+    for e in entries {
+        let e = e?;
+        let Some(hour) = e.file_name().to_str().and_then(|n| n.parse::<i64>().ok()) else { continue };
+        if hours.contains(&hour) || system.is_some_and(|s| system_file(dir, hour, s).exists()) {
+            std::fs::remove_dir_all(e.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Lake observation files: (topic, partition, first offset, path under the lake).
 pub fn parse_lake_file(path: &str) -> Option<(String, i32, i64, i64)> {
     let (topic, partition, first, last) = octant_lake::lake::unit_of(path.rsplit('/').next()?)?;
@@ -508,5 +525,22 @@ mod tests {
         let late = write(&format!("t-obs-0-{:020}-{:020}.parquet", 21, 22), &[h + HOUR_MS + 9, h + 59 * 60_000]);
         assert!(stale(&lake, &[old, next_hour, late], &marker, h), "a late row of the hour");
         let _ = std::fs::remove_dir_all(&lake);
+    }
+
+    /// An erasure forgets the hours that hold the system's sums, and the hours named.
+    #[test]
+    fn forgotten_hours_are_rebuilt_later() {
+        let dir = std::env::temp_dir().join(format!("octant-pane-forget-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (hour, system) in [(0, "a/b"), (HOUR_MS, "c"), (2 * HOUR_MS, "c"), (3 * HOUR_MS, "a/b")] {
+            std::fs::create_dir_all(hour_dir(&dir, hour)).unwrap();
+            std::fs::write(system_file(&dir, hour, system), b"").unwrap();
+            std::fs::write(hour_dir(&dir, hour).join("_complete.json"), b"{}").unwrap();
+        }
+        assert_eq!(forget(&dir, Some("a/b"), &[2 * HOUR_MS].into()).unwrap(), 3);
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).collect();
+        assert_eq!(left, vec![HOUR_MS.to_string()]);
+        assert_eq!(forget(&dir.join("none"), None, &Default::default()).unwrap(), 0, "no store: nothing to forget");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -245,5 +245,105 @@ async fn inspect_and_tau_bench_logs_imported_once_equal_their_harnesses() {
     assert_eq!(d.key.as_deref(), Some(b"samples[1]".as_slice()));
     assert!(d.error_message.starts_with("broken.json samples[1]: "), "{}", d.error_message);
     assert!(d.payload.is_empty(), "the transcript stays in the file");
+
+    // Maintenance: `octant lake maintain` on a real lake (its files are few here: the lake
+    // writer read everything as one unit per partition; the crash test compacts many units);
+    // the independent Delta reader finds the same rows, each offset once, and the profile is
+    // unchanged.
+    let l = lake.to_str().unwrap();
+    let mut tables: Vec<&str> = octant_lake::schema::TABLES.iter().map(|t| t.name).collect();
+    tables.push(octant_lake::maintain::ERASURES);
+    let files = |r: &BTreeMap<String, Value>| -> usize { r.values().map(|v| v["files"].as_array().map_or(0, Vec::len)).sum() };
+    let rows = |r: &BTreeMap<String, Value>, t: &str| r[t]["rows"].as_u64().unwrap_or(0);
+    let before = octant_integration_tests::delta_read(&lake, &tables, None);
+    let maintained = stdout(&octant(&["lake", "maintain", "--lake", l]));
+    let after = octant_integration_tests::delta_read(&lake, &tables, None);
+    eprintln!("{maintained}files listed by the tables' logs: {} before compaction, {} after", files(&before), files(&after));
+    assert!(files(&after) <= files(&before), "{maintained}");
+    for t in octant_lake::schema::TABLES.iter().map(|t| t.name) {
+        assert_eq!(rows(&after, t), rows(&before, t), "{t}: the same rows after compaction");
+        assert_eq!(after[t]["distinct_offsets"], after[t]["rows"], "{t}: no offset twice after compaction");
+    }
+    let profile = |evidence: &Path| -> Vec<Value> {
+        let out = octant(&["profile", "--lake", l, "--since", "3h", "--format", "json", "--evidence", evidence.to_str().unwrap()]);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let compacted = profile(&evidence);
+    for k in [1, 2, 4] {
+        let m = format!("pass_hat_{k}");
+        assert_eq!(estimate(metric(&compacted, "tau-agent", &m, "tau-bench")), estimate(metric(&profiles, "tau-agent", &m, "tau-bench")));
+    }
+
+    // Erasure of one run (a data-protection request): gone from every table and from every
+    // Parquet file on disk, listed or not; recorded with who, why and the predicate.
+    let run = events.iter().find(|e| e.system.id == "tau-agent").unwrap().run_id.clone();
+    let run_events = events.iter().filter(|e| e.run_id == run).count() as u64;
+    let run_observations = observations.iter().filter(|o| o.run_id == run).count() as u64;
+    assert!(run_events > 0 && run_observations > 0);
+    let erased = octant(&[
+        "lake",
+        "erase",
+        "--lake",
+        l,
+        "--run",
+        &run,
+        "--by",
+        "dpo@example.com",
+        "--reason",
+        "DSR-7",
+        "--evidence",
+        evidence.to_str().unwrap(),
+    ]);
+    let summary: Value = serde_json::from_slice(&erased.stdout).unwrap();
+    eprintln!("octant lake erase: {summary}");
+    assert_eq!(summary["tables"]["trajectory_events"]["rows"].as_u64(), Some(run_events), "{summary}");
+    assert_eq!(summary["tables"]["observations"]["rows"].as_u64(), Some(run_observations), "{summary}");
+    let gone = octant_integration_tests::delta_read(&lake, &tables, Some(("run_id", &run)));
+    for t in ["trajectory_events", "observations"] {
+        assert_eq!((gone[t]["matching"].as_u64(), gone[t]["matching_on_disk"].as_u64()), (Some(0), Some(0)), "{t}: {}", gone[t]);
+    }
+    assert_eq!(rows(&gone, "trajectory_events"), rows(&after, "trajectory_events") - run_events);
+    assert_eq!(rows(&gone, "observations"), rows(&after, "observations") - run_observations);
+    let records = gone["erasures"]["records"].as_array().unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["predicate"], format!("run_id = '{run}'").as_str());
+    assert_eq!((records[0]["erased_by"].as_str(), records[0]["reason"].as_str()), (Some("dpo@example.com"), Some("DSR-7")));
+    assert_eq!(records[0]["rows"].as_u64(), Some(run_events + run_observations));
+    let sql = stdout(&octant(&["sql", "--lake", l, "SELECT erased_by, predicate FROM erasures"]));
+    assert!(sql.contains("dpo@example.com") && sql.contains(&run), "{sql}");
+    // The profile no longer counts the run.
+    let without = profile(&evidence);
+    let runs = |p: &[Value]| metric(p, "tau-agent", "task_success", "tau-bench")["units"].as_u64();
+    assert_eq!(runs(&without).map(|n| n + 1), runs(&compacted), "one run fewer");
+
+    // Erasure of a whole system: every table, its evidence packages, its profile.
+    let system_dir = evidence.join(octant_lake::lake::escape("inspect-agent"));
+    assert!(system_dir.is_dir(), "the profile wrote inspect-agent's evidence");
+    let erased = octant(&[
+        "lake",
+        "erase",
+        "--lake",
+        l,
+        "--system",
+        "inspect-agent",
+        "--by",
+        "dpo@example.com",
+        "--evidence",
+        evidence.to_str().unwrap(),
+    ]);
+    let summary: Value = serde_json::from_slice(&erased.stdout).unwrap();
+    eprintln!("octant lake erase --system: {summary}");
+    assert!(summary["evidence_packages_removed"].as_u64() >= Some(1) && !system_dir.exists(), "{summary}");
+    let gone = octant_integration_tests::delta_read(&lake, &tables, Some(("system_id", "inspect-agent")));
+    for t in octant_lake::schema::TABLES.iter().map(|t| t.name) {
+        if !gone[t].is_null() {
+            assert_eq!((gone[t]["matching"].as_u64(), gone[t]["matching_on_disk"].as_u64()), (Some(0), Some(0)), "{t}: {}", gone[t]);
+        }
+    }
+    assert!(gone["observations"]["rows"].as_u64() > Some(0), "the other system's rows stay");
+    assert_eq!(gone["erasures"]["records"].as_array().map(Vec::len), Some(2));
+    let left = profile(&dir.join("evidence-after"));
+    assert!(left.iter().all(|p| p["system"]["id"] != "inspect-agent"), "no profile of the erased system");
+    assert!(left.iter().any(|p| p["system"]["id"] == "tau-agent"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -368,6 +368,47 @@ fn exchange(_a: &Path, _b: &Path) -> std::io::Result<()> {
 }
 
 /// Removes what a killed profiler left in the evidence tree (`.<period>.new-*` directories).
+/// Removes evidence packages for an erasure (`octant lake erase`): every package of `system`,
+/// or every package with a file that mentions `needle` (a run id). Returns the package
+/// directories removed; a profile of their periods built again writes them anew.
+pub fn forget(root: &Path, system: Option<&str>, needle: Option<&str>) -> std::io::Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    if let Some(s) = system {
+        let dir = root.join(escape(s));
+        if dir.is_dir() {
+            std::fs::remove_dir_all(&dir)?;
+            removed.push(dir);
+        }
+    }
+    if let Some(needle) = needle.filter(|n| !n.is_empty()) {
+        forget_mentions(root, needle.as_bytes(), &mut removed)?;
+    }
+    Ok(removed)
+}
+
+/// A package is a directory that holds files; removed if one of them contains `needle`.
+fn forget_mentions(dir: &Path, needle: &[u8], removed: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    let (mut dirs, mut mentions) = (Vec::new(), false);
+    for e in entries {
+        let p = e?.path();
+        if p.is_dir() {
+            dirs.push(p);
+        } else if !mentions {
+            mentions = std::fs::read(&p)?.windows(needle.len()).any(|w| w == needle);
+        }
+    }
+    if mentions {
+        std::fs::remove_dir_all(dir)?;
+        removed.push(dir.to_path_buf());
+        return Ok(());
+    }
+    for d in dirs {
+        forget_mentions(&d, needle, removed)?;
+    }
+    Ok(())
+}
+
 pub fn remove_leftovers(root: &Path) -> std::io::Result<usize> {
     let mut removed = 0;
     let Ok(entries) = std::fs::read_dir(root) else { return Ok(0) };

@@ -83,6 +83,16 @@ for name, port in SERVICES.items():
     check(svc is not None and svc["spec"]["ports"][0]["port"] == port, f"kubernetes: Service {name} on {port}")
 check(deployments.get("profiler", {}).get("spec", {}).get("replicas") == 1, "kubernetes: one profiler")
 check(any(d["kind"] == "PodMonitor" for _, d in docs), "kubernetes: a PodMonitor")
+# Lake maintenance: a daily CronJob running `octant lake maintain` on the lake writers' volume.
+jobs = {d["metadata"]["name"]: d for _, d in docs if d["kind"] == "CronJob"}
+maintain = jobs.get("lake-maintain", {}).get("spec", {})
+mjob = maintain.get("jobTemplate", {}).get("spec", {}).get("template", {}).get("spec", {})
+mcmd = (mjob.get("containers") or [{}])[0].get("command", [])
+check(mcmd[:3] == ["octant", "lake", "maintain"] and "--lake" in mcmd, "kubernetes: a CronJob runs octant lake maintain")
+check(maintain.get("concurrencyPolicy") == "Forbid", "kubernetes: one lake maintenance at a time")
+check(len(maintain.get("schedule", "").split()) == 5, "kubernetes: lake maintenance has a cron schedule")
+writer_claims = {v["persistentVolumeClaim"]["claimName"] for v in deployments.get("lake-writer", {}).get("spec", {}).get("template", {}).get("spec", {}).get("volumes", []) if "persistentVolumeClaim" in v}
+check({v.get("persistentVolumeClaim", {}).get("claimName") for v in mjob.get("volumes", [])} == writer_claims, "kubernetes: lake maintenance mounts the lake writers' volume")
 # The web view only reads: the lake and the evidence packages mounted read-only, a token.
 web = deployments.get("web", {}).get("spec", {}).get("template", {}).get("spec", {})
 mounts = {m["name"]: m for m in (web.get("containers") or [{}])[0].get("volumeMounts", [])}

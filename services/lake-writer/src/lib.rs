@@ -219,6 +219,9 @@ impl LakeStage {
                     tracing::warn!(topic = %p.topic, partition = p.partition, table = %f.table, expected = ?f.expected, found = ?f.found,
                         "commit refused: another writer committed this partition since it was read (this one may have lost it); reading the lake again");
                     self.metrics.errors.with_label_values(&["fenced"]).inc();
+                } else if octant_lake::delta::is_conflict(&e) {
+                    tracing::info!(error = %e, topic = %p.topic, partition = p.partition, "an erasure or retention removed files while a unit was committed; written again at the next tick");
+                    self.metrics.errors.with_label_values(&["conflict"]).inc();
                 } else {
                     tracing::warn!(error = %e, topic = %p.topic, partition = p.partition, "writing a unit failed; retried at the next tick");
                     self.metrics.errors.with_label_values(&["io"]).inc();

@@ -567,8 +567,16 @@ impl Tables {
 
     /// The files of `table`, as full locations in the store.
     pub async fn file_set(&self, table: &str) -> io::Result<HashSet<ObjPath>> {
+        Ok(self.versioned_file_set(table).await?.1)
+    }
+
+    /// `table`'s newest log version (`None`: no table) and its files at that version, as
+    /// full locations in the store.
+    pub async fn versioned_file_set(&self, table: &str) -> io::Result<(Option<u64>, HashSet<ObjPath>)> {
         let base = self.table_path(table);
-        Ok(self.files(table).await?.into_iter().map(|(p, _)| p.split('/').fold(base.clone(), |acc, part| acc.join(part))).collect())
+        let Some((t, files)) = self.snapshot_files(table).await? else { return Ok((None, HashSet::new())) };
+        let set = files.into_iter().map(|f| f.path.split('/').fold(base.clone(), |acc, part| acc.join(part))).collect();
+        Ok((t.version(), set))
     }
 }
 

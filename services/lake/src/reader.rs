@@ -36,6 +36,15 @@ pub async fn open(lake: &Path) -> Result<SessionContext> {
 /// ([`crate::committed`]). Strings are read as plain `Utf8` (not views) so results print and
 /// convert the same in every engine.
 pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionContext> {
+    Ok(open_versions(lake, storage).await?.0)
+}
+
+/// [`open_with`], and the version of each table the session reads (its Delta log version;
+/// tables not created yet are absent): the cut a profile records in its evidence package, so
+/// it can be read again at exactly those versions (Delta time travel, e.g. PyPI `deltalake`'s
+/// `DeltaTable(path, version=v)`) until VACUUM removes files they list.
+pub async fn open_versions(lake: &Path, storage: &StorageOptions) -> Result<(SessionContext, std::collections::BTreeMap<String, u64>)> {
+    let mut versions = std::collections::BTreeMap::new();
     let mut config = SessionConfig::new().with_information_schema(true);
     config.options_mut().execution.parquet.schema_force_view_types = false;
     let ctx = SessionContext::new_with_config(config);
@@ -49,7 +58,10 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
     for t in TABLES {
         let schema = arrow_schema(t);
         // The snapshot read here is the one the session's listings show (read once).
-        let files = l.tables.file_set(t.name).await.map_err(external)?;
+        let (version, files) = l.tables.versioned_file_set(t.name).await.map_err(external)?;
+        if let Some(v) = version {
+            versions.insert(t.name.to_string(), v);
+        }
         if !files.is_empty() {
             view.with_files(o.prefix.clone(), t.name, files);
             let path = format!("{}{}/", o.url.as_str().trim_end_matches('/').to_string() + "/", t.name);
@@ -74,7 +86,7 @@ pub async fn open_with(lake: &Path, storage: &StorageOptions) -> Result<SessionC
         let opts = ParquetReadOptions::default().schema(&schema).table_partition_cols(partition_cols());
         ctx.register_parquet(crate::maintain::ERASURES, &path, opts).await?;
     }
-    Ok(ctx)
+    Ok((ctx, versions))
 }
 
 /// The files of `table` at its newest version, as paths relative to the lake

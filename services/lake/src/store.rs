@@ -78,11 +78,10 @@ fn err(e: impl std::error::Error + Send + Sync + 'static) -> io::Error {
     io::Error::other(e)
 }
 
-/// Runs an object-store future from synchronous code on a multi-threaded runtime.
 /// Runs `f` to completion from synchronous code: in place on a multi-threaded runtime's worker,
 /// on a runtime of its own elsewhere (no runtime; a current-thread runtime, from a scoped
 /// thread, which that runtime cannot block).
-pub(crate) fn block_on<F>(f: F) -> F::Output
+pub fn block_on<F>(f: F) -> F::Output
 where
     F: std::future::Future + Send,
     F::Output: Send,

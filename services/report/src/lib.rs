@@ -44,11 +44,12 @@ pub async fn run(cfg: &ReportConfig, evidence: &Path, periods: &[Period], system
         // the lake's commit markers it filtered by), while `profile::build` records the markers
         // it reads first as what a stored hour holds — a listing from an earlier period's build
         // would be older than them, and the hour would be stored without files it claims.
-        let ctx = octant_lake::reader::open_with(&cfg.lake, &cfg.storage)
+        let (ctx, versions) = octant_lake::reader::open_versions(&cfg.lake, &cfg.storage)
             .await
             .with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?;
         let built = profile::build(&ctx, cfg, p, system, now).await.with_context(|| format!("profile of period {} failed", p.name))?;
         for mut b in built {
+            b.lake_versions = versions.clone();
             let dir = evidence::write_package(evidence, &b, cfg, &cfg.lake)
                 .with_context(|| format!("cannot write the evidence package under {}", evidence.display()))?;
             b.record.evidence_uri = Some(dir.display().to_string());

@@ -269,6 +269,14 @@ async fn inspect_and_tau_bench_logs_imported_once_equal_their_harnesses() {
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let compacted = profile(&evidence);
+    // Each package records the tables' versions its session read: the cut to read it again at.
+    let package = walkdir_profile_json(&evidence.join("tau-agent"));
+    let versions = &serde_json::from_slice::<Value>(&std::fs::read(&package).unwrap()).unwrap()["inputs"]["lake_versions"];
+    let tables_now = octant_lake::Lake::open(l, &Default::default()).unwrap().tables;
+    for t in ["observations", "trajectory_events"] {
+        let now = octant_lake::store::block_on(tables_now.log_version(t)).unwrap();
+        assert_eq!(versions[t].as_u64(), now, "{t}'s version in {}", package.display());
+    }
     for k in [1, 2, 4] {
         let m = format!("pass_hat_{k}");
         assert_eq!(estimate(metric(&compacted, "tau-agent", &m, "tau-bench")), estimate(metric(&profiles, "tau-agent", &m, "tau-bench")));
@@ -346,4 +354,20 @@ async fn inspect_and_tau_bench_logs_imported_once_equal_their_harnesses() {
     assert!(left.iter().all(|p| p["system"]["id"] != "inspect-agent"), "no profile of the erased system");
     assert!(left.iter().any(|p| p["system"]["id"] == "tau-agent"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The first `profile.json` under `dir`.
+fn walkdir_profile_json(dir: &Path) -> std::path::PathBuf {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "profile.json") {
+                return p;
+            }
+        }
+    }
+    panic!("no profile.json under {}", dir.display())
 }

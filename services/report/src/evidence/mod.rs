@@ -200,6 +200,7 @@ pub fn to_json(b: &Built, cfg: &ReportConfig, lake: &Path) -> Value {
         "meta_evaluation": b.meta,
         "inputs": {
             "lake": lake.display().to_string(),
+            "lake_versions": b.lake_versions,
             "observations": b.observations,
             "trajectory_events": b.trajectory_events,
             "duplicate_observations_dropped": b.duplicates,

@@ -85,6 +85,9 @@ pub struct Built {
     pub agents: Vec<AgentReport>,
     pub observations: TableInput,
     pub trajectory_events: TableInput,
+    /// Each lake table's Delta version the profile's session read (`octant_lake::reader::
+    /// open_versions`): the cut to read it again at.
+    pub lake_versions: BTreeMap<String, u64>,
     /// Observations the window code dropped as replays (same observation id).
     pub duplicates: u64,
     /// Who judged success, per success metric: metric → provenance → runs (the split of

@@ -113,6 +113,8 @@ pub(super) async fn records(
                 offsets: ev_offsets,
                 rows: ev_rows,
             },
+            // Set by `crate::run`, which opened the session.
+            lake_versions: BTreeMap::new(),
             duplicates: reading.duplicates.get(&key).copied().unwrap_or(0),
             hours_from_store: reading.stored_hours.len(),
             release: None,

@@ -233,12 +233,13 @@ impl LakeStage {
     }
 
     /// Background compaction of the partition's own files in the tables it wrote to since
-    /// the last one. A failure is counted and logged; nothing depends on it (the files stay
+    /// the last one, reading at most four target sizes per table (the rest next time). A failure is counted and logged; nothing depends on it (the files stay
     /// as they are, and a compaction that did not commit left files no reader sees).
     fn compact(&self, p: &mut LakePartition) {
+        let target = self.config.compact_target_bytes;
         for table in std::mem::take(&mut p.written_to) {
             let done = tokio::task::block_in_place(|| {
-                self.lake.compact(table, Some((&p.topic, p.partition)), self.config.compact_target_bytes, &self.props)
+                self.lake.compact_within(table, Some((&p.topic, p.partition)), target, 4 * target, &self.props)
             });
             match done {
                 Ok(d) if d.removed > 0 => {

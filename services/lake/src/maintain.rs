@@ -195,11 +195,25 @@ impl Lake {
     /// Compacts `table` (module docs): every input partition's files, or only those of
     /// `only` (topic, partition) — what one lake writer owns.
     pub fn compact(&self, table: &str, only: Option<(&str, i32)>, target_bytes: i64, props: &WriterProperties) -> io::Result<Rewritten> {
+        self.compact_within(table, only, target_bytes, i64::MAX, props)
+    }
+
+    /// [`Lake::compact`], stopping after the bin that brings the files read to `budget_bytes`
+    /// (the lake writer's background compaction: bounded work per tick, so a backlog of
+    /// small files never keeps it from its consumer; the rest is compacted next time).
+    pub fn compact_within(
+        &self,
+        table: &str,
+        only: Option<(&str, i32)>,
+        target_bytes: i64,
+        budget_bytes: i64,
+        props: &WriterProperties,
+    ) -> io::Result<Rewritten> {
         let only = only.map(|(t, p)| (escape(t), p));
         block_on(async {
             let mut attempt = 1;
             loop {
-                match self.compact_once(table, only.as_ref(), target_bytes, props).await {
+                match self.compact_once(table, only.as_ref(), target_bytes, budget_bytes, props).await {
                     Err(e) if is_conflict(&e) && attempt < REWRITE_ATTEMPTS => attempt += 1,
                     done => return done,
                 }
@@ -212,9 +226,10 @@ impl Lake {
         table: &str,
         only: Option<&(String, i32)>,
         target_bytes: i64,
+        budget_bytes: i64,
         props: &WriterProperties,
     ) -> io::Result<Rewritten> {
-        let Some((read, files)) = self.tables.snapshot_files(table).await? else { return Ok(Rewritten::default()) };
+        let Some((snapshot, files)) = self.tables.snapshot_files(table).await? else { return Ok(Rewritten::default()) };
         // (date, topic, partition) → (first, last, file).
         let mut groups: BTreeMap<(String, String, i32), Vec<Unit>> = BTreeMap::new();
         for f in files {
@@ -225,8 +240,13 @@ impl Lake {
             groups.entry((f.date.clone(), topic, partition)).or_default().push((first, last, f));
         }
         let (mut removes, mut adds, mut partitions, mut done) = (Vec::new(), Vec::new(), BTreeSet::new(), Rewritten::default());
+        let mut read = 0i64;
         for ((date, topic, partition), files) in groups {
             for bin in bins(files, target_bytes) {
+                if read >= budget_bytes {
+                    break;
+                }
+                read += bin.iter().map(|b| b.2.size).sum::<i64>();
                 let mut batches = Vec::new();
                 for (_, _, f) in &bin {
                     batches.extend(self.read_file(table, &f.path).await?);
@@ -256,7 +276,7 @@ impl Lake {
             return Ok(done);
         }
         let change = Change { removes, adds, partitions, what: Rewrite::Compact { target_bytes }, metadata: Vec::new() };
-        let version = self.tables.rewrite(table, &read, change).await?;
+        let version = self.tables.rewrite(table, &snapshot, change).await?;
         self.sync_commit(table, version)?;
         Ok(done)
     }
@@ -526,6 +546,27 @@ mod tests {
         // The removed files go at vacuum; none of them is listed any more.
         assert_eq!(lake.vacuum("home", Duration::ZERO, false).unwrap(), 10);
         assert_eq!(offsets(&lake, "home"), (0..100).collect::<Vec<_>>());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// The writer's bounded compaction: one bin past the budget, the rest at the next call.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn compaction_within_a_budget_leaves_the_rest_for_later() {
+        let root = std::env::temp_dir().join(format!("octant-lake-budget-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let lake = Lake::new(&root);
+        let props = writer_properties();
+        for u in 0..6 {
+            let batch = rows(u * 10..u * 10 + 10, |_| "sys".into(), |i| format!("run-{i}"));
+            let date = if u < 3 { "2026-12-04" } else { "2026-12-05" };
+            lake.append("octant.obs", 0, u * 10, u * 10 + 9, vec![("home", FileSpec { date: date.into(), batch })], &props).unwrap();
+        }
+        let count = || block_on(lake.tables.files("home")).unwrap().len();
+        assert_eq!(lake.compact_within("home", None, TARGET_FILE_BYTES, 1, &props).unwrap(), Rewritten { removed: 3, added: 1, rows: 30 });
+        assert_eq!(count(), 4);
+        assert_eq!(lake.compact_within("home", None, TARGET_FILE_BYTES, 1, &props).unwrap().removed, 3);
+        assert_eq!(count(), 2);
+        assert_eq!(offsets(&lake, "home"), (0..60).collect::<Vec<_>>());
         let _ = std::fs::remove_dir_all(&root);
     }
 

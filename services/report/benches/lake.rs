@@ -190,7 +190,7 @@ con = duckdb.connect()
 con.execute("SET threads = 2")
 con.execute("SET enable_progress_bar = false")
 con.execute("SET TimeZone = 'UTC'")
-con.execute(f"CREATE VIEW observations AS SELECT * FROM read_parquet('{lake}/observations/*/*/*.parquet', hive_partitioning = true)")
+con.execute(f"CREATE VIEW observations AS SELECT * FROM read_parquet('{lake}/observations/*/*.parquet', hive_partitioning = true)")
 out = []
 for q in qs:
     rows = len(con.execute(q).fetchall())  # warm-up

@@ -198,25 +198,7 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
     // high watermark can be a batch early).
     let produced = topic_offsets(&env).await;
     let produced_total: usize = produced.values().map(BTreeSet::len).sum();
-    // Caught up when every partition's home table's version reaches its last produced offset
-    // (cheap: no need to read the lake back while it is being written).
-    let marks = octant_lake::lake::Lake::new(&lake);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(400);
-    loop {
-        let behind: Vec<&(String, i32)> = produced
-            .iter()
-            .filter(|((t, p), offs)| {
-                let home = octant_lake::lake::home_table(t);
-                marks.committed(home, t, *p).unwrap().is_none_or(|c| c < *offs.iter().next_back().unwrap())
-            })
-            .map(|(k, _)| k)
-            .collect();
-        if behind.is_empty() {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "lake writer did not catch up on {behind:?}");
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    caught_up(&lake, &produced, Duration::from_secs(400)).await;
     stop.cancel();
     writer.task.await.unwrap().unwrap();
 
@@ -296,6 +278,98 @@ async fn lake_holds_every_record_exactly_once_across_crashes() {
         produced_total
     );
     let _ = std::fs::remove_dir_all(&lake);
+}
+
+/// Waits until every partition's home table's version reaches its last produced offset
+/// (cheap: no need to read the lake back while it is being written).
+async fn caught_up(lake: &Path, produced: &BTreeMap<(String, i32), BTreeSet<i64>>, within: Duration) {
+    let marks = octant_lake::lake::Lake::new(lake);
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let behind: Vec<&(String, i32)> = produced
+            .iter()
+            .filter(|((t, p), offs)| {
+                let home = octant_lake::lake::home_table(t);
+                marks.committed(home, t, *p).unwrap().is_none_or(|c| c < *offs.iter().next_back().unwrap())
+            })
+            .map(|(k, _)| k)
+            .collect();
+        if behind.is_empty() {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "lake writer did not catch up on {behind:?}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// A zombie writer, deterministically: writer A writes its first unit's files and is held
+/// just before committing them (`OCTANT_LAKE_HOLD_COMMIT`), then paused (SIGSTOP) past its
+/// Kafka session timeout; writer B takes every partition over and writes the whole topic;
+/// A resumes and tries its commit. It is refused (`errors_total{kind="fenced"}`), its files
+/// stay in no table, and the independent reader finds every offset exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_writer_cannot_commit_over_the_partitions_new_owner() {
+    let env = TestEnv::new("zombie", 2).await;
+    let lake = std::env::temp_dir().join(format!("octant-lake-zombie-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&lake);
+    let hold = std::env::temp_dir().join(format!("octant-lake-zombie-hold-{}", std::process::id()));
+    let held = hold.with_extension("held");
+    let _ = std::fs::remove_file(&held);
+    std::fs::write(&hold, b"").unwrap();
+    let records = octant_gen::generate(&FleetSpec::demo(2, 7, 1_764_489_600_000), 0, 40);
+    octant_gen::produce(&env.kafka, records, None).await.unwrap();
+    // No background compaction: a file on disk that no log lists is then the zombie's.
+    let quiet = |mut v: Vec<(String, String)>| {
+        v.push(("OCTANT_LAKE_WRITER__COMPACT_EVERY".into(), "0s".into()));
+        v
+    };
+    let admin_a: std::net::SocketAddr = format!("127.0.0.1:{}", octant_runtime::broker::free_port()).parse().unwrap();
+    let a = lake_writer_process_with(&env, &lake, admin_a, &quiet(vec![("OCTANT_LAKE_HOLD_COMMIT".into(), hold.display().to_string())]));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while !held.exists() {
+        assert!(tokio::time::Instant::now() < deadline, "writer A never reached its first commit");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A holds a unit whose files are written; paused, its heartbeats stop too.
+    unsafe { libc::kill(a.0.id() as i32, libc::SIGSTOP) };
+    let produced = topic_offsets(&env).await;
+    let admin_b: std::net::SocketAddr = format!("127.0.0.1:{}", octant_runtime::broker::free_port()).parse().unwrap();
+    let b = lake_writer_process_with(&env, &lake, admin_b, &quiet(vec![]));
+    // B gets the partitions once A's session (10 s) lapses, and writes everything.
+    caught_up(&lake, &produced, Duration::from_secs(180)).await;
+    let fenced = |m: &BTreeMap<String, f64>| {
+        m.iter()
+            .filter(|(k, _)| k.starts_with("octant_lake_writer_errors_total") && k.contains("kind=\"fenced\""))
+            .map(|(_, v)| *v)
+            .sum::<f64>()
+    };
+    // A goes on: its commit finds B's version of the partition where it expected none.
+    std::fs::remove_file(&hold).unwrap();
+    unsafe { libc::kill(a.0.id() as i32, libc::SIGCONT) };
+    let m = wait_metrics(admin_a, "writer A's commit refused", |m| fenced(m) >= 1.0).await;
+    eprintln!("zombie writer refused {} time(s)", fenced(&m));
+    assert_eq!(fenced(&scrape(admin_b).await), 0.0, "the new owner was never refused");
+    drop(a);
+    drop(b);
+    let c = assert_exactly_once(&lake, &produced);
+    // A's refused files are on disk, in no table.
+    let listed: BTreeSet<PathBuf> = delta_read(&lake)
+        .values()
+        .flat_map(|t| t["files"].as_array().cloned().unwrap_or_default())
+        .map(|f| PathBuf::from(f.as_str().unwrap()).canonicalize().unwrap())
+        .collect();
+    let on_disk: Vec<PathBuf> = std::fs::read_dir(&lake)
+        .unwrap()
+        .flatten()
+        .flat_map(|t| std::fs::read_dir(t.path()).into_iter().flatten().flatten())
+        .filter(|d| d.file_name().to_string_lossy().starts_with("date="))
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten().map(|f| f.path().canonicalize().unwrap()))
+        .collect();
+    let unlisted = on_disk.iter().filter(|f| !listed.contains(*f)).count();
+    assert!(unlisted >= 1, "the zombie's files are on disk and in no table ({} files, {} listed)", on_disk.len(), listed.len());
+    eprintln!("every offset once ({:?}); {unlisted} file(s) of the refused unit in no table", c.rows_by_table);
+    let _ = std::fs::remove_dir_all(&lake);
+    let _ = std::fs::remove_file(&held);
 }
 
 /// (topic, partition) → every offset on it, for every topic the lake writer reads, each read

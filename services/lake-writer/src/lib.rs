@@ -92,7 +92,24 @@ pub struct LakePartition {
     /// Tables written since the last background compaction, and when that was.
     written_to: std::collections::BTreeSet<&'static str>,
     compacted: Instant,
+    /// When the last write failed (`None`: it succeeded): a full buffer is written again at
+    /// most once per [`RETRY_EVERY`], not on every record read after it.
+    failed: Option<Instant>,
 }
+
+/// How often a failing partition's full buffer is written again.
+const RETRY_EVERY: Duration = Duration::from_secs(1);
+
+/// While the lake refuses writes, a partition's buffer stops growing at this many times
+/// `max_file_bytes`: reading the next record waits (up to [`FULL_WAIT`]) for a write to
+/// succeed — backpressure on the consumer rather than a buffer that grows until the process
+/// runs out of memory. Nothing read is lost: Kafka offsets move only with the lake.
+const FULL_BUFFERS: usize = 4;
+
+/// How long one record waits for a full buffer to be written (the loop then goes on, so
+/// ticks, rebalances and shutdown are not held up longer than this; the buffer grows by one
+/// record per wait at most).
+const FULL_WAIT: Duration = Duration::from_secs(10);
 
 struct LakeStage {
     lake: Lake,
@@ -139,9 +156,18 @@ impl LakeStage {
         })
     }
 
-    /// Every table's version of `topic`/`partition` in the lake.
+    /// Every table's version of `topic`/`partition` in the lake, its newest log entries made
+    /// durable first (what this writer goes on from must survive a power loss: an entry of a
+    /// write that failed after its commit, or of a writer that crashed, may not be;
+    /// [`Lake::sync_log`]).
     fn versions(&self, topic: &str, partition: i32) -> std::io::Result<HashMap<&'static str, Option<i64>>> {
-        schema::TABLES.iter().map(|t| Ok((t.name, self.lake.committed(t.name, topic, partition)?))).collect()
+        schema::TABLES
+            .iter()
+            .map(|t| {
+                self.lake.sync_log(t.name)?;
+                Ok((t.name, self.lake.committed(t.name, topic, partition)?))
+            })
+            .collect()
     }
 
     /// Writes the partition's buffer as one unit. On failure the buffer stays (retried later).
@@ -210,6 +236,7 @@ impl LakeStage {
                     p.written_to.insert(t);
                 }
                 self.metrics.flush_seconds.observe(started.elapsed().as_secs_f64());
+                p.failed = None;
                 tracing::debug!(topic = %p.topic, partition = p.partition, first, last = p.last, files = paths.len(), "unit written");
                 self.written(p);
                 true
@@ -226,6 +253,7 @@ impl LakeStage {
                     tracing::warn!(error = %e, topic = %p.topic, partition = p.partition, "writing a unit failed; retried at the next tick");
                     self.metrics.errors.with_label_values(&["io"]).inc();
                 }
+                p.failed = Some(Instant::now());
                 self.settle(p);
                 p.first.is_none()
             }
@@ -329,6 +357,13 @@ impl Stage for LakeStage {
         let home = lake::home_table(&tp.topic);
         let committed = versions.get(home).copied().flatten();
         tracing::info!(topic = %tp.topic, partition = tp.partition, offset, ?committed, "partition opened: resuming after the last offset in the lake");
+        if offset > committed.map_or(0, |c| c + 1) {
+            // The group's offset is past the lake's end (moved by hand, or the lake was
+            // replaced): the records between are read by no one.
+            tracing::warn!(topic = %tp.topic, partition = tp.partition, offset, ?committed,
+                "the consumer group resumes past the last offset in the lake: the records between are not in it (reset the group's offset to write them)");
+            self.metrics.errors.with_label_values(&["gap"]).inc();
+        }
         Ok(LakePartition {
             topic: tp.topic.clone(),
             partition: tp.partition,
@@ -343,6 +378,7 @@ impl Stage for LakeStage {
             unsure: None,
             written_to: Default::default(),
             compacted: Instant::now(),
+            failed: None,
         })
     }
 
@@ -393,8 +429,16 @@ impl Stage for LakeStage {
         p.bytes += payload.len() + 64;
         p.buffer.entry((table.name, date)).or_default().push(row);
         self.metrics.buffered.with_label_values(&[&p.topic]).inc();
-        if p.bytes >= self.config.max_file_bytes {
-            self.flush(p);
+        let full = |p: &LakePartition| p.bytes >= FULL_BUFFERS * self.config.max_file_bytes;
+        if p.bytes >= self.config.max_file_bytes && (full(p) || p.failed.is_none_or(|t| t.elapsed() >= RETRY_EVERY)) {
+            let waiting = Instant::now();
+            let mut warned = false;
+            while !self.flush(p) && full(p) && waiting.elapsed() < FULL_WAIT {
+                if !std::mem::replace(&mut warned, true) {
+                    tracing::warn!(topic = %p.topic, partition = p.partition, bytes = p.bytes, "the buffer is full and the lake refuses writes: reading waits");
+                }
+                std::thread::sleep(RETRY_EVERY);
+            }
         }
         (Vec::new(), ())
     }
@@ -528,6 +572,35 @@ mod tests {
         assert_eq!(raw_offsets(&dir), vec![0, 1, 2, 3, 4]);
         assert_eq!(stage.lake.committed("observations", topic, 0).unwrap(), Some(4));
         assert_eq!(stage.commit_point(&mut p, &PartitionOffsets::default()).map(|c| c.offset), Some(5));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// While the lake refuses writes, a full buffer is written again once per [`RETRY_EVERY`],
+    /// not for every record read after it (each try would leave a file behind); past
+    /// [`FULL_BUFFERS`] buffers, reading waits for the lake, and goes on once a write succeeds.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_lake_is_retried_once_a_second_and_holds_reading_back() {
+        let (dir, mut stage, mut p) = stage_on("failing", "t");
+        stage.config.max_file_bytes = 1_000;
+        // The date directory of the raw-records table is a file: every write fails (also as root).
+        let blocker = dir.join("raw_records").join("date=1970-01-01");
+        std::fs::create_dir_all(blocker.parent().unwrap()).unwrap();
+        std::fs::write(&blocker, b"not a directory").unwrap();
+        let tries = |stage: &LakeStage| stage.metrics.errors.with_label_values(&["io"]).get();
+        // 78 bytes a record: full at record 13, 50 records in well under a second.
+        read(&mut stage, &mut p, "t", 0..=49);
+        assert!((1..=2).contains(&tries(&stage)), "{} writes tried for 37 records past a full buffer", tries(&stage));
+        assert_eq!(p.first, Some(0), "everything still buffered");
+        // Four buffers full: the next record waits until the lake takes the unit.
+        stage.config.max_file_bytes = 900;
+        let mended = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(2_500));
+            std::fs::remove_file(&blocker).unwrap();
+        });
+        read(&mut stage, &mut p, "t", 50..=50);
+        mended.join().unwrap();
+        assert!(p.first.is_none(), "written while reading waited");
+        assert_eq!(raw_offsets(&dir), (0..=50).collect::<Vec<_>>());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

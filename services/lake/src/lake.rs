@@ -145,16 +145,51 @@ impl Lake {
             for part in parts {
                 let schema = Lake::schema_of(part.table, &part.files);
                 let mut files = Vec::new();
+                let put = std::time::Instant::now();
                 for f in &part.files {
                     let (file, shown) = self.put_file(part.table, &f.date, &name, &f.batch, props).await?;
                     written.push(shown);
                     files.push(file);
+                }
+                hold_before_commit();
+                // Files no commit lists are deleted by an erasure's VACUUM of orphans once
+                // older than its orphan age (24 h by default): files that old are not committed.
+                if put.elapsed() > MAX_UNCOMMITTED_AGE {
+                    return Err(io::Error::other(format!(
+                        "{}'s files of {app} were written {:?} ago, more than {MAX_UNCOMMITTED_AGE:?}: not committed (VACUUM may have deleted them); the unit is written again",
+                        part.table,
+                        put.elapsed()
+                    )));
                 }
                 let version = self.tables.commit(part.table, schema.as_deref(), &app, part.expected, last, files).await?;
                 self.sync_commit(part.table, version)?;
             }
             Ok(written)
         })
+    }
+}
+
+/// A unit's files are committed within this long of being written, or not at all (the
+/// writer writes them again): an erasure deletes files in no table older than its orphan age
+/// (24 h by default, `octant lake erase --orphan-age`), which must stay well above this.
+pub const MAX_UNCOMMITTED_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// A test hook (the zombie-writer test): with `OCTANT_LAKE_HOLD_COMMIT=<file>` set and the
+/// file present, the process's first unit stops after writing its first table's files and
+/// before committing them, creates `<file>.held`, and goes on once the file is gone. Unset
+/// (always, outside that test), it costs one environment lookup per unit.
+fn hold_before_commit() {
+    static HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let Some(file) = std::env::var_os("OCTANT_LAKE_HOLD_COMMIT").map(std::path::PathBuf::from) else { return };
+    if !file.exists() || HELD.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let mut held = file.clone().into_os_string();
+    held.push(".held");
+    let _ = std::fs::write(&held, b"");
+    tracing::warn!(file = %file.display(), "holding a unit before its commit (OCTANT_LAKE_HOLD_COMMIT) until the file is removed");
+    while file.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
 
@@ -192,6 +227,39 @@ impl Lake {
         Ok(())
     }
 }
+
+impl Lake {
+    /// Makes the newest entries of `table`'s log durable on a local directory (no-op on an
+    /// object store): a writer about to rely on the versions it reads (opening a partition,
+    /// settling after a failed write) must not rely on an entry a failed or crashed writer
+    /// wrote but did not fsync — a power loss could take it after Kafka offsets were committed
+    /// past it, or leave a gap below a later, synced entry.
+    pub fn sync_log(&self, table: &str) -> io::Result<()> {
+        if !self.is_local() {
+            return Ok(());
+        }
+        let log = std::path::PathBuf::from(format!("/{}", self.tables.table_path(table))).join("_delta_log");
+        let mut entries: Vec<std::path::PathBuf> = match std::fs::read_dir(&log) {
+            Ok(d) => d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        // Zero-padded versions: the name order is the version order.
+        entries.sort();
+        for e in entries.iter().rev().take(SYNCED_LOG_ENTRIES) {
+            std::fs::File::open(e)?.sync_all()?;
+        }
+        std::fs::File::open(&log)?.sync_all()?;
+        if let Some(table_dir) = log.parent() {
+            std::fs::File::open(table_dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+}
+
+/// Log entries [`Lake::sync_log`] makes durable, newest first: more than the writers of a
+/// table can commit between a failed fsync and the next reading (fsync of a clean file is cheap).
+const SYNCED_LOG_ENTRIES: usize = 32;
 
 /// Makes a file written on a local directory durable: the file, then its directory (a
 /// power loss must not take a committed log entry or a file it lists; SIGKILL alone would not).

@@ -225,8 +225,11 @@ pub struct EraseArgs {
     #[arg(long, default_value = "octant-evidence")]
     pub evidence: PathBuf,
     /// Files of interrupted units (in no table) written at least this long ago are deleted
-    /// too; younger ones may belong to a unit a writer is committing right now.
-    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    /// too; younger ones may belong to a unit a writer is about to commit (a writer commits
+    /// its files within 10 minutes of writing them or writes them again; far above that, a
+    /// writer paused between that check and its commit). With every lake writer stopped, `0s`
+    /// deletes them all.
+    #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
     pub orphan_age: Duration,
 }
 

@@ -1,8 +1,14 @@
 //! The chain scorer → aggregator → lake writer, in events per second per core, printed as a
 //! table (figures go to BENCHMARKS.md).
 //!
-//! `cargo bench -p octant-integration-tests --bench chain -- [EVENTS] [SYSTEMS] [INSTANCES] [hot] [paced=RATE]`
+//! `cargo bench -p octant-integration-tests --bench chain -- [EVENTS] [SYSTEMS] [INSTANCES] [hot] [paced=RATE] [alone]`
 //! (defaults 100,000 events, 20 systems, 1 instance of scorer and aggregator)
+//!
+//! With `alone`, each stage then runs once more by itself, in its own process
+//! (`octant-test-service`, release, a consumer group of its own) over the topics the chain
+//! filled — the lake writer, then the aggregator, then the scorer — and its peak resident
+//! set (VmHWM) once it has done the same work is printed: the chain's one-process peak split
+//! by stage.
 //!
 //! With `paced=RATE` the events are not pre-filled: the stages start first, then the events
 //! are produced at RATE per second while they run, and the latency of each run — its last
@@ -54,6 +60,65 @@ fn peak_rss_mib() -> f64 {
         .ok()
         .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
         .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// A scrape of a stage's `/metrics`.
+struct Scraped(std::collections::BTreeMap<String, f64>);
+
+impl Scraped {
+    /// The sum of `name`'s series whose labels contain `label`.
+    fn sum(&self, name: &str, label: &str) -> f64 {
+        self.0.iter().filter(|(k, _)| k.split('{').next() == Some(name) && k.contains(label)).map(|(_, v)| v).sum()
+    }
+}
+
+/// When a stage running alone has done its work, judged by its metrics.
+type Done = Box<dyn Fn(&Scraped) -> bool>;
+
+/// A stage to run alone: its service name, its environment prefix, extra variables, and when
+/// it is done.
+type Alone = (&'static str, &'static str, Vec<(&'static str, String)>, Done);
+
+/// Runs `stage` alone in its own process over the topics, in a consumer group of its own,
+/// until `done` holds of its metrics (an hour at most); returns the seconds that took and its
+/// peak resident set in MiB.
+async fn alone(kafka: &KafkaConfig, stage: &str, prefix: &str, extra: &[(&str, String)], done: Done) -> anyhow::Result<(f64, f64)> {
+    let admin = format!("127.0.0.1:{}", broker::free_port());
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_octant-test-service"));
+    cmd.arg(stage)
+        .env(format!("{prefix}__KAFKA__BROKERS"), &kafka.brokers)
+        .env(format!("{prefix}__GROUP_ID"), format!("octant-bench-alone-{stage}"))
+        .env(format!("{prefix}__ADMIN_ADDR"), &admin)
+        .stdout(std::process::Stdio::null());
+    for (k, v) in extra {
+        cmd.env(format!("{prefix}__{k}"), v);
+    }
+    let mut child = cmd.spawn()?;
+    let started = Instant::now();
+    let addr: std::net::SocketAddr = admin.parse()?;
+    let result = loop {
+        if started.elapsed() > Duration::from_secs(3600) {
+            break Err(anyhow::anyhow!("{stage} alone did not finish in an hour"));
+        }
+        if let Some(status) = child.try_wait()? {
+            break Err(anyhow::anyhow!("{stage} alone exited: {status}"));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if tokio::net::TcpStream::connect(addr).await.is_err() {
+            continue;
+        }
+        if done(&Scraped(octant_integration_tests::scrape(addr).await)) {
+            let hwm = std::fs::read_to_string(format!("/proc/{}/status", child.id()))?
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+                .map_or(f64::NAN, |kb| kb / 1024.0);
+            break Ok((started.elapsed().as_secs_f64(), hwm));
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    result
 }
 
 #[tokio::main]
@@ -230,6 +295,36 @@ async fn main() -> anyhow::Result<()> {
         let _ = tokio::time::timeout(Duration::from_secs(30), task).await;
     }
     let _ = std::fs::remove_dir_all(&lake);
+    if args.iter().any(|a| a == "alone") {
+        let events = n as f64;
+        let lake_alone = std::env::temp_dir().join(format!("octant-bench-chain-alone-{}", std::process::id()));
+        let stages: [Alone; 3] = [
+            (
+                "lake_writer",
+                "OCTANT_LAKE_WRITER",
+                vec![("LAKE", lake_alone.display().to_string()), ("MAX_FILE_AGE", "2s".into())],
+                Box::new(move |m: &Scraped| {
+                    m.sum("octant_lake_writer_records_total", "table=\"trajectory_events\"") >= events
+                        && m.sum("octant_lake_writer_records_total", "table=\"observations\"") >= obs
+                }),
+            ),
+            (
+                "aggregator",
+                "OCTANT_AGGREGATOR",
+                vec![],
+                Box::new(move |m: &Scraped| m.sum("octant_aggregator_observations_total", "") >= obs),
+            ),
+            ("scorer", "OCTANT_SCORER", vec![], Box::new(move |m: &Scraped| m.sum("octant_scorer_events_consumed_total", "") >= events)),
+        ];
+        println!();
+        println!("| stage alone (its own process, same input) | done in | peak resident memory |");
+        println!("|---|---|---|");
+        for (stage, prefix, extra, done) in stages {
+            let (secs, mib) = alone(&kafka, stage, prefix, &extra, done).await?;
+            println!("| {stage} | {secs:.1} s | {mib:.0} MiB |");
+        }
+        let _ = std::fs::remove_dir_all(&lake_alone);
+    }
     drop(broker);
     std::process::exit(0)
 }

@@ -22,10 +22,16 @@
 //! ([`Windows::retained_min_offset`]); the replay then emits exactly what the first run emitted.
 //!
 //! ## State
-//! A **linear** series (ratio metrics, ECE, the fairness gap) keeps the bootstrap replicate
-//! sums of the window it will emit next, plus per-pane per-cluster sums so a pane can be
-//! subtracted exactly when it leaves. Cost per observation: its cluster's B weights twice
-//! (entering and leaving the window). A **task** series (pass@k, pass^k, outcome
+//! A **linear** series (ratio metrics, ECE, the fairness gap) keeps per-pane per-cluster sums
+//! (an observation adds to its cluster's sums in its pane, nothing more) and the bootstrap
+//! replicate sums of the panes of the next window before the frontier pane. When the window
+//! closes, the frontier pane enters the replicate sums and the oldest pane leaves them, each
+//! cluster once with its pane's summed components: a cluster's B weights are drawn twice per
+//! pane it has units in (entering and leaving), however many observations it has there. Exact:
+//! the components are integers, and `w·a + w·b = w·(a + b)`. A sparse series (at most
+//! [`MATERIALISE_UP_TO`] (pane, cluster) sums in its next window) keeps no replicate sums
+//! between windows: they are made at emission from its pane sums (the same integers), so the
+//! B × width integers of a series are held only where many clusters share a window. A **task** series (pass@k, pass^k, outcome
 //! consistency) keeps per-pane per-task attempt counts and resamples tasks at emission.
 //! A **declared** series (contamination) keeps the largest declared value per pane.
 
@@ -397,7 +403,10 @@ pub(crate) struct LinearPane {
 pub(crate) enum SeriesState {
     Linear {
         dims: usize,
-        window: ReplicateSums,
+        /// The replicate sums of the next window's panes before the frontier pane, kept
+        /// between windows only while the window holds more than [`MATERIALISE_UP_TO`]
+        /// (pane, cluster) sums (`None`: made at emission from the panes, see [`Windows::emit`]).
+        window: Option<ReplicateSums>,
         panes: BTreeMap<i64, LinearPane>,
         /// Fairness: group name → component block.
         groups: BTreeMap<String, usize>,
@@ -412,6 +421,64 @@ pub(crate) enum SeriesState {
     },
 }
 
+/// The observation-id hashes of one pane.
+#[derive(Debug)]
+enum Seen {
+    /// A pane at or after the frontier: observations are still added.
+    Open(HashSet<u64>),
+    /// A pane before the frontier (every observation of it is late): sorted.
+    Closed(Box<[u64]>),
+}
+
+impl Seen {
+    fn contains(&self, h: u64) -> bool {
+        match self {
+            Seen::Open(s) => s.contains(&h),
+            Seen::Closed(v) => v.binary_search(&h).is_ok(),
+        }
+    }
+
+    /// Adds `h`; false if it was there. Only open panes take observations.
+    fn insert(&mut self, h: u64) -> bool {
+        match self {
+            Seen::Open(s) => s.insert(h),
+            Seen::Closed(v) => {
+                debug_assert!(false, "an observation added to a pane before the frontier");
+                let mut all = v.to_vec();
+                let fresh = all.binary_search(&h).map_err(|at| all.insert(at, h)).is_err();
+                *v = all.into_boxed_slice();
+                fresh
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        if let Seen::Open(s) = self {
+            let mut v: Vec<u64> = s.drain().collect();
+            v.sort_unstable();
+            *self = Seen::Closed(v.into_boxed_slice());
+        }
+    }
+}
+
+/// A linear series whose next window holds at most this many (pane, cluster) sums keeps no
+/// replicate sums between windows (B × width integers, 32 KiB for a rate at B = 1000): they
+/// are made at emission from those sums, which costs about what keeping them costs per
+/// window (a cluster entering and one leaving) and frees the memory of the many sparse
+/// series of a large fleet. Above it they are kept and updated pane by pane. Exact either way.
+pub const MATERIALISE_UP_TO: usize = 8;
+
+/// The replicate sums of `panes`' cluster sums.
+fn window_sums<'a>(boot: &BootstrapSpec, dims: usize, panes: impl Iterator<Item = (&'a i64, &'a LinearPane)>) -> ReplicateSums {
+    let mut w = ReplicateSums::new(boot, dims);
+    for (_, p) in panes {
+        for (c, sums) in &p.clusters {
+            w.add_cluster(*c, sums, 0);
+        }
+    }
+    w
+}
+
 /// The windows of one input partition.
 #[derive(Debug)]
 pub struct Windows {
@@ -421,7 +488,7 @@ pub struct Windows {
     pub(crate) series: BTreeMap<SeriesKey, SeriesState>,
     /// Observation-id hashes per pane, for duplicate detection (kept one window length
     /// beyond the window).
-    seen: BTreeMap<i64, HashSet<u64>>,
+    seen: BTreeMap<i64, Seen>,
     /// Smallest input offset of an accepted observation, per pane.
     pane_offsets: BTreeMap<i64, i64>,
     /// (offset, frontier after processing it) whenever the frontier moved.
@@ -509,7 +576,7 @@ impl Windows {
         if t < frontier {
             // A late duplicate is still a duplicate.
             let pane = self.spec.pane_of(t);
-            if self.seen.get(&pane).is_some_and(|s| s.contains(&cluster_hash(&o.observation_id))) {
+            if self.seen.get(&pane).is_some_and(|s| s.contains(cluster_hash(&o.observation_id))) {
                 Added::Duplicate
             } else {
                 Added::Late { frontier }
@@ -521,7 +588,7 @@ impl Windows {
 
     fn accept(&mut self, o: &Observation, metric: &'static MetricSpec, offset: i64) -> Added {
         let pane = self.spec.pane_of(o.event_time);
-        if !self.seen.entry(pane).or_default().insert(cluster_hash(&o.observation_id)) {
+        if !self.seen.entry(pane).or_insert_with(|| Seen::Open(HashSet::new())).insert(cluster_hash(&o.observation_id)) {
             return Added::Duplicate;
         }
         let off = self.pane_offsets.entry(pane).or_insert(offset);
@@ -612,10 +679,9 @@ impl Windows {
 
     /// Counts a unit without weight in a ratio series (creating it).
     fn weightless(&mut self, key: SeriesKey, pane: i64) {
-        let boot = self.boot;
         let st = self.series.entry(key).or_insert_with(|| SeriesState::Linear {
             dims: 2,
-            window: ReplicateSums::new(&boot, 2),
+            window: None,
             panes: BTreeMap::new(),
             groups: BTreeMap::new(),
         });
@@ -633,14 +699,13 @@ impl Windows {
         cluster: u64,
         fill: impl FnOnce(&mut [i128], &mut BTreeMap<String, usize>),
     ) {
-        let boot = self.boot;
         let st = self.series.entry(key).or_insert_with(|| SeriesState::Linear {
             dims,
-            window: ReplicateSums::new(&boot, dims),
+            window: None,
             panes: BTreeMap::new(),
             groups: BTreeMap::new(),
         });
-        let SeriesState::Linear { dims, window, panes, groups } = st else { return };
+        let SeriesState::Linear { dims, panes, groups, .. } = st else { return };
         let mut c = vec![0i128; *dims];
         fill(&mut c, groups);
         let p = panes.entry(pane).or_default();
@@ -649,11 +714,9 @@ impl Windows {
         for (a, b) in slot.iter_mut().zip(&c) {
             *a += b;
         }
-        // The window sums hold the next window to emit, [F + slide − length, F + slide):
-        // a non-late observation is in it exactly when its pane is F.
-        if Some(pane) == self.frontier {
-            window.add_cluster(cluster, &c, 1);
-        }
+        // Not in the window sums yet: they hold the panes of the next window before the
+        // frontier pane, [F + slide − length, F); pane F enters them, each cluster once with
+        // its summed components, when the window closes (`advance_to`).
     }
 
     /// The watermark is now `watermark` (read at `offset`): emits every window it closed, in
@@ -666,16 +729,16 @@ impl Windows {
             let f = target.min(oldest);
             self.frontier = Some(f);
             self.frontier_log.push_back((offset, f));
-            // The window sums hold the window ending F + slide: every pane of it with data.
-            // Usually only pane F has any, but after a restart that resumed without a frontier,
+            // The window sums hold the panes of the window ending F + slide before pane F.
+            // Usually none has data, but after a restart that resumed without a frontier,
             // observations accepted before this watermark may lie in older panes of the window
             // (`pane_offsets`, which gave `oldest`, only keeps the panes a future commit point
             // needs): they are in the window's units, so they are in its sums (each is
             // subtracted when it leaves).
             let from = f + self.spec.slide_ms - self.spec.length_ms;
             for st in self.series.values_mut() {
-                if let SeriesState::Linear { window, panes, .. } = st {
-                    for (_, p) in panes.range(from..=f) {
+                if let SeriesState::Linear { window: Some(window), panes, .. } = st {
+                    for (_, p) in panes.range(from..f) {
                         for (c, sums) in &p.clusters {
                             window.add_cluster(*c, sums, 0);
                         }
@@ -686,6 +749,16 @@ impl Windows {
         let mut out = Vec::new();
         while let Some(f) = self.frontier.filter(|f| *f < target) {
             let end = f + self.spec.slide_ms;
+            // The frontier pane enters the window sums: they now hold the window ending `end`.
+            for st in self.series.values_mut() {
+                if let SeriesState::Linear { window: Some(window), panes, .. } = st
+                    && let Some(p) = panes.get(&f)
+                {
+                    for (c, sums) in &p.clusters {
+                        window.add_cluster(*c, sums, 0);
+                    }
+                }
+            }
             if self.emitted_until.is_none_or(|e| end > e)
                 && let Some(e) = self.emit(end)
             {
@@ -706,7 +779,7 @@ impl Windows {
         for (key, st) in &self.series {
             let metric = spec(key.metric).expect("series are catalogue metrics");
             let w = match st {
-                SeriesState::Linear { window, panes, .. } => {
+                SeriesState::Linear { window, panes, dims, .. } => {
                     let in_window = panes.range(start..end);
                     let units: u64 = in_window.clone().map(|(_, p)| p.units).sum();
                     let weightless: u64 = in_window.clone().map(|(_, p)| p.weightless).sum();
@@ -725,6 +798,16 @@ impl Windows {
                         continue;
                     }
                     let clusters = in_window.clone().flat_map(|(_, p)| p.clusters.keys()).collect::<HashSet<_>>().len() as u64;
+                    // A sparse series' replicate sums are made now, from its few (pane, cluster)
+                    // sums: the same integers the incremental sums would hold.
+                    let made;
+                    let window = match window {
+                        Some(w) => w,
+                        None => {
+                            made = window_sums(&self.boot, *dims, in_window.clone());
+                            &made
+                        }
+                    };
                     // Debug builds (the tests) check the invariant the incremental sums rest on:
                     // they are the sums of the window's panes. (An intermittent failure of the
                     // crash test shows an instance where they were not; this says when.)
@@ -781,27 +864,32 @@ impl Windows {
         (!series.is_empty()).then_some(Emission { window_start: start, window_end: end, series })
     }
 
-    /// Moves the window sums from the window ending `end` to the one ending `end + slide`:
-    /// the oldest pane leaves, pane `end` enters. Drops state no future window needs.
+    /// Moves the window sums from the window ending `end` (just emitted) to the panes of the
+    /// one ending `end + slide` before its frontier pane `end` (which enters when that window
+    /// closes): the oldest pane leaves. Drops state no future window needs.
     fn slide(&mut self, end: i64) {
         let leaving = end - self.spec.length_ms;
         let keep_from = end + self.spec.slide_ms - self.spec.length_ms;
         for st in self.series.values_mut() {
             match st {
-                SeriesState::Linear { window, panes, .. } => {
-                    if let Some(p) = panes.remove(&leaving) {
+                SeriesState::Linear { window, panes, dims, .. } => {
+                    let left = panes.remove(&leaving);
+                    if let (Some(window), Some(p)) = (window.as_mut(), &left) {
                         for (c, sums) in &p.clusters {
                             let neg: Vec<i128> = sums.iter().map(|x| -x).collect();
                             window.add_cluster(*c, &neg, 0);
                         }
                     }
-                    if let Some(p) = panes.get(&end) {
-                        for (c, sums) in &p.clusters {
-                            window.add_cluster(*c, sums, 0);
-                        }
-                    }
                     while panes.first_key_value().is_some_and(|(k, _)| *k < keep_from) {
                         panes.pop_first();
+                    }
+                    // Kept between windows while the next one holds many (pane, cluster) sums,
+                    // made at emission while it holds few (hysteresis between the two).
+                    let entries: usize = panes.range(keep_from..end).map(|(_, p)| p.clusters.len()).sum();
+                    if window.is_none() && entries > MATERIALISE_UP_TO {
+                        *window = Some(window_sums(&self.boot, *dims, panes.range(keep_from..end)));
+                    } else if window.is_some() && entries <= MATERIALISE_UP_TO / 2 {
+                        *window = None;
                     }
                 }
                 SeriesState::Tasks { panes } => {
@@ -835,6 +923,12 @@ impl Windows {
         }
         while self.seen.first_key_value().is_some_and(|(k, _)| *k < keep_from - self.spec.length_ms) {
             self.seen.pop_first();
+        }
+        // Panes before the new frontier take no more observations: their hashes only answer
+        // whether a late observation is a duplicate, from a sorted list (half the memory of
+        // a hash set).
+        for (_, s) in self.seen.range_mut(..end) {
+            s.close();
         }
     }
 
@@ -1064,9 +1158,46 @@ pub(crate) mod tests {
     #[test]
     fn windows_hold_exactly_their_observations() {
         let input = stream(600);
-        let mut w = Windows::new(spec_(), boot(), None);
-        let out = run_all(&mut w, &input, 0);
+        let out = brute_force_agrees(&input);
         assert!(out.len() > 50, "{} windows", out.len());
+        // Consecutive windows slide by one minute.
+        assert!(out.windows(2).all(|p| p[1].window_end - p[0].window_end == MIN));
+    }
+
+    /// A series whose windows go from dense (replicate sums kept between windows) to sparse
+    /// (made at emission, [`MATERIALISE_UP_TO`]) and back: every window's replicates are the
+    /// brute-force bootstrap's, to the bit.
+    #[test]
+    fn sparse_and_dense_windows_give_the_same_replicates() {
+        let mut t = T0;
+        let input: Vec<Observation> = (0..700)
+            .map(|i| {
+                // Dense: an observation every 5 s, two per run; sparse: one every 3 min, each its own run.
+                let sparse = (250..400).contains(&i);
+                t += if sparse { 180_000 } else { 5_000 };
+                let run = if sparse { format!("lone-{i}") } else { format!("run-{}", i / 2) };
+                obs(&format!("{run}/unsafe_action_rate/{i}"), "unsafe_action_rate", &run, t, (i % 3 == 0) as u8 as f64)
+            })
+            .collect();
+        let mut w = Windows::new(spec_(), boot(), None);
+        let (mut kept, mut made) = (0, 0);
+        for (i, o) in input.iter().enumerate() {
+            feed(&mut w, o, i as i64);
+            match w.series.values().next() {
+                Some(SeriesState::Linear { window: Some(_), .. }) => kept += 1,
+                Some(SeriesState::Linear { window: None, .. }) => made += 1,
+                _ => {}
+            }
+        }
+        assert!(kept > 100 && made > 100, "both ways: kept {kept}, made at emission {made}");
+        brute_force_agrees(&input);
+    }
+
+    /// Runs `input` through fresh windows and checks every emitted window against the
+    /// bootstrap of the observations inside it, computed directly; returns the emissions.
+    fn brute_force_agrees(input: &[Observation]) -> Vec<Emission> {
+        let mut w = Windows::new(spec_(), boot(), None);
+        let out = run_all(&mut w, input, 0);
         for e in &out {
             assert_eq!(e.window_end - e.window_start, 10 * MIN);
             let s = &e.series[0];
@@ -1085,8 +1216,7 @@ pub(crate) mod tests {
             // Debug form: NaN replicates compare equal there.
             assert_eq!(format!("{:?}", s.estimate), format!("{expected:?}"), "window ending {}", e.window_end);
         }
-        // Consecutive windows slide by one minute.
-        assert!(out.windows(2).all(|p| p[1].window_end - p[0].window_end == MIN));
+        out
     }
 
     #[test]

@@ -134,13 +134,14 @@ pub(crate) fn linear_window(
     panes: Option<&[PaneEvidence]>,
     level: f64,
 ) -> SeriesWindow {
-    let stat: fn(&[i128]) -> Option<f64> = match metric.estimator {
-        Estimator::Ece => calibration::statistic,
-        Estimator::GroupGap => fairness::statistic,
-        _ => ratio,
+    // Each statistic by name (not through a function pointer): a thousand replicates each.
+    let estimate = match metric.estimator {
+        Estimator::Ece => window.estimate(level, calibration::statistic),
+        Estimator::GroupGap => window.estimate(level, fairness::statistic),
+        _ => window.estimate(level, ratio),
     };
     let rate = is_rate(metric);
-    let estimate = window.estimate(level, stat).map(|mut e| {
+    let estimate = estimate.map(|mut e| {
         e.units = units;
         if rate { rate_interval(e, from_fixed(window.point()[1]), clusters) } else { e }
     });
@@ -706,14 +707,10 @@ impl Windows {
             groups: BTreeMap::new(),
         });
         let SeriesState::Linear { dims, panes, groups, .. } = st else { return };
-        let mut c = vec![0i128; *dims];
-        fill(&mut c, groups);
         let p = panes.entry(pane).or_default();
         p.units += 1;
-        let slot = p.clusters.entry(cluster).or_insert_with(|| vec![0; c.len()]);
-        for (a, b) in slot.iter_mut().zip(&c) {
-            *a += b;
-        }
+        // Every `fill` adds to the components it is given: straight into the cluster's sums.
+        fill(p.clusters.entry(cluster).or_insert_with(|| vec![0; *dims]), groups);
         // Not in the window sums yet: they hold the panes of the next window before the
         // frontier pane, [F + slide − length, F); pane F enters them, each cluster once with
         // its summed components, when the window closes (`advance_to`).
@@ -776,6 +773,8 @@ impl Windows {
         let start = end - self.spec.length_ms;
         let level = self.boot.level;
         let mut series = Vec::new();
+        // The distinct clusters of a series' window (one set for every series).
+        let mut distinct: HashSet<&u64> = HashSet::new();
         for (key, st) in &self.series {
             let metric = spec(key.metric).expect("series are catalogue metrics");
             let w = match st {
@@ -797,7 +796,9 @@ impl Windows {
                         }
                         continue;
                     }
-                    let clusters = in_window.clone().flat_map(|(_, p)| p.clusters.keys()).collect::<HashSet<_>>().len() as u64;
+                    distinct.clear();
+                    distinct.extend(in_window.clone().flat_map(|(_, p)| p.clusters.keys()));
+                    let clusters = distinct.len() as u64;
                     // A sparse series' replicate sums are made now, from its few (pane, cluster)
                     // sums: the same integers the incremental sums would hold.
                     let made;
@@ -875,8 +876,10 @@ impl Windows {
                 SeriesState::Linear { window, panes, dims, .. } => {
                     let left = panes.remove(&leaving);
                     if let (Some(window), Some(p)) = (window.as_mut(), &left) {
+                        let mut neg = Vec::with_capacity(*dims);
                         for (c, sums) in &p.clusters {
-                            let neg: Vec<i128> = sums.iter().map(|x| -x).collect();
+                            neg.clear();
+                            neg.extend(sums.iter().map(|x| -x));
                             window.add_cluster(*c, &neg, 0);
                         }
                     }

@@ -87,6 +87,14 @@ impl Group {
         for inst in &self.instances {
             loop {
                 if tokio::net::TcpStream::connect(inst.admin).await.is_ok() && get(inst.admin, "/readyz").await.0 == 200 {
+                    // The address is this service's (not another's that took the port).
+                    let prefix = format!("octant_{}_", self.service);
+                    assert!(
+                        scrape(inst.admin).await.keys().any(|k| k.starts_with(&prefix)),
+                        "{}: the admin address {} answers without {prefix} metrics (another process's port?)",
+                        self.service,
+                        inst.admin
+                    );
                     break;
                 }
                 assert!(tokio::time::Instant::now() < deadline, "{} not ready {what}", self.service);

@@ -60,8 +60,34 @@ pub fn locate_tansu() -> Result<PathBuf, RuntimeError> {
     ))
 }
 
-/// A free TCP port on 127.0.0.1.
+/// A free TCP port on 127.0.0.1 for a child process to listen on, never the same twice in one
+/// process and never from the kernel's ephemeral range.
+///
+/// Asking the kernel (`bind` to port 0, then closing) raced: the port is free again until the
+/// child binds it, and in that gap the kernel handed the same port to the next request (a
+/// replacement alerter and aggregator started together in the scale-out test were given one
+/// admin port, and the test read the alerter's 12 partitions as the aggregator's) or to an
+/// outgoing connection. Ports here come from a counter below the ephemeral range (which the
+/// kernel never assigns by itself), start at a point spread by process id, and are checked free
+/// by binding them.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // /proc/sys/net/ipv4/ip_local_port_range: "32768\t60999" by default.
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse::<u32>().ok()))
+        .unwrap_or(32_768);
+    let (low, high) = if ephemeral_low > 12_000 { (10_000, ephemeral_low) } else { (20_000, 60_000) };
+    let span = high - low;
+    let start = (std::process::id().wrapping_mul(7_919)) % span;
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (low + (start + n) % span) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
 }
 
@@ -181,4 +207,24 @@ pub fn cpu_seconds_of(pid: u32) -> f64 {
             Some((f[11].parse::<f64>().ok()? + f[12].parse::<f64>().ok()?) / ticks)
         })
         .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::free_port;
+
+    #[test]
+    fn free_ports_are_never_handed_out_twice_and_not_ephemeral() {
+        let ephemeral_low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse().ok()))
+            .unwrap_or(32_768);
+        // Nobody binds them in between: the kernel's bind-to-0 would have given many twice.
+        let ports: Vec<u16> = (0..2_000).map(|_| free_port()).collect();
+        let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), ports.len(), "a port handed out twice");
+        if ephemeral_low > 12_000 {
+            assert!(ports.iter().all(|p| *p < ephemeral_low), "a port from the ephemeral range");
+        }
+    }
 }

@@ -6,7 +6,8 @@
 //!
 //! Data: the bootstrap bench's (1 M binary units; 100 k clusters of a step metric), B = 1000,
 //! 95 % percentile intervals. Octant: Poisson(1) cluster weights, replicate sums on one thread
-//! and on every core (`ReplicateSums::add_clusters`, bit-identical). SciPy: `bootstrap(…,
+//! and on every core (`ReplicateSums::add_clusters_on`, bit-identical), on the scalar reference
+//! path and on every vector path this CPU has (identical sums, asserted). SciPy: `bootstrap(…,
 //! vectorized=True, method="percentile", n_resamples=1000)` (multinomial resampling; for the
 //! clusters, `paired=True` with the ratio of sums), batched to bound its memory. The two
 //! resampling schemes differ, so endpoints agree to Monte Carlo error, not bit for bit: the
@@ -15,7 +16,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use octant_core::stats::bootstrap::{BootstrapSpec, Estimate, ReplicateSums, from_fixed, ratio};
+use octant_core::stats::bootstrap::{BootstrapSpec, Estimate, Path, ReplicateSums, from_fixed, ratio};
 
 mod common;
 use common::{binary_units, step_clusters};
@@ -32,18 +33,12 @@ fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     (best, out.expect("at least one run"))
 }
 
-fn octant(data: &[(u64, [i128; 2], u64)], threads: usize) -> Estimate {
+fn octant(data: &[(u64, [i128; 2], u64)], path: Path, threads: usize) -> (Estimate, ReplicateSums) {
     let spec = BootstrapSpec::default();
     let mut st = ReplicateSums::new(&spec, 2);
-    if threads == 1 {
-        for (c, s, n) in data {
-            st.add_cluster(*c, s, *n);
-        }
-    } else {
-        let refs: Vec<(u64, &[i128], u64)> = data.iter().map(|(c, s, n)| (*c, s.as_slice(), *n)).collect();
-        st.add_clusters(&refs, threads);
-    }
-    st.estimate(spec.level, ratio).expect("defined")
+    let refs: Vec<(u64, &[i128], u64)> = data.iter().map(|(c, s, n)| (*c, s.as_slice(), *n)).collect();
+    st.add_clusters_on(path, &refs, threads);
+    (st.estimate(spec.level, ratio).expect("defined"), st)
 }
 
 fn write_f64(path: &std::path::Path, values: impl Iterator<Item = f64>) {
@@ -71,12 +66,22 @@ fn main() {
     write_f64(&dir.join("clusters_hits.f64"), clusters.iter().map(|(_, s, _)| from_fixed(s[0])));
     write_f64(&dir.join("clusters_steps.f64"), clusters.iter().map(|(_, s, _)| from_fixed(s[1])));
 
+    // The scalar reference and every vector path this CPU has, in the same run.
+    let paths = Path::supported_paths();
     let mut rows = Vec::new();
-    for (name, data) in [("1,000,000 binary units", &units), ("100,000 clusters of a step metric (paired ratio of sums)", &clusters)] {
-        let (t1, e1) = time(3, || octant(data, 1));
-        let (tn, en) = time(3, || octant(data, cores));
-        assert_eq!((e1.lo, e1.hi), (en.lo, en.hi), "one thread and {cores} give the same interval");
-        rows.push((name, t1, tn, e1));
+    for (key, name, data) in
+        [("units", "1,000,000 binary units", &units), ("clusters", "100,000 clusters of a step metric (paired ratio of sums)", &clusters)]
+    {
+        let mut reference: Option<ReplicateSums> = None;
+        for path in &paths {
+            let (t1, (e1, s1)) = time(3, || octant(data, *path, 1));
+            let (tn, (en, sn)) = time(3, || octant(data, *path, cores));
+            assert!(s1 == sn, "one thread and {cores} give the same replicate sums");
+            assert_eq!((e1.lo, e1.hi), (en.lo, en.hi), "one thread and {cores} give the same interval");
+            let r = reference.get_or_insert_with(|| s1.clone());
+            assert!(*r == s1, "the {} path gives the scalar path's replicate sums", path.name());
+            rows.push((key, name, path.name(), t1, tn, e1));
+        }
     }
 
     let out = std::process::Command::new("python3")
@@ -95,15 +100,16 @@ fn main() {
     );
     println!();
     println!(
-        "| data | Octant, 1 thread | Octant, {cores} threads | SciPy | SciPy ÷ Octant ({cores} threads) | Octant interval | SciPy interval | endpoint difference (÷ width) |"
+        "| data | path | Octant, 1 thread | Octant, {cores} threads | SciPy | SciPy ÷ Octant (1 thread) | SciPy ÷ Octant ({cores} threads) | Octant interval | SciPy interval | endpoint difference (÷ width) |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    for ((name, t1, tn, e), key) in rows.iter().zip(["units", "clusters"]) {
-        let s = &scipy[key];
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (key, name, path, t1, tn, e) in &rows {
+        let s = &scipy[*key];
         let (slo, shi, ts) = (s["lo"].as_f64().unwrap(), s["hi"].as_f64().unwrap(), s["seconds"].as_f64().unwrap());
         let width = e.hi - e.lo;
         println!(
-            "| {name} | {t1:.2} s | {tn:.2} s | {ts:.2} s | {:.1}× | {:.5} [{:.5}, {:.5}] | {:.5} [{slo:.5}, {shi:.5}] | {:.2} / {:.2} |",
+            "| {name} | {path} | {t1:.3} s | {tn:.3} s | {ts:.2} s | {:.1}× | {:.1}× | {:.5} [{:.5}, {:.5}] | {:.5} [{slo:.5}, {shi:.5}] | {:.2} / {:.2} |",
+            ts / t1,
             ts / tn,
             e.point,
             e.lo,

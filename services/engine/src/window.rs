@@ -472,11 +472,7 @@ pub const MATERIALISE_UP_TO: usize = 8;
 /// The replicate sums of `panes`' cluster sums.
 fn window_sums<'a>(boot: &BootstrapSpec, dims: usize, panes: impl Iterator<Item = (&'a i64, &'a LinearPane)>) -> ReplicateSums {
     let mut w = ReplicateSums::new(boot, dims);
-    for (_, p) in panes {
-        for (c, sums) in &p.clusters {
-            w.add_cluster(*c, sums, 0);
-        }
-    }
+    w.add_many(panes.flat_map(|(_, p)| p.clusters.iter().map(|(c, sums)| (*c, sums.as_slice(), 0))));
     w
 }
 
@@ -735,11 +731,7 @@ impl Windows {
             let from = f + self.spec.slide_ms - self.spec.length_ms;
             for st in self.series.values_mut() {
                 if let SeriesState::Linear { window: Some(window), panes, .. } = st {
-                    for (_, p) in panes.range(from..f) {
-                        for (c, sums) in &p.clusters {
-                            window.add_cluster(*c, sums, 0);
-                        }
-                    }
+                    window.add_many(panes.range(from..f).flat_map(|(_, p)| p.clusters.iter().map(|(c, sums)| (*c, sums.as_slice(), 0))));
                 }
             }
         }
@@ -751,9 +743,7 @@ impl Windows {
                 if let SeriesState::Linear { window: Some(window), panes, .. } = st
                     && let Some(p) = panes.get(&f)
                 {
-                    for (c, sums) in &p.clusters {
-                        window.add_cluster(*c, sums, 0);
-                    }
+                    window.add_many(p.clusters.iter().map(|(c, sums)| (*c, sums.as_slice(), 0)));
                 }
             }
             if self.emitted_until.is_none_or(|e| end > e)
@@ -876,12 +866,8 @@ impl Windows {
                 SeriesState::Linear { window, panes, dims, .. } => {
                     let left = panes.remove(&leaving);
                     if let (Some(window), Some(p)) = (window.as_mut(), &left) {
-                        let mut neg = Vec::with_capacity(*dims);
-                        for (c, sums) in &p.clusters {
-                            neg.clear();
-                            neg.extend(sums.iter().map(|x| -x));
-                            window.add_cluster(*c, &neg, 0);
-                        }
+                        let neg: Vec<i128> = p.clusters.values().flat_map(|sums| sums.iter().map(|x| -x)).collect();
+                        window.add_many(p.clusters.iter().zip(neg.chunks_exact(*dims)).map(|((c, _), n)| (*c, n, 0)));
                     }
                     while panes.first_key_value().is_some_and(|(k, _)| *k < keep_from) {
                         panes.pop_first();

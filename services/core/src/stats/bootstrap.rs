@@ -18,6 +18,9 @@
 //! output yields four replicates' weights, each from 16 bits by inverse-CDF lookup in a
 //! quantised Poisson(1) table ([`POISSON16`]); weights range over 0..=7.
 
+use super::lanes;
+pub use super::lanes::Path;
+
 /// Name of the resampling method, recorded with every interval.
 pub const METHOD: &str = "poisson-bootstrap/splitmix64-16bit-v1";
 
@@ -43,8 +46,16 @@ pub fn from_fixed(x: i128) -> f64 {
 pub fn as_f64(x: i128) -> f64 {
     match i64::try_from(x) {
         Ok(x) => x as f64,
-        Err(_) => x as f64,
+        Err(_) => wide_as_f64(x),
     }
+}
+
+/// Out of line and cold: written inline, LLVM saw both arms give the same value and made the
+/// library call on every conversion (seen in the window bench's profile).
+#[cold]
+#[inline(never)]
+fn wide_as_f64(x: i128) -> f64 {
+    x as f64
 }
 
 /// Bootstrap settings (design defaults: B = 1000, 95 %).
@@ -65,7 +76,7 @@ impl Default for BootstrapSpec {
     }
 }
 
-const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+pub(crate) const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// SplitMix64's output function (Steele, Lea & Flood 2014).
 #[inline(always)]
@@ -170,6 +181,24 @@ fn accumulate_dyn(reps: &mut [i128], key: u64, sums: &[i128]) {
     }
 }
 
+/// Adds every `(key, sums)` to `reps` on `path`: the scalar reference, or a vector path for
+/// widths 1 and 2 (the wide, sparse states stay scalar on every path).
+fn accumulate_on<'a>(path: Path, reps: &mut [i128], dims: usize, items: impl Iterator<Item = (u64, &'a [i128])>) {
+    match (path, dims) {
+        (Path::Scalar, _) | (_, 3..) => {
+            for (key, sums) in items {
+                match dims {
+                    1 => accumulate::<1>(reps, key, sums.try_into().unwrap()),
+                    2 => accumulate::<2>(reps, key, sums.try_into().unwrap()),
+                    _ => accumulate_dyn(reps, key, sums),
+                }
+            }
+        }
+        (_, 1) => lanes::add_batch::<1>(path, reps, items, accumulate::<1>),
+        _ => lanes::add_batch::<2>(path, reps, items, accumulate::<2>),
+    }
+}
+
 /// The mergeable bootstrap state of one statistic: the point sums and the `B` replicate sums
 /// of a vector of `dims` components (for a ratio: numerator and denominator).
 #[derive(Clone, PartialEq, Eq)]
@@ -243,11 +272,23 @@ impl ReplicateSums {
             *p += s;
         }
         let key = stream_key(self.seed, cluster);
-        match self.dims {
-            1 => accumulate::<1>(&mut self.reps, key, sums.try_into().unwrap()),
-            2 => accumulate::<2>(&mut self.reps, key, sums.try_into().unwrap()),
-            _ => accumulate_dyn(&mut self.reps, key, sums),
-        }
+        accumulate_on(Path::active(), &mut self.reps, self.dims, std::iter::once((key, sums)));
+    }
+
+    /// Adds many clusters (each: hash, component sums, units) on this thread: the same as
+    /// [`Self::add_cluster`] for each, with one batch of vector lanes for all of them.
+    pub fn add_many<'a>(&mut self, clusters: impl IntoIterator<Item = (u64, &'a [i128], u64)>) {
+        let (seed, dims) = (self.seed, self.dims);
+        let (point, units) = (&mut self.point, &mut self.units);
+        let items = clusters.into_iter().map(|(cluster, sums, n)| {
+            assert_eq!(sums.len(), dims, "component width");
+            *units += n;
+            for (p, s) in point.iter_mut().zip(sums) {
+                *p += s;
+            }
+            (stream_key(seed, cluster), sums)
+        });
+        accumulate_on(Path::active(), &mut self.reps, dims, items);
     }
 
     /// Adds many clusters (each: hash, component sums, units) using `threads` threads: each
@@ -255,12 +296,24 @@ impl ReplicateSums {
     /// is bit-identical to calling [`Self::add_cluster`] for each (integer sums; each
     /// replicate's weights come from the same stream position), which a test proves.
     pub fn add_clusters(&mut self, clusters: &[(u64, &[i128], u64)], threads: usize) {
+        self.add_clusters_on(Path::active(), clusters, threads)
+    }
+
+    /// [`Self::add_clusters`] on a given path (the scalar reference or a vector path this CPU
+    /// supports): every path gives the same sums to the bit.
+    pub fn add_clusters_on(&mut self, path: Path, clusters: &[(u64, &[i128], u64)], threads: usize) {
         for (_, sums, units) in clusters {
             assert_eq!(sums.len(), self.dims, "component width");
             self.units += units;
             for (p, s) in self.point.iter_mut().zip(sums.iter()) {
                 *p += s;
             }
+        }
+        if threads <= 1 {
+            let (seed, dims) = (self.seed, self.dims);
+            let items = clusters.iter().map(|(cluster, sums, _)| (stream_key(seed, *cluster), *sums));
+            accumulate_on(path, &mut self.reps, dims, items);
+            return;
         }
         // One mix64 output feeds four replicates: blocks are whole groups of four.
         let group = 4 * self.dims;
@@ -273,14 +326,8 @@ impl ReplicateSums {
                     // `accumulate` steps its counter once per group before drawing: starting
                     // `t * per_thread` steps ahead lands on this block's first group.
                     let ahead = ((t * per_thread) as u64).wrapping_mul(GAMMA);
-                    for (cluster, sums, _) in clusters {
-                        let key = stream_key(seed, *cluster).wrapping_add(ahead);
-                        match dims {
-                            1 => accumulate::<1>(block, key, (*sums).try_into().unwrap()),
-                            2 => accumulate::<2>(block, key, (*sums).try_into().unwrap()),
-                            _ => accumulate_dyn(block, key, sums),
-                        }
-                    }
+                    let items = clusters.iter().map(|(cluster, sums, _)| (stream_key(seed, *cluster).wrapping_add(ahead), *sums));
+                    accumulate_on(path, block, dims, items);
                 });
             }
         });
@@ -492,6 +539,113 @@ pub fn ratio(sums: &[i128]) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// Random cases for the path tests: (replicates, width, clusters as (hash, sums, units)).
+    /// Magnitudes range from zero to past `i64::MAX / 7` (the scalar fallback) and batches long
+    /// enough to flush the `i64` lanes more than once.
+    type Clusters = Vec<(u64, Vec<i128>, u64)>;
+
+    fn path_cases() -> Vec<(u32, usize, Clusters)> {
+        let mut state = 0x5eed_u64;
+        let mut next = move || {
+            state = state.wrapping_add(GAMMA);
+            mix64(state)
+        };
+        let mut cases = Vec::new();
+        for case in 0..60 {
+            let replicates = [1u32, 3, 4, 7, 64, 255, 256, 257, 1000, 1001][case % 10];
+            let dims = 1 + (case / 10) % 3;
+            let n = (next() % 40) as usize;
+            let clusters = (0..n)
+                .map(|_| {
+                    let sums = (0..dims)
+                        .map(|_| {
+                            let bits = [0u32, 1, 20, 40, 59, 61, 62, 63, 90][(next() % 9) as usize];
+                            let mag = if bits == 0 { 0 } else { (next() as i128) & ((1i128 << bits) - 1) };
+                            if next() % 2 == 0 { mag } else { -mag }
+                        })
+                        .collect();
+                    (next(), sums, next() % 5)
+                })
+                .collect();
+            cases.push((replicates, dims, clusters));
+        }
+        cases
+    }
+
+    fn sums_on(path: Path, replicates: u32, dims: usize, clusters: &[(u64, Vec<i128>, u64)], threads: usize) -> ReplicateSums {
+        let spec = BootstrapSpec { replicates, seed: 7, level: 0.95 };
+        let mut st = ReplicateSums::new(&spec, dims);
+        let refs: Vec<(u64, &[i128], u64)> = clusters.iter().map(|(c, s, u)| (*c, s.as_slice(), *u)).collect();
+        st.add_clusters_on(path, &refs, threads);
+        st
+    }
+
+    /// A digest of every case's replicate sums on `path` (FNV over the bytes).
+    fn digest_on(path: Path) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for (replicates, dims, clusters) in path_cases() {
+            for threads in [1, 3] {
+                for r in sums_on(path, replicates, dims, &clusters, threads).reps() {
+                    for byte in r.to_le_bytes() {
+                        h = (h ^ byte as u64).wrapping_mul(0x0000_0100_0000_01b3);
+                    }
+                }
+            }
+        }
+        h
+    }
+
+    /// Scalar and every vector path this CPU supports give identical replicate sums for random
+    /// clusters, magnitudes, widths, replicate counts and thread counts — called directly, and
+    /// forced by `OCTANT_BOOTSTRAP_PATH` in a child process (the way an operator forces one).
+    #[test]
+    fn every_path_gives_the_scalar_replicate_sums() {
+        let paths = Path::supported_paths();
+        println!("bootstrap paths this CPU runs: {:?}", paths.iter().map(|p| p.name()).collect::<Vec<_>>());
+        assert_eq!(paths[0], Path::Scalar);
+        for (replicates, dims, clusters) in path_cases() {
+            for threads in [1, 2, 3] {
+                let reference = sums_on(Path::Scalar, replicates, dims, &clusters, threads);
+                for p in &paths[1..] {
+                    let got = sums_on(*p, replicates, dims, &clusters, threads);
+                    assert!(got == reference, "{} differs from scalar: B={replicates}, width {dims}, {threads} threads", p.name());
+                }
+                // One cluster at a time (the windows' path) on the active path: the same.
+                let mut one = ReplicateSums::new(&BootstrapSpec { replicates, seed: 7, level: 0.95 }, dims);
+                for (c, s, u) in &clusters {
+                    one.add_cluster(*c, s, *u);
+                }
+                assert!(one == reference, "add_cluster on {} differs from scalar", Path::active().name());
+            }
+        }
+        let scalar = digest_on(Path::Scalar);
+        let exe = std::env::current_exe().unwrap();
+        for p in &paths {
+            let out = std::process::Command::new(&exe)
+                .args(["--exact", "stats::bootstrap::tests::digest_under_the_forced_path", "--ignored", "--nocapture", "--test-threads=1"])
+                .env("OCTANT_BOOTSTRAP_PATH", p.name())
+                .output()
+                .expect("run the test binary again");
+            let text = String::from_utf8_lossy(&out.stdout);
+            // The line follows the harness's "test … ... " on the same line.
+            let line = text
+                .lines()
+                .find_map(|l| l.find("PATH ").map(|i| l[i..].trim()))
+                .unwrap_or_else(|| panic!("no digest from the child: {text}"));
+            assert_eq!(line, format!("PATH {} DIGEST {scalar:016x}", p.name()), "forced by OCTANT_BOOTSTRAP_PATH");
+            println!("OCTANT_BOOTSTRAP_PATH={}: {line}", p.name());
+        }
+    }
+
+    /// Run by [`every_path_gives_the_scalar_replicate_sums`] in a child process.
+    #[test]
+    #[ignore = "run by every_path_gives_the_scalar_replicate_sums with OCTANT_BOOTSTRAP_PATH set"]
+    fn digest_under_the_forced_path() {
+        println!("PATH {} DIGEST {:016x}", Path::active().name(), digest_on(Path::active()));
+    }
+
     #[test]
     fn clusters_added_on_several_threads_equal_clusters_added_one_by_one() {
         for (dims, replicates) in [(1usize, 1000u32), (2, 1000), (2, 999), (3, 37), (2, 3)] {
@@ -513,8 +667,6 @@ mod tests {
             }
         }
     }
-
-    use super::*;
 
     #[test]
     fn poisson_table_matches_the_distribution() {

@@ -6,6 +6,7 @@ pub mod bootstrap;
 pub mod calibration;
 pub mod canary;
 pub mod fairness;
+pub mod lanes;
 pub mod meta;
 pub mod paired;
 pub mod passk;

@@ -400,6 +400,14 @@ pub(crate) struct LinearPane {
     weightless: u64,
 }
 
+impl LinearPane {
+    /// Each cluster's summed components, as `ReplicateSums::add_many` takes them (the pane's
+    /// units are counted apart, so none here).
+    fn cluster_sums(&self) -> impl Iterator<Item = (u64, &[i128], u64)> {
+        self.clusters.iter().map(|(c, sums)| (*c, sums.as_slice(), 0))
+    }
+}
+
 #[derive(Debug)]
 pub(crate) enum SeriesState {
     Linear {
@@ -472,7 +480,7 @@ pub const MATERIALISE_UP_TO: usize = 8;
 /// The replicate sums of `panes`' cluster sums.
 fn window_sums<'a>(boot: &BootstrapSpec, dims: usize, panes: impl Iterator<Item = (&'a i64, &'a LinearPane)>) -> ReplicateSums {
     let mut w = ReplicateSums::new(boot, dims);
-    w.add_many(panes.flat_map(|(_, p)| p.clusters.iter().map(|(c, sums)| (*c, sums.as_slice(), 0))));
+    w.add_many(panes.flat_map(|(_, p)| p.cluster_sums()));
     w
 }
 
@@ -731,7 +739,7 @@ impl Windows {
             let from = f + self.spec.slide_ms - self.spec.length_ms;
             for st in self.series.values_mut() {
                 if let SeriesState::Linear { window: Some(window), panes, .. } = st {
-                    window.add_many(panes.range(from..f).flat_map(|(_, p)| p.clusters.iter().map(|(c, sums)| (*c, sums.as_slice(), 0))));
+                    window.add_many(panes.range(from..f).flat_map(|(_, p)| p.cluster_sums()));
                 }
             }
         }
@@ -743,7 +751,7 @@ impl Windows {
                 if let SeriesState::Linear { window: Some(window), panes, .. } = st
                     && let Some(p) = panes.get(&f)
                 {
-                    window.add_many(p.clusters.iter().map(|(c, sums)| (*c, sums.as_slice(), 0)));
+                    window.add_many(p.cluster_sums());
                 }
             }
             if self.emitted_until.is_none_or(|e| end > e)

@@ -73,14 +73,13 @@ pub fn locate_tansu() -> Result<PathBuf, RuntimeError> {
 pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    // /proc/sys/net/ipv4/ip_local_port_range: "32768\t60999" by default.
-    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse::<u32>().ok()))
-        .unwrap_or(32_768);
-    let (low, high) = if ephemeral_low > 12_000 { (10_000, ephemeral_low) } else { (20_000, 60_000) };
-    let span = high - low;
-    let start = (std::process::id().wrapping_mul(7_919)) % span;
+    static RANGE: std::sync::OnceLock<(u32, u32, u32)> = std::sync::OnceLock::new();
+    let (low, span, start) = *RANGE.get_or_init(|| {
+        let ephemeral_low = ephemeral_low().map_or(32_768, u32::from);
+        let (low, high) = if ephemeral_low > 12_000 { (10_000, ephemeral_low) } else { (20_000, 60_000) };
+        let span = high - low;
+        (low, span, std::process::id().wrapping_mul(7_919) % span)
+    });
     for _ in 0..span {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let port = (low + (start + n) % span) as u16;
@@ -89,6 +88,12 @@ pub fn free_port() -> u16 {
         }
     }
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+}
+
+/// The first port of the kernel's ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`,
+/// "32768\t60999" by default), when readable.
+fn ephemeral_low() -> Option<u16> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?.split_whitespace().next()?.parse().ok()
 }
 
 impl EmbeddedBroker {
@@ -211,14 +216,11 @@ pub fn cpu_seconds_of(pid: u32) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::free_port;
+    use super::{ephemeral_low, free_port};
 
     #[test]
     fn free_ports_are_never_handed_out_twice_and_not_ephemeral() {
-        let ephemeral_low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-            .ok()
-            .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse().ok()))
-            .unwrap_or(32_768);
+        let ephemeral_low = ephemeral_low().unwrap_or(32_768);
         // Nobody binds them in between: the kernel's bind-to-0 would have given many twice.
         let ports: Vec<u16> = (0..2_000).map(|_| free_port()).collect();
         let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();

@@ -266,18 +266,16 @@ impl ReplicateSums {
     /// added in several calls (steps of one run arriving apart): the result is the same as
     /// adding the total once.
     pub fn add_cluster(&mut self, cluster: u64, sums: &[i128], units: u64) {
-        assert_eq!(sums.len(), self.dims, "component width");
-        self.units += units;
-        for (p, s) in self.point.iter_mut().zip(sums) {
-            *p += s;
-        }
-        let key = stream_key(self.seed, cluster);
-        accumulate_on(Path::active(), &mut self.reps, self.dims, std::iter::once((key, sums)));
+        self.add_many(std::iter::once((cluster, sums, units)));
     }
 
     /// Adds many clusters (each: hash, component sums, units) on this thread: the same as
     /// [`Self::add_cluster`] for each, with one batch of vector lanes for all of them.
     pub fn add_many<'a>(&mut self, clusters: impl IntoIterator<Item = (u64, &'a [i128], u64)>) {
+        self.add_many_on(Path::active(), clusters)
+    }
+
+    fn add_many_on<'a>(&mut self, path: Path, clusters: impl IntoIterator<Item = (u64, &'a [i128], u64)>) {
         let (seed, dims) = (self.seed, self.dims);
         let (point, units) = (&mut self.point, &mut self.units);
         let items = clusters.into_iter().map(|(cluster, sums, n)| {
@@ -288,7 +286,7 @@ impl ReplicateSums {
             }
             (stream_key(seed, cluster), sums)
         });
-        accumulate_on(Path::active(), &mut self.reps, dims, items);
+        accumulate_on(path, &mut self.reps, dims, items);
     }
 
     /// Adds many clusters (each: hash, component sums, units) using `threads` threads: each
@@ -302,18 +300,15 @@ impl ReplicateSums {
     /// [`Self::add_clusters`] on a given path (the scalar reference or a vector path this CPU
     /// supports): every path gives the same sums to the bit.
     pub fn add_clusters_on(&mut self, path: Path, clusters: &[(u64, &[i128], u64)], threads: usize) {
+        if threads <= 1 {
+            return self.add_many_on(path, clusters.iter().copied());
+        }
         for (_, sums, units) in clusters {
             assert_eq!(sums.len(), self.dims, "component width");
             self.units += units;
             for (p, s) in self.point.iter_mut().zip(sums.iter()) {
                 *p += s;
             }
-        }
-        if threads <= 1 {
-            let (seed, dims) = (self.seed, self.dims);
-            let items = clusters.iter().map(|(cluster, sums, _)| (stream_key(seed, *cluster), *sums));
-            accumulate_on(path, &mut self.reps, dims, items);
-            return;
         }
         // One mix64 output feeds four replicates: blocks are whole groups of four.
         let group = 4 * self.dims;

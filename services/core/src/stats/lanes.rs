@@ -165,10 +165,10 @@ fn accumulate_neon<const D: usize>(lanes: &mut [i64], n: usize, key: u64, sums: 
     accumulate_lanes::<D>(lanes, n, key, sums)
 }
 
+/// `path` must be supported (checked once per batch by [`add_batch`]).
 fn dispatch<const D: usize>(path: Path, lanes: &mut [i64], n: usize, key: u64, sums: &[i64; D]) {
-    assert!(path.supported(), "the {} path on a CPU without it", path.name());
     match path {
-        // SAFETY (each arm): the CPU has the features, checked just above.
+        // SAFETY (each arm): the CPU has the features, checked by `add_batch`.
         #[cfg(target_arch = "x86_64")]
         Path::Avx512 => unsafe { accumulate_avx512::<D>(lanes, n, key, sums) },
         #[cfg(target_arch = "x86_64")]
@@ -193,6 +193,7 @@ pub(super) fn add_batch<'a, const D: usize>(
     items: impl Iterator<Item = (u64, &'a [i128])>,
     scalar: impl Fn(&mut [i128], u64, &[i128; D]),
 ) {
+    assert!(path.supported(), "the {} path on a CPU without it", path.name());
     let n = reps.len() / D;
     LANES.with(|lanes| {
         let mut lanes = lanes.borrow_mut();

@@ -233,7 +233,7 @@ impl Windows {
     /// `threads` share the bootstrap of each pane's clusters.
     pub fn pane_sums(&self, threads: usize) -> Vec<(SeriesKey, i64, PaneSums)> {
         let mut out = Vec::new();
-        for (key, st) in &self.series {
+        for (key, st) in self.sorted_series() {
             let metric = spec(key.metric).expect("series are catalogue metrics");
             match st {
                 SeriesState::Linear { dims, panes, groups, .. } => {
@@ -242,9 +242,9 @@ impl Windows {
                     let names: Vec<String> = names.into_iter().map(|(_, g)| g).collect();
                     for (t, p) in panes {
                         let mut sums = ReplicateSums::new(&self.boot, *dims);
-                        let clusters: Vec<(u64, &[i128], u64)> = p.clusters.iter().map(|(c, v)| (*c, v.as_slice(), 0)).collect();
+                        let clusters: Vec<(u64, &[i128], u64)> = p.clusters.iter().map(|(c, v)| (c, v, 0)).collect();
                         sums.add_clusters(&clusters, threads);
-                        let mut hashes: Vec<u64> = p.clusters.keys().copied().collect();
+                        let mut hashes: Vec<u64> = p.clusters.keys().collect();
                         hashes.sort_unstable();
                         let logs = if has_evidence(metric) { pane_logs(metric, p.clusters.values()) } else { None };
                         out.push((

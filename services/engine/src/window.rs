@@ -35,12 +35,14 @@
 //! consistency) keeps per-pane per-task attempt counts and resamples tasks at emission.
 //! A **declared** series (contamination) keeps the largest declared value per pane.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use hashbrown::{Equivalent, HashMap, HashSet};
 
 use octant_contracts::{Observation, Source};
 use octant_core::catalogue::{Estimator, MetricSpec, derived_from, ids, spec};
 use octant_core::family::Family;
-use octant_core::stats::bootstrap::{BootstrapSpec, Estimate, ReplicateSums, cluster_hash, from_fixed, rate_interval, ratio, to_fixed};
+use octant_core::stats::bootstrap::{BootstrapSpec, Estimate, ReplicateSums, cluster_hash, from_fixed, rate_estimate, ratio, to_fixed};
 use octant_core::stats::sequential::{self, Evidence};
 use octant_core::stats::{calibration, fairness, passk};
 
@@ -100,7 +102,7 @@ pub(crate) fn evidence(panes: &[PaneEvidence]) -> Option<WindowEvidence> {
 }
 
 /// The log factors of one pane of a vetoed rate, from its clusters' component sums.
-pub(crate) fn pane_logs<'a>(metric: &MetricSpec, clusters: impl Iterator<Item = &'a Vec<i128>>) -> Option<sequential::PaneLogs> {
+pub(crate) fn pane_logs<'a>(metric: &MetricSpec, clusters: impl Iterator<Item = &'a [i128]>) -> Option<sequential::PaneLogs> {
     sequential::pane_logs(&metric.veto?, clusters.filter(|c| c[1] > 0).map(|c| c[0] as f64 / c[1] as f64))
 }
 
@@ -138,13 +140,13 @@ pub(crate) fn linear_window(
     let estimate = match metric.estimator {
         Estimator::Ece => window.estimate(level, calibration::statistic),
         Estimator::GroupGap => window.estimate(level, fairness::statistic),
+        // A rate's interval is Jeffreys at its effective sample size: no percentiles needed.
+        _ if is_rate(metric) => {
+            window.values(ratio).map(|(point, reps)| rate_estimate(point, reps, level, units, from_fixed(window.point()[1]), clusters))
+        }
         _ => window.estimate(level, ratio),
     };
-    let rate = is_rate(metric);
-    let estimate = estimate.map(|mut e| {
-        e.units = units;
-        if rate { rate_interval(e, from_fixed(window.point()[1]), clusters) } else { e }
-    });
+    let estimate = estimate.map(|e| Estimate { units, ..e });
     let evidence = panes.filter(|_| has_evidence(metric)).and_then(evidence);
     SeriesWindow { key: key.clone(), spec: metric, units, clusters, estimate, evidence, weightless: 0 }
 }
@@ -227,6 +229,42 @@ pub struct SeriesKey {
     pub benchmark: Option<String>,
     /// A diagnostic slice of the joint series ([`SliceSpec`]); `None` for the joint series.
     pub slice: Option<(SliceKind, String)>,
+}
+
+/// A [`SeriesKey`] borrowed from an observation: finds its series without allocating. Its
+/// fields are `SeriesKey`'s in the same order, so the derived hashes agree (a test).
+#[derive(Debug, Hash)]
+struct KeyRef<'a> {
+    system_id: &'a str,
+    system_version: &'a str,
+    source: Source,
+    metric: &'static str,
+    benchmark: Option<&'a str>,
+    slice: Option<(SliceKind, &'a str)>,
+}
+
+impl KeyRef<'_> {
+    fn owned(&self) -> SeriesKey {
+        SeriesKey {
+            system_id: self.system_id.to_string(),
+            system_version: self.system_version.to_string(),
+            source: self.source,
+            metric: self.metric,
+            benchmark: self.benchmark.map(str::to_string),
+            slice: self.slice.map(|(kind, v)| (kind, v.to_string())),
+        }
+    }
+}
+
+impl Equivalent<SeriesKey> for KeyRef<'_> {
+    fn equivalent(&self, k: &SeriesKey) -> bool {
+        self.metric == k.metric
+            && self.system_id == k.system_id
+            && self.system_version == k.system_version
+            && self.source == k.source
+            && self.benchmark == k.benchmark.as_deref()
+            && self.slice == k.slice.as_ref().map(|(kind, v)| (*kind, v.as_str()))
+    }
 }
 
 /// What a diagnostic slice splits a series by.
@@ -394,17 +432,93 @@ pub enum Added {
 
 #[derive(Debug, Default)]
 pub(crate) struct LinearPane {
-    pub(crate) clusters: HashMap<u64, Vec<i128>>,
+    pub(crate) clusters: Clusters,
     pub(crate) units: u64,
     /// Units of a rate with weight 0 (not in `clusters`; not kept by the pane store).
     weightless: u64,
+    /// A vetoed rate's evidence of this pane (log factors, numerator and denominator sums),
+    /// made once when the pane enters the window sums (no observation changes it after):
+    /// every window holding the pane reads it.
+    evidence: Option<Box<PaneStats>>,
+}
+
+/// A pane's per-cluster component sums: a hash map while the pane takes observations, two
+/// flat arrays once it is before the frontier and takes no more (under half the memory, and
+/// read in order by every window that holds the pane).
+#[derive(Debug)]
+pub(crate) enum Clusters {
+    Open(HashMap<u64, Vec<i128>>),
+    Closed { keys: Box<[u64]>, sums: Box<[i128]> },
+}
+
+impl Default for Clusters {
+    fn default() -> Self {
+        Clusters::Open(HashMap::new())
+    }
+}
+
+impl Clusters {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Clusters::Open(m) => m.len(),
+            Clusters::Closed { keys, .. } => keys.len(),
+        }
+    }
+
+    /// Each cluster's hash and summed components (in no particular order).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, &[i128])> {
+        let (open, closed) = match self {
+            Clusters::Open(m) => (Some(m.iter().map(|(c, v)| (*c, v.as_slice()))), None),
+            Clusters::Closed { keys, sums } => {
+                let dims = (sums.len() / keys.len().max(1)).max(1);
+                (None, Some(keys.iter().copied().zip(sums.chunks_exact(dims))))
+            }
+        };
+        open.into_iter().flatten().chain(closed.into_iter().flatten())
+    }
+
+    pub(crate) fn keys(&self) -> impl Iterator<Item = u64> {
+        self.iter().map(|(c, _)| c)
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &[i128]> {
+        self.iter().map(|(_, v)| v)
+    }
+
+    /// The sums of `cluster` to add to (`dims` zeros if new).
+    fn sums_mut(&mut self, cluster: u64, dims: usize) -> &mut [i128] {
+        if let Clusters::Closed { .. } = self {
+            debug_assert!(false, "an observation added to a pane before the frontier");
+            *self = Clusters::Open(self.iter().map(|(c, v)| (c, v.to_vec())).collect());
+        }
+        let Clusters::Open(m) = self else { unreachable!("opened above") };
+        m.entry(cluster).or_insert_with(|| vec![0; dims])
+    }
+
+    /// To the flat form: the pane takes no more observations.
+    fn close(&mut self) {
+        if let Clusters::Open(m) = self {
+            let keys = m.keys().copied().collect();
+            let sums = m.values().flatten().copied().collect();
+            *self = Clusters::Closed { keys, sums };
+        }
+    }
+}
+
+/// What the e-detector reads of one pane: [`PaneEvidence`] without the pane start.
+type PaneStats = (Option<sequential::PaneLogs>, i128, i128);
+
+/// The evidence of a vetoed rate's pane from its clusters' sums.
+fn pane_stats(metric: &MetricSpec, p: &LinearPane) -> PaneStats {
+    let (num, den) = p.clusters.values().fold((0, 0), |(n, d), c| (n + c[0], d + c[1]));
+    (pane_logs(metric, p.clusters.values()), num, den)
 }
 
 impl LinearPane {
     /// Each cluster's summed components, as `ReplicateSums::add_many` takes them (the pane's
     /// units are counted apart, so none here).
     fn cluster_sums(&self) -> impl Iterator<Item = (u64, &[i128], u64)> {
-        self.clusters.iter().map(|(c, sums)| (*c, sums.as_slice(), 0))
+        self.clusters.iter().map(|(c, sums)| (c, sums, 0))
     }
 }
 
@@ -415,7 +529,7 @@ pub(crate) enum SeriesState {
         /// The replicate sums of the next window's panes before the frontier pane, kept
         /// between windows only while the window holds more than [`MATERIALISE_UP_TO`]
         /// (pane, cluster) sums (`None`: made at emission from the panes, see [`Windows::emit`]).
-        window: Option<ReplicateSums>,
+        window: Option<Kept>,
         panes: BTreeMap<i64, LinearPane>,
         /// Fairness: group name → component block.
         groups: BTreeMap<String, usize>,
@@ -477,6 +591,60 @@ impl Seen {
 /// series of a large fleet. Above it they are kept and updated pane by pane. Exact either way.
 pub const MATERIALISE_UP_TO: usize = 8;
 
+/// What a dense series keeps of the panes of its next window before the frontier pane: their
+/// replicate sums, and what emission reads of the same panes (units, weightless units, and in
+/// how many of them each cluster has units), updated pane by pane as the sums are, so a window
+/// closes without visiting its panes.
+#[derive(Debug)]
+pub(crate) struct Kept {
+    sums: ReplicateSums,
+    units: u64,
+    weightless: u64,
+    /// Cluster → panes holding it; its length is the window's distinct clusters.
+    clusters: HashMap<u64, u32>,
+}
+
+impl Kept {
+    fn new<'a>(boot: &BootstrapSpec, dims: usize, panes: impl Iterator<Item = (&'a i64, &'a LinearPane)> + Clone) -> Kept {
+        let mut k = Kept { sums: window_sums(boot, dims, panes.clone()), units: 0, weightless: 0, clusters: HashMap::new() };
+        for (_, p) in panes {
+            k.count(p);
+        }
+        k
+    }
+
+    fn count(&mut self, p: &LinearPane) {
+        self.units += p.units;
+        self.weightless += p.weightless;
+        for c in p.clusters.keys() {
+            *self.clusters.entry(c).or_default() += 1;
+        }
+    }
+
+    /// Pane `p` enters.
+    fn enter(&mut self, p: &LinearPane) {
+        self.sums.add_many(p.cluster_sums());
+        self.count(p);
+    }
+
+    /// Pane `p` leaves (exact subtraction: its clusters with negated sums).
+    fn leave(&mut self, p: &LinearPane, dims: usize) {
+        let neg: Vec<i128> = p.clusters.values().flat_map(|sums| sums.iter().map(|x| -x)).collect();
+        self.sums.add_many(p.clusters.keys().zip(neg.chunks_exact(dims)).map(|(c, n)| (c, n, 0)));
+        self.units -= p.units;
+        self.weightless -= p.weightless;
+        for c in p.clusters.keys() {
+            match self.clusters.entry(c) {
+                hashbrown::hash_map::Entry::Occupied(mut e) if *e.get() > 1 => *e.get_mut() -= 1,
+                hashbrown::hash_map::Entry::Occupied(e) => {
+                    e.remove();
+                }
+                hashbrown::hash_map::Entry::Vacant(_) => debug_assert!(false, "a cluster left a window it was not in"),
+            }
+        }
+    }
+}
+
 /// The replicate sums of `panes`' cluster sums.
 fn window_sums<'a>(boot: &BootstrapSpec, dims: usize, panes: impl Iterator<Item = (&'a i64, &'a LinearPane)>) -> ReplicateSums {
     let mut w = ReplicateSums::new(boot, dims);
@@ -490,7 +658,9 @@ pub struct Windows {
     spec: WindowSpec,
     pub(crate) boot: BootstrapSpec,
     frontier: Option<i64>,
-    pub(crate) series: BTreeMap<SeriesKey, SeriesState>,
+    /// Looked up per observation by a borrowed key ([`KeyRef`]); iterated in key order where
+    /// the order shows ([`Self::sorted_series`]).
+    pub(crate) series: HashMap<SeriesKey, SeriesState>,
     /// Observation-id hashes per pane, for duplicate detection (kept one window length
     /// beyond the window).
     seen: BTreeMap<i64, Seen>,
@@ -520,7 +690,7 @@ impl Windows {
             spec,
             boot,
             frontier,
-            series: BTreeMap::new(),
+            series: HashMap::new(),
             seen: BTreeMap::new(),
             pane_offsets: BTreeMap::new(),
             frontier_log: VecDeque::new(),
@@ -599,12 +769,12 @@ impl Windows {
         let off = self.pane_offsets.entry(pane).or_insert(offset);
         *off = (*off).min(offset);
         let evaluation = o.source == Source::Evaluation;
-        let key = |m: &'static str| SeriesKey {
-            system_id: o.system_id.clone(),
-            system_version: o.system_version.clone(),
+        let key = |m: &'static str| KeyRef {
+            system_id: &o.system_id,
+            system_version: &o.system_version,
             source: o.source,
             metric: m,
-            benchmark: if evaluation { o.benchmark.clone() } else { None },
+            benchmark: if evaluation { o.benchmark.as_deref() } else { None },
             slice: None,
         };
         let cluster = cluster_hash(&o.cluster_id);
@@ -622,7 +792,7 @@ impl Windows {
                     if self.slices.slices(kind, metric.id)
                         && let Some(value) = self.slice_of(o, kind)
                     {
-                        self.linear(SeriesKey { slice: Some((kind, value)), ..key(metric.id) }, 2, pane, cluster, fill);
+                        self.linear(KeyRef { slice: Some((kind, &value)), ..key(metric.id) }, 2, pane, cluster, fill);
                     }
                 }
             }
@@ -634,7 +804,7 @@ impl Windows {
                 }
             }
             Estimator::Declared => {
-                let st = self.series.entry(key(metric.id)).or_insert_with(|| SeriesState::Declared { panes: BTreeMap::new() });
+                let st = self.state(key(metric.id), || SeriesState::Declared { panes: BTreeMap::new() });
                 if let SeriesState::Declared { panes } = st {
                     let e = panes.entry(pane).or_insert((f64::MIN, 0));
                     e.0 = e.0.max(o.value);
@@ -670,7 +840,7 @@ impl Windows {
                 let task_metrics = derived_from(metric.id)
                     .filter(|m| matches!(m.estimator, Estimator::PassAtK { .. } | Estimator::PassHatK { .. } | Estimator::TaskVariance));
                 for m in task_metrics.map(|m| m.id) {
-                    let st = self.series.entry(key(m)).or_insert_with(|| SeriesState::Tasks { panes: BTreeMap::new() });
+                    let st = self.state(key(m), || SeriesState::Tasks { panes: BTreeMap::new() });
                     if let SeriesState::Tasks { panes } = st {
                         let e = panes.entry(pane).or_default().entry(task.clone()).or_default();
                         e.0 += 1;
@@ -682,39 +852,34 @@ impl Windows {
         Added::Accepted
     }
 
+    /// The state of the series `key` (created by `new` if it has none).
+    fn state(&mut self, key: KeyRef, new: impl FnOnce() -> SeriesState) -> &mut SeriesState {
+        self.series.raw_entry_mut().from_key(&key).or_insert_with(|| (key.owned(), new())).1
+    }
+
+    /// The series in key order (the order of an emission's series and of the pane sums).
+    pub(crate) fn sorted_series(&self) -> Vec<(&SeriesKey, &SeriesState)> {
+        let mut all: Vec<_> = self.series.iter().collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        all
+    }
+
     /// Counts a unit without weight in a ratio series (creating it).
-    fn weightless(&mut self, key: SeriesKey, pane: i64) {
-        let st = self.series.entry(key).or_insert_with(|| SeriesState::Linear {
-            dims: 2,
-            window: None,
-            panes: BTreeMap::new(),
-            groups: BTreeMap::new(),
-        });
+    fn weightless(&mut self, key: KeyRef, pane: i64) {
+        let st = self.state(key, || SeriesState::Linear { dims: 2, window: None, panes: BTreeMap::new(), groups: BTreeMap::new() });
         if let SeriesState::Linear { panes, .. } = st {
             panes.entry(pane).or_default().weightless += 1;
         }
     }
 
     /// Adds one unit's components to a linear series (creating it with `dims` components).
-    fn linear(
-        &mut self,
-        key: SeriesKey,
-        dims: usize,
-        pane: i64,
-        cluster: u64,
-        fill: impl FnOnce(&mut [i128], &mut BTreeMap<String, usize>),
-    ) {
-        let st = self.series.entry(key).or_insert_with(|| SeriesState::Linear {
-            dims,
-            window: None,
-            panes: BTreeMap::new(),
-            groups: BTreeMap::new(),
-        });
+    fn linear(&mut self, key: KeyRef, dims: usize, pane: i64, cluster: u64, fill: impl FnOnce(&mut [i128], &mut BTreeMap<String, usize>)) {
+        let st = self.state(key, || SeriesState::Linear { dims, window: None, panes: BTreeMap::new(), groups: BTreeMap::new() });
         let SeriesState::Linear { dims, panes, groups, .. } = st else { return };
         let p = panes.entry(pane).or_default();
         p.units += 1;
         // Every `fill` adds to the components it is given: straight into the cluster's sums.
-        fill(p.clusters.entry(cluster).or_insert_with(|| vec![0; *dims]), groups);
+        fill(p.clusters.sums_mut(cluster, *dims), groups);
         // Not in the window sums yet: they hold the panes of the next window before the
         // frontier pane, [F + slide − length, F); pane F enters them, each cluster once with
         // its summed components, when the window closes (`advance_to`).
@@ -739,7 +904,9 @@ impl Windows {
             let from = f + self.spec.slide_ms - self.spec.length_ms;
             for st in self.series.values_mut() {
                 if let SeriesState::Linear { window: Some(window), panes, .. } = st {
-                    window.add_many(panes.range(from..f).flat_map(|(_, p)| p.cluster_sums()));
+                    for (_, p) in panes.range(from..f) {
+                        window.enter(p);
+                    }
                 }
             }
         }
@@ -747,11 +914,20 @@ impl Windows {
         while let Some(f) = self.frontier.filter(|f| *f < target) {
             let end = f + self.spec.slide_ms;
             // The frontier pane enters the window sums: they now hold the window ending `end`.
-            for st in self.series.values_mut() {
-                if let SeriesState::Linear { window: Some(window), panes, .. } = st
-                    && let Some(p) = panes.get(&f)
+            // No observation changes it after (it is before the frontier): a vetoed rate's
+            // evidence of it is made once, here.
+            for (key, st) in self.series.iter_mut() {
+                if let SeriesState::Linear { window, panes, .. } = st
+                    && let Some(p) = panes.get_mut(&f)
                 {
-                    window.add_many(p.cluster_sums());
+                    if let Some(window) = window {
+                        window.enter(p);
+                    }
+                    let metric = spec(key.metric).expect("series are catalogue metrics");
+                    if has_evidence(metric) && key.slice.is_none() {
+                        p.evidence = Some(Box::new(pane_stats(metric, p)));
+                    }
+                    p.clusters.close();
                 }
             }
             if self.emitted_until.is_none_or(|e| end > e)
@@ -771,15 +947,18 @@ impl Windows {
         let start = end - self.spec.length_ms;
         let level = self.boot.level;
         let mut series = Vec::new();
-        // The distinct clusters of a series' window (one set for every series).
-        let mut distinct: HashSet<&u64> = HashSet::new();
-        for (key, st) in &self.series {
+        // The distinct clusters of a sparse series' window (one set for every series).
+        let mut distinct: HashSet<u64> = HashSet::new();
+        for (key, st) in self.sorted_series() {
             let metric = spec(key.metric).expect("series are catalogue metrics");
             let w = match st {
                 SeriesState::Linear { window, panes, dims, .. } => {
                     let in_window = panes.range(start..end);
-                    let units: u64 = in_window.clone().map(|(_, p)| p.units).sum();
-                    let weightless: u64 = in_window.clone().map(|(_, p)| p.weightless).sum();
+                    // A dense series kept them pane by pane; a sparse one visits its few panes.
+                    let (units, weightless) = match window {
+                        Some(k) => (k.units, k.weightless),
+                        None => in_window.clone().fold((0, 0), |(u, w), (_, p)| (u + p.units, w + p.weightless)),
+                    };
                     if units == 0 {
                         if weightless > 0 {
                             series.push(SeriesWindow {
@@ -794,17 +973,16 @@ impl Windows {
                         }
                         continue;
                     }
-                    distinct.clear();
-                    distinct.extend(in_window.clone().flat_map(|(_, p)| p.clusters.keys()));
-                    let clusters = distinct.len() as u64;
                     // A sparse series' replicate sums are made now, from its few (pane, cluster)
                     // sums: the same integers the incremental sums would hold.
                     let made;
-                    let window = match window {
-                        Some(w) => w,
+                    let (window, clusters) = match window {
+                        Some(k) => (&k.sums, k.clusters.len() as u64),
                         None => {
                             made = window_sums(&self.boot, *dims, in_window.clone());
-                            &made
+                            distinct.clear();
+                            distinct.extend(in_window.clone().flat_map(|(_, p)| p.clusters.keys()));
+                            (&made, distinct.len() as u64)
                         }
                     };
                     // Debug builds (the tests) check the invariant the incremental sums rest on:
@@ -818,10 +996,13 @@ impl Windows {
                                 *a += b;
                             }
                         }
-                        if sums != window.point() {
+                        let distinct: HashSet<u64> = in_window.clone().flat_map(|(_, p)| p.clusters.keys()).collect();
+                        let counted: (u64, u64) = in_window.clone().fold((0, 0), |(u, w), (_, p)| (u + p.units, w + p.weightless));
+                        if sums != window.point() || distinct.len() as u64 != clusters || counted != (units, weightless) {
                             eprintln!(
-                                "octant-engine: window sums differ from the panes: {key:?} window end {end}, sums {:?}, panes {sums:?}, frontier {:?}, initial frontier {:?}, emitted until {:?}, panes {:?}",
+                                "octant-engine: window sums differ from the panes: {key:?} window end {end}, sums {:?} of {units} units, {clusters} clusters, panes {sums:?} of {counted:?} units, {} clusters, frontier {:?}, initial frontier {:?}, emitted until {:?}, panes {:?}",
                                 window.point(),
+                                distinct.len(),
                                 self.frontier,
                                 self.initial_frontier,
                                 self.emitted_until,
@@ -833,8 +1014,10 @@ impl Windows {
                     let logs: Option<Vec<_>> = (has_evidence(metric) && key.slice.is_none()).then(|| {
                         in_window
                             .map(|(t, p)| {
-                                let (num, den) = p.clusters.values().fold((0, 0), |(n, d), c| (n + c[0], d + c[1]));
-                                (*t, pane_logs(metric, p.clusters.values()), num, den)
+                                // Panes older than the first frontier (a restart) were never
+                                // the frontier pane: theirs is made here.
+                                let (logs, num, den) = p.evidence.as_deref().copied().unwrap_or_else(|| pane_stats(metric, p));
+                                (*t, logs, num, den)
                             })
                             .collect()
                     });
@@ -874,8 +1057,7 @@ impl Windows {
                 SeriesState::Linear { window, panes, dims, .. } => {
                     let left = panes.remove(&leaving);
                     if let (Some(window), Some(p)) = (window.as_mut(), &left) {
-                        let neg: Vec<i128> = p.clusters.values().flat_map(|sums| sums.iter().map(|x| -x)).collect();
-                        window.add_many(p.clusters.iter().zip(neg.chunks_exact(*dims)).map(|((c, _), n)| (*c, n, 0)));
+                        window.leave(p, *dims);
                     }
                     while panes.first_key_value().is_some_and(|(k, _)| *k < keep_from) {
                         panes.pop_first();
@@ -884,7 +1066,7 @@ impl Windows {
                     // made at emission while it holds few (hysteresis between the two).
                     let entries: usize = panes.range(keep_from..end).map(|(_, p)| p.clusters.len()).sum();
                     if window.is_none() && entries > MATERIALISE_UP_TO {
-                        *window = Some(window_sums(&self.boot, *dims, panes.range(keep_from..end)));
+                        *window = Some(Kept::new(&self.boot, *dims, panes.range(keep_from..end)));
                     } else if window.is_some() && entries <= MATERIALISE_UP_TO / 2 {
                         *window = None;
                     }
@@ -1057,6 +1239,36 @@ pub(crate) mod tests {
     /// few attempts for the signature). Over every task pass^1 would be (1 + 0)/2 = 0.5 while
     /// pass^4 is 1 (A alone): a signature that rises with k. On {A} all three are 1.
     #[test]
+    fn a_borrowed_key_hashes_and_compares_as_its_series_key() {
+        use std::hash::BuildHasher;
+        let h = hashbrown::DefaultHashBuilder::default();
+        let base = KeyRef {
+            system_id: "sys-1",
+            system_version: "2",
+            source: Source::Evaluation,
+            metric: ids::TASK_SUCCESS,
+            benchmark: Some("swe"),
+            slice: Some((SliceKind::Agent, "planner")),
+        };
+        let variants = [
+            KeyRef { benchmark: None, ..base },
+            KeyRef { slice: None, ..base },
+            KeyRef { slice: Some((SliceKind::TaskFamily, "planner")), ..base },
+            KeyRef { system_id: "sys-12", ..base },
+            KeyRef { system_version: "", ..base },
+            KeyRef { source: Source::Production, ..base },
+            KeyRef { metric: ids::UNSAFE_ACTION_RATE, ..base },
+        ];
+        for k in std::iter::once(&base).chain(&variants) {
+            assert_eq!(h.hash_one(k), h.hash_one(k.owned()), "{k:?}");
+            assert!(k.equivalent(&k.owned()));
+            for other in std::iter::once(&base).chain(&variants).filter(|o| !std::ptr::eq(*o, k)) {
+                assert!(!k.equivalent(&other.owned()), "{k:?} against {other:?}");
+            }
+        }
+    }
+
+    #[test]
     fn the_pass_hat_signature_is_one_task_set() {
         let window = |id: &str, tasks: &BTreeMap<&str, (u64, u64)>| {
             let metric = octant_core::catalogue::spec(id).unwrap();
@@ -1209,7 +1421,8 @@ pub(crate) mod tests {
             let clusters = inside.iter().map(|o| &o.cluster_id).collect::<HashSet<_>>().len() as u64;
             assert_eq!(s.clusters, clusters);
             // A rate: the rate interval at Σ weight = units.
-            let expected = sums.estimate(0.95, ratio).map(|e| rate_interval(e, inside.len() as f64, clusters));
+            let expected =
+                sums.estimate(0.95, ratio).map(|e| octant_core::stats::bootstrap::rate_interval(e, inside.len() as f64, clusters));
             // Debug form: NaN replicates compare equal there.
             assert_eq!(format!("{:?}", s.estimate), format!("{expected:?}"), "window ending {}", e.window_end);
         }

@@ -404,9 +404,15 @@ impl ReplicateSums {
     /// undefined on the data itself. Replicates where it is undefined (all weights zero)
     /// are left out of the interval and reported as NaN in [`Estimate::replicates`].
     pub fn estimate(&self, level: f64, stat: impl Fn(&[i128]) -> Option<f64>) -> Option<Estimate> {
-        let point = stat(&self.point)?;
-        let replicates: Vec<f64> = (0..self.replicates as usize).map(|b| stat(self.replicate(b)).unwrap_or(f64::NAN)).collect();
+        let (point, replicates) = self.values(stat)?;
         Some(Estimate::from_replicates(point, replicates, level, self.units))
+    }
+
+    /// The point value of `stat` and its value on every replicate (NaN where undefined), as
+    /// [`Self::estimate`] takes them; `None` when it is undefined on the data itself.
+    pub fn values(&self, stat: impl Fn(&[i128]) -> Option<f64>) -> Option<(f64, Vec<f64>)> {
+        let point = stat(&self.point)?;
+        Some((point, (0..self.replicates as usize).map(|b| stat(self.replicate(b)).unwrap_or(f64::NAN)).collect()))
     }
 }
 
@@ -456,11 +462,7 @@ impl Estimate {
     pub fn from_replicates(point: f64, replicates: Vec<f64>, level: f64, units: u64) -> Estimate {
         let mut finite: Vec<f64> = replicates.iter().copied().filter(|x| x.is_finite()).collect();
         let alpha = 1.0 - level;
-        let (lo, hi) = if finite.is_empty() {
-            (point, point)
-        } else {
-            (quantile_select(&mut finite, alpha / 2.0), quantile_select(&mut finite, 1.0 - alpha / 2.0))
-        };
+        let (lo, hi) = if finite.is_empty() { (point, point) } else { quantile_pair(&mut finite, alpha / 2.0, 1.0 - alpha / 2.0) };
         Estimate { point, lo, hi, level, units, replicates, method: IntervalMethod::Percentile }
     }
 
@@ -486,23 +488,40 @@ impl Estimate {
 /// the interval stays deterministic and mergeable across panes. Replicates are kept (they give
 /// the dimension-band intervals). Other values (p̂ outside [0, 1]) keep the percentile interval.
 pub fn rate_interval(e: Estimate, weight: f64, clusters: u64) -> Estimate {
-    let p = e.point;
+    match jeffreys_deff(e.point, &e.replicates, e.level, weight, clusters) {
+        Some((lo, hi, n_eff)) => Estimate { lo, hi, method: IntervalMethod::Jeffreys { n_eff }, ..e },
+        None => e,
+    }
+}
+
+/// `rate_interval(Estimate::from_replicates(point, replicates, level, units), weight, clusters)`,
+/// without the percentile interval's selection where the Jeffreys interval replaces it (the
+/// same estimate to the bit: a test).
+pub fn rate_estimate(point: f64, replicates: Vec<f64>, level: f64, units: u64, weight: f64, clusters: u64) -> Estimate {
+    match jeffreys_deff(point, &replicates, level, weight, clusters) {
+        Some((lo, hi, n_eff)) => Estimate { point, lo, hi, level, units, replicates, method: IntervalMethod::Jeffreys { n_eff } },
+        None => Estimate::from_replicates(point, replicates, level, units),
+    }
+}
+
+/// The Jeffreys interval of [`rate_interval`] and its n_eff (`None`: the rate keeps the
+/// percentile interval).
+fn jeffreys_deff(p: f64, replicates: &[f64], level: f64, weight: f64, clusters: u64) -> Option<(f64, f64, f64)> {
     if !(0.0..=1.0).contains(&p) || weight.is_nan() || weight <= 0.0 || clusters == 0 {
-        return e;
+        return None;
     }
     let floor = (clusters as f64).min(weight);
-    let finite: Vec<f64> = e.replicates.iter().copied().filter(|x| x.is_finite()).collect();
-    let var = if finite.len() >= 2 {
-        let mean = finite.iter().sum::<f64>() / finite.len() as f64;
-        finite.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (finite.len() - 1) as f64
+    // Two passes over the defined replicates, in order (no copy of them).
+    let finite = || replicates.iter().copied().filter(|x| x.is_finite());
+    let n = finite().count();
+    let var = if n >= 2 {
+        let mean = finite().sum::<f64>() / n as f64;
+        finite().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64
     } else {
         0.0
     };
     let n_eff = if p > 0.0 && p < 1.0 && var > 0.0 { (p * (1.0 - p) / var).clamp(floor, weight) } else { floor };
-    match crate::stats::proportion::jeffreys(p * n_eff, n_eff, e.level) {
-        Some((lo, hi)) => Estimate { lo, hi, method: IntervalMethod::Jeffreys { n_eff }, ..e },
-        None => e,
-    }
+    crate::stats::proportion::jeffreys(p * n_eff, n_eff, level).map(|(lo, hi)| (lo, hi, n_eff))
 }
 
 /// Quantile of sorted data by linear interpolation (Hyndman & Fan type 7).
@@ -525,6 +544,30 @@ pub fn quantile_select(data: &mut [f64], q: f64) -> f64 {
         Some(next) => nth + frac * (next - nth),
         None => nth,
     }
+}
+
+/// [`quantile_select`] at `lo` and at `hi` ≥ `lo` in one pass of selection: the second
+/// selects only above the first's order statistic (the same order statistics, so the same
+/// values to the bit).
+pub fn quantile_pair(data: &mut [f64], lo: f64, hi: f64) -> (f64, f64) {
+    assert!(!data.is_empty() && lo <= hi);
+    let index = |q: f64| {
+        let h = (data.len() - 1) as f64 * q.clamp(0.0, 1.0);
+        (h.floor() as usize, h - h.floor())
+    };
+    let ((i, fi), (j, fj)) = (index(lo), index(hi));
+    let (_, nth, above) = data.select_nth_unstable_by(i, f64::total_cmp);
+    let nth = *nth;
+    let next = above.iter().copied().min_by(f64::total_cmp);
+    let lo = next.map_or(nth, |next| nth + fi * (next - nth));
+    if j == i {
+        return (lo, next.map_or(nth, |next| nth + fj * (next - nth)));
+    }
+    // j > i: the (j − i − 1)-th of the values above the i-th.
+    let (_, nth, above) = above.select_nth_unstable_by(j - i - 1, f64::total_cmp);
+    let nth = *nth;
+    let hi = above.iter().copied().min_by(f64::total_cmp).map_or(nth, |next| nth + fj * (next - nth));
+    (lo, hi)
 }
 
 /// The ratio statistic Σ value / Σ weight (components `[value, weight]`).
@@ -768,6 +811,47 @@ mod tests {
 
     /// Selection gives the sorted quantile to the bit: random data with ties, signed zeros
     /// and one to 1,001 values, at the interval's levels and the ends.
+    #[test]
+    fn a_rate_estimate_is_the_rate_interval_of_the_percentile_estimate() {
+        let mut x: u64 = 5;
+        let mut next = || {
+            x = mix64(x);
+            x
+        };
+        for case in 0..400 {
+            let n = [0usize, 1, 2, 5, 1000][case % 5];
+            let scale = [1.0, 0.01, 3.0][case % 3];
+            let replicates: Vec<f64> =
+                (0..n).map(|_| if next() % 13 == 0 { f64::NAN } else { scale * (next() % 1000) as f64 / 1000.0 }).collect();
+            let point = [0.0, 1.0, 0.3, 1.5, -0.2, f64::NAN][case % 6];
+            let weight = [4.0, 0.0, 120.5, f64::NAN][case % 4];
+            let clusters = [0u64, 1, 7][case % 3];
+            let want = rate_interval(Estimate::from_replicates(point, replicates.clone(), 0.95, 9), weight, clusters);
+            let got = rate_estimate(point, replicates, 0.95, 9, weight, clusters);
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "case {case}");
+        }
+    }
+
+    #[test]
+    fn quantile_pairs_equal_two_selections() {
+        let mut x: u64 = 11;
+        for n in [1usize, 2, 3, 7, 40, 999, 1000] {
+            for q in [(0.0, 0.0), (0.025, 0.975), (0.05, 0.95), (0.5, 0.5), (0.3, 0.31), (0.0, 1.0), (1.0, 1.0)] {
+                let data: Vec<f64> = (0..n)
+                    .map(|_| {
+                        x = mix64(x);
+                        // Ties and both zeros included.
+                        [(x % 17) as f64 / 4.0, -0.0, 0.0][(x >> 60) as usize % 3]
+                    })
+                    .collect();
+                let (mut a, mut b) = (data.clone(), data.clone());
+                let want = (quantile_select(&mut a, q.0), quantile_select(&mut a, q.1));
+                let got = quantile_pair(&mut b, q.0, q.1);
+                assert_eq!((got.0.to_bits(), got.1.to_bits()), (want.0.to_bits(), want.1.to_bits()), "n {n}, q {q:?}");
+            }
+        }
+    }
+
     #[test]
     fn quantile_by_selection_equals_quantile_of_sorted() {
         let mut x = 0x2545_f491_4f6c_dd1du64;

@@ -195,43 +195,46 @@ pub(super) fn add_batch<'a, const D: usize>(
 ) {
     assert!(path.supported(), "the {} path on a CPU without it", path.name());
     let n = reps.len() / D;
-    LANES.with(|lanes| {
-        let mut lanes = lanes.borrow_mut();
+    // Taken out for the batch and put back zeroed (every flush leaves the lanes so): a panic
+    // mid-batch drops them rather than leave sums for the next batch. Zeroed here only when
+    // the width or B changed.
+    let mut lanes = LANES.take();
+    if lanes.len() != n * D {
         lanes.clear();
         lanes.resize(n * D, 0);
-        // Sum over the batch of each cluster's largest possible lane increment.
-        let mut bound: u128 = 0;
-        let mut pending = false;
-        for (key, sums) in items {
-            let sums: &[i128; D] = sums.try_into().expect("component width");
-            let worst = 7 * sums.iter().map(|s| s.unsigned_abs()).max().unwrap_or(0);
-            if worst == 0 {
-                continue;
-            }
-            if worst > i64::MAX as u128 {
-                scalar(reps, key, sums);
-                continue;
-            }
-            if bound + worst > i64::MAX as u128 {
-                flush::<D>(reps, &mut lanes, n);
-                bound = 0;
-            }
-            bound += worst;
-            pending = true;
-            dispatch::<D>(path, &mut lanes, n, key, &sums.map(|s| s as i64));
+    }
+    // Sum over the batch of each cluster's largest possible lane increment.
+    let mut bound: u128 = 0;
+    let mut pending = false;
+    for (key, sums) in items {
+        let sums: &[i128; D] = sums.try_into().expect("component width");
+        let worst = 7 * sums.iter().map(|s| s.unsigned_abs()).max().unwrap_or(0);
+        if worst == 0 {
+            continue;
         }
-        if pending {
+        if worst > i64::MAX as u128 {
+            scalar(reps, key, sums);
+            continue;
+        }
+        if bound + worst > i64::MAX as u128 {
             flush::<D>(reps, &mut lanes, n);
+            bound = 0;
         }
-    });
+        bound += worst;
+        pending = true;
+        dispatch::<D>(path, &mut lanes, n, key, &sums.map(|s| s as i64));
+    }
+    if pending {
+        flush::<D>(reps, &mut lanes, n);
+    }
+    LANES.set(lanes);
 }
 
 /// `reps[b·D + d] += lanes[d·n + b]`, and the lanes zeroed.
 fn flush<const D: usize>(reps: &mut [i128], lanes: &mut [i64], n: usize) {
     for (b, rep) in reps.chunks_exact_mut(D).enumerate() {
         for d in 0..D {
-            rep[d] += lanes[d * n + b] as i128;
+            rep[d] += std::mem::take(&mut lanes[d * n + b]) as i128;
         }
     }
-    lanes.fill(0);
 }

@@ -1003,10 +1003,17 @@ impl InstrumentDecl {
 
 /// Looks a metric up by id: the built-in catalogue, then declared instruments.
 pub fn spec(id: &str) -> Option<&'static MetricSpec> {
-    CATALOGUE
-        .iter()
-        .find(|m| m.id == id)
-        .or_else(|| DECLARED.read().unwrap_or_else(|e| e.into_inner()).iter().find(|m| m.id == id).copied())
+    // By a hash index of the built-in catalogue (the aggregator asks once per observation),
+    // the first entry of an id as a search in order would find it.
+    static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, &'static MetricSpec>> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index = std::collections::HashMap::new();
+        for m in CATALOGUE {
+            index.entry(m.id).or_insert(m);
+        }
+        index
+    });
+    index.get(id).copied().or_else(|| DECLARED.read().unwrap_or_else(|e| e.into_inner()).iter().find(|m| m.id == id).copied())
 }
 
 /// Every instrument: the built-in catalogue, then declared ones.

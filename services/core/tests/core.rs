@@ -122,6 +122,22 @@ fn intervals_fixture() -> Value {
     serde_json::from_str(include_str!("fixtures/intervals.json")).expect("intervals.json parses")
 }
 
+/// Rare events in many trials: statrs' Beta quantile never returned for 10 of 10⁷ (a window of
+/// enormous weights stalled on it); above `MAX_TRIALS` the interval is the one at `MAX_TRIALS`.
+#[test]
+fn jeffreys_returns_for_rare_events_in_many_trials() {
+    for (x, n) in [(10.0, 1e7), (0.0, 1e12), (3.0, 4.2e11), (1e12 - 1.0, 1e12), (1e9, 1e12)] {
+        let got = proportion::jeffreys(x, n, 0.95).unwrap();
+        let capped = proportion::jeffreys(x / n * proportion::MAX_TRIALS, proportion::MAX_TRIALS, 0.95).unwrap();
+        assert_eq!(got, capped, "{x}/{n}");
+        // Within one event in MAX_TRIALS of 0 (or of n) the interval is the one of no event
+        // (or of all), which lies just above 0 (below 1), statsmodels' too: only its upper
+        // (lower) end is sure to hold the rate.
+        let (p, edge) = (x / n, 1.0 / proportion::MAX_TRIALS);
+        assert!(got.0 < got.1 && (p <= got.1 || p > 1.0 - edge) && (got.0 <= p || p < edge), "{x}/{n}: {got:?}");
+    }
+}
+
 #[test]
 fn jeffreys_matches_statsmodels_also_at_fractional_counts() {
     let cases = intervals_fixture()["jeffreys"].as_array().unwrap().clone();

@@ -29,7 +29,7 @@ use octant_core::stats::bootstrap::{BootstrapSpec, ReplicateSums};
 use octant_core::stats::sequential::PaneLogs;
 
 use crate::window::{
-    Emission, MAX_GROUPS, PaneEvidence, SeriesKey, SeriesState, SeriesWindow, Windows, declared_window, has_evidence, linear_window,
+    Emission, MAX_GROUPS, PaneEvidence, SeriesKey, SeriesState, SeriesWindow, Sums, Windows, declared_window, has_evidence, linear_window,
     pane_logs, tasks_window,
 };
 
@@ -215,7 +215,7 @@ fn merged_window(key: &SeriesKey, merged: &Merged, boot: &BootstrapSpec) -> Opti
             hashes.dedup();
             let mut logs = logs.clone();
             logs.sort_by_key(|l| l.0);
-            Some(linear_window(key, metric, sums, *units, hashes.len() as u64, Some(&logs), boot.level))
+            Some(linear_window(key, metric, Sums::Wide(sums), *units, hashes.len() as u64, Some(&logs), boot.level))
         }
         Merged::Tasks(m) => {
             let tasks: BTreeMap<&str, (u64, u64)> = m.iter().map(|(k, v)| (k.as_str(), *v)).collect();

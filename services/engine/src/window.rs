@@ -42,7 +42,9 @@ use hashbrown::{Equivalent, HashMap, HashSet};
 use octant_contracts::{Observation, Source};
 use octant_core::catalogue::{Estimator, MetricSpec, derived_from, ids, spec};
 use octant_core::family::Family;
-use octant_core::stats::bootstrap::{BootstrapSpec, Estimate, ReplicateSums, cluster_hash, from_fixed, rate_estimate, ratio, to_fixed};
+use octant_core::stats::bootstrap::{
+    BootstrapSpec, Estimate, LaneSums, ReplicateSums, cluster_hash, from_fixed, rate_estimate, ratio, to_fixed,
+};
 use octant_core::stats::sequential::{self, Evidence};
 use octant_core::stats::{calibration, fairness, passk};
 
@@ -130,7 +132,7 @@ pub(crate) fn has_evidence(metric: &MetricSpec) -> bool {
 pub(crate) fn linear_window(
     key: &SeriesKey,
     metric: &'static MetricSpec,
-    window: &ReplicateSums,
+    window: Sums,
     units: u64,
     clusters: u64,
     panes: Option<&[PaneEvidence]>,
@@ -138,17 +140,49 @@ pub(crate) fn linear_window(
 ) -> SeriesWindow {
     // Each statistic by name (not through a function pointer): a thousand replicates each.
     let estimate = match metric.estimator {
-        Estimator::Ece => window.estimate(level, calibration::statistic),
-        Estimator::GroupGap => window.estimate(level, fairness::statistic),
+        Estimator::Ece => window.wide().estimate(level, calibration::statistic),
+        Estimator::GroupGap => window.wide().estimate(level, fairness::statistic),
         // A rate's interval is Jeffreys at its effective sample size: no percentiles needed.
         _ if is_rate(metric) => {
-            window.values(ratio).map(|(point, reps)| rate_estimate(point, reps, level, units, from_fixed(window.point()[1]), clusters))
+            window.ratio_values().map(|(point, reps)| rate_estimate(point, reps, level, units, from_fixed(window.point()[1]), clusters))
         }
-        _ => window.estimate(level, ratio),
+        _ => window.ratio_values().map(|(point, reps)| Estimate::from_replicates(point, reps, level, units)),
     };
     let estimate = estimate.map(|e| Estimate { units, ..e });
     let evidence = panes.filter(|_| has_evidence(metric)).and_then(evidence);
     SeriesWindow { key: key.clone(), spec: metric, units, clusters, estimate, evidence, weightless: 0 }
+}
+
+/// The replicate sums a linear window is estimated from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Sums<'a> {
+    Wide(&'a ReplicateSums),
+    /// A ratio's, kept in `i64` lanes ([`Kept`]).
+    Lanes(&'a LaneSums),
+}
+
+impl Sums<'_> {
+    fn point(&self) -> &[i128] {
+        match self {
+            Sums::Wide(w) => w.point(),
+            Sums::Lanes(l) => l.point(),
+        }
+    }
+
+    fn wide(&self) -> std::borrow::Cow<'_, ReplicateSums> {
+        match self {
+            Sums::Wide(w) => std::borrow::Cow::Borrowed(*w),
+            Sums::Lanes(l) => std::borrow::Cow::Owned(l.to_wide()),
+        }
+    }
+
+    /// The ratio's point and replicate values (the same from either form).
+    fn ratio_values(&self) -> Option<(f64, Vec<f64>)> {
+        match self {
+            Sums::Wide(w) => w.values(ratio),
+            Sums::Lanes(l) => l.ratio_values(),
+        }
+    }
 }
 
 /// The k of pass^k's reliability signature (seed 002 §4: pass^1, pass^2, pass^4).
@@ -466,7 +500,7 @@ impl Clusters {
     }
 
     /// Each cluster's hash and summed components (in no particular order).
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, &[i128])> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, &[i128])> + Clone {
         let (open, closed) = match self {
             Clusters::Open(m) => (Some(m.iter().map(|(c, v)| (*c, v.as_slice()))), None),
             Clusters::Closed { keys, sums } => {
@@ -529,7 +563,7 @@ pub(crate) enum SeriesState {
         /// The replicate sums of the next window's panes before the frontier pane, kept
         /// between windows only while the window holds more than [`MATERIALISE_UP_TO`]
         /// (pane, cluster) sums (`None`: made at emission from the panes, see [`Windows::emit`]).
-        window: Option<Kept>,
+        window: Option<Box<Kept>>,
         panes: BTreeMap<i64, LinearPane>,
         /// Fairness: group name → component block.
         groups: BTreeMap<String, usize>,
@@ -542,6 +576,16 @@ pub(crate) enum SeriesState {
         /// pane → (largest declared value, declarations)
         panes: BTreeMap<i64, (f64, u64)>,
     },
+}
+
+/// The hash an observation id is known by for duplicate detection: 64 bits of foldhash with a
+/// fixed seed (deterministic, so a replay decides as the first run did; unlike a cluster's
+/// hash it feeds no bootstrap stream, so it is free to be fast rather than stable across
+/// versions). Two ids of one pane share a hash with probability ~n²/2⁶⁵.
+fn id_hash(id: &str) -> u64 {
+    use std::hash::BuildHasher;
+    static STATE: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0x6f63_7461_6e74);
+    STATE.hash_one(id)
 }
 
 /// The observation-id hashes of one pane.
@@ -597,16 +641,62 @@ pub const MATERIALISE_UP_TO: usize = 8;
 /// closes without visiting its panes.
 #[derive(Debug)]
 pub(crate) struct Kept {
-    sums: ReplicateSums,
+    sums: KeptSums,
     units: u64,
     weightless: u64,
     /// Cluster → panes holding it; its length is the window's distinct clusters.
     clusters: HashMap<u64, u32>,
 }
 
+/// A ratio's kept sums are `i64` lanes (half the memory, read and updated without an `i128`
+/// pass) while its bound allows ([`LaneSums`]), wide from the update that would pass it on;
+/// other widths are wide. The same integers either way.
+#[derive(Debug)]
+enum KeptSums {
+    Lanes(LaneSums),
+    Wide(ReplicateSums),
+}
+
+impl KeptSums {
+    fn new<'a>(boot: &BootstrapSpec, dims: usize, panes: impl Iterator<Item = (&'a i64, &'a LinearPane)> + Clone) -> KeptSums {
+        if dims == 2 {
+            let mut lanes = LaneSums::new(boot);
+            if lanes.update(panes.clone().flat_map(|(_, p)| p.clusters.iter()), false) {
+                return KeptSums::Lanes(lanes);
+            }
+        }
+        KeptSums::Wide(window_sums(boot, dims, panes))
+    }
+
+    /// Pane `p` enters, or with `remove` leaves (exact subtraction: its clusters with negated
+    /// sums).
+    fn update(&mut self, p: &LinearPane, dims: usize, remove: bool) {
+        if let KeptSums::Lanes(lanes) = self {
+            if lanes.update(p.clusters.iter(), remove) {
+                return;
+            }
+            *self = KeptSums::Wide(lanes.to_wide());
+        }
+        let KeptSums::Wide(wide) = self else { unreachable!("wide above") };
+        if remove {
+            let neg: Vec<i128> = p.clusters.values().flat_map(|sums| sums.iter().map(|x| -x)).collect();
+            wide.add_many(p.clusters.keys().zip(neg.chunks_exact(dims)).map(|(c, n)| (c, n, 0)));
+        } else {
+            wide.add_many(p.cluster_sums());
+        }
+    }
+
+    fn sums(&self) -> Sums<'_> {
+        match self {
+            KeptSums::Lanes(l) => Sums::Lanes(l),
+            KeptSums::Wide(w) => Sums::Wide(w),
+        }
+    }
+}
+
 impl Kept {
     fn new<'a>(boot: &BootstrapSpec, dims: usize, panes: impl Iterator<Item = (&'a i64, &'a LinearPane)> + Clone) -> Kept {
-        let mut k = Kept { sums: window_sums(boot, dims, panes.clone()), units: 0, weightless: 0, clusters: HashMap::new() };
+        let mut k = Kept { sums: KeptSums::new(boot, dims, panes.clone()), units: 0, weightless: 0, clusters: HashMap::new() };
         for (_, p) in panes {
             k.count(p);
         }
@@ -622,15 +712,14 @@ impl Kept {
     }
 
     /// Pane `p` enters.
-    fn enter(&mut self, p: &LinearPane) {
-        self.sums.add_many(p.cluster_sums());
+    fn enter(&mut self, p: &LinearPane, dims: usize) {
+        self.sums.update(p, dims, false);
         self.count(p);
     }
 
-    /// Pane `p` leaves (exact subtraction: its clusters with negated sums).
+    /// Pane `p` leaves.
     fn leave(&mut self, p: &LinearPane, dims: usize) {
-        let neg: Vec<i128> = p.clusters.values().flat_map(|sums| sums.iter().map(|x| -x)).collect();
-        self.sums.add_many(p.clusters.keys().zip(neg.chunks_exact(dims)).map(|(c, n)| (c, n, 0)));
+        self.sums.update(p, dims, true);
         self.units -= p.units;
         self.weightless -= p.weightless;
         for c in p.clusters.keys() {
@@ -751,7 +840,7 @@ impl Windows {
         if t < frontier {
             // A late duplicate is still a duplicate.
             let pane = self.spec.pane_of(t);
-            if self.seen.get(&pane).is_some_and(|s| s.contains(cluster_hash(&o.observation_id))) {
+            if self.seen.get(&pane).is_some_and(|s| s.contains(id_hash(&o.observation_id))) {
                 Added::Duplicate
             } else {
                 Added::Late { frontier }
@@ -763,7 +852,7 @@ impl Windows {
 
     fn accept(&mut self, o: &Observation, metric: &'static MetricSpec, offset: i64) -> Added {
         let pane = self.spec.pane_of(o.event_time);
-        if !self.seen.entry(pane).or_insert_with(|| Seen::Open(HashSet::new())).insert(cluster_hash(&o.observation_id)) {
+        if !self.seen.entry(pane).or_insert_with(|| Seen::Open(HashSet::new())).insert(id_hash(&o.observation_id)) {
             return Added::Duplicate;
         }
         let off = self.pane_offsets.entry(pane).or_insert(offset);
@@ -903,9 +992,9 @@ impl Windows {
             // subtracted when it leaves).
             let from = f + self.spec.slide_ms - self.spec.length_ms;
             for st in self.series.values_mut() {
-                if let SeriesState::Linear { window: Some(window), panes, .. } = st {
+                if let SeriesState::Linear { window: Some(window), panes, dims, .. } = st {
                     for (_, p) in panes.range(from..f) {
-                        window.enter(p);
+                        window.enter(p, *dims);
                     }
                 }
             }
@@ -917,11 +1006,11 @@ impl Windows {
             // No observation changes it after (it is before the frontier): a vetoed rate's
             // evidence of it is made once, here.
             for (key, st) in self.series.iter_mut() {
-                if let SeriesState::Linear { window, panes, .. } = st
+                if let SeriesState::Linear { window, panes, dims, .. } = st
                     && let Some(p) = panes.get_mut(&f)
                 {
                     if let Some(window) = window {
-                        window.enter(p);
+                        window.enter(p, *dims);
                     }
                     let metric = spec(key.metric).expect("series are catalogue metrics");
                     if has_evidence(metric) && key.slice.is_none() {
@@ -977,12 +1066,12 @@ impl Windows {
                     // sums: the same integers the incremental sums would hold.
                     let made;
                     let (window, clusters) = match window {
-                        Some(k) => (&k.sums, k.clusters.len() as u64),
+                        Some(k) => (k.sums.sums(), k.clusters.len() as u64),
                         None => {
                             made = window_sums(&self.boot, *dims, in_window.clone());
                             distinct.clear();
                             distinct.extend(in_window.clone().flat_map(|(_, p)| p.clusters.keys()));
-                            (&made, distinct.len() as u64)
+                            (Sums::Wide(&made), distinct.len() as u64)
                         }
                     };
                     // Debug builds (the tests) check the invariant the incremental sums rest on:
@@ -990,7 +1079,7 @@ impl Windows {
                     // crash test shows an instance where they were not; this says when.)
                     #[cfg(debug_assertions)]
                     {
-                        let mut sums = vec![0i128; window.dims()];
+                        let mut sums = vec![0i128; window.point().len()];
                         for c in in_window.clone().flat_map(|(_, p)| p.clusters.values()) {
                             for (a, b) in sums.iter_mut().zip(c) {
                                 *a += b;
@@ -1066,7 +1155,7 @@ impl Windows {
                     // made at emission while it holds few (hysteresis between the two).
                     let entries: usize = panes.range(keep_from..end).map(|(_, p)| p.clusters.len()).sum();
                     if window.is_none() && entries > MATERIALISE_UP_TO {
-                        *window = Some(Kept::new(&self.boot, *dims, panes.range(keep_from..end)));
+                        *window = Some(Box::new(Kept::new(&self.boot, *dims, panes.range(keep_from..end))));
                     } else if window.is_some() && entries <= MATERIALISE_UP_TO / 2 {
                         *window = None;
                     }
@@ -1402,6 +1491,37 @@ pub(crate) mod tests {
         brute_force_agrees(&input);
     }
 
+    #[test]
+    fn a_window_too_large_for_i64_lanes_is_kept_wide() {
+        let mut t = T0;
+        let input: Vec<Observation> = (0..400)
+            .map(|i| {
+                t += 5_000;
+                let run = format!("run-{}", i / 2);
+                let mut o = obs(&format!("{run}/unsafe_action_rate/{i}"), "unsafe_action_rate", &run, t, (i % 3 == 0) as u8 as f64);
+                // A few units of enormous weight: 7 × 3·10¹⁷ fixed-point per cluster, and a
+                // window holding several passes i64::MAX.
+                if i % 20 == 7 {
+                    o.weight = 3e11;
+                }
+                o
+            })
+            .collect();
+        let mut w = Windows::new(spec_(), boot(), None);
+        let (mut lanes, mut wide) = (0, 0);
+        for (i, o) in input.iter().enumerate() {
+            feed(&mut w, o, i as i64);
+            if let Some(SeriesState::Linear { window: Some(k), .. }) = w.series.values().next() {
+                match k.sums {
+                    KeptSums::Lanes(_) => lanes += 1,
+                    KeptSums::Wide(_) => wide += 1,
+                }
+            }
+        }
+        assert!(lanes > 50 && wide > 50, "both forms: lanes {lanes}, wide {wide}");
+        brute_force_agrees(&input);
+    }
+
     /// Runs `input` through fresh windows and checks every emitted window against the
     /// bootstrap of the observations inside it, computed directly; returns the emissions.
     fn brute_force_agrees(input: &[Observation]) -> Vec<Emission> {
@@ -1415,14 +1535,14 @@ pub(crate) mod tests {
             let inside: Vec<&Observation> =
                 input.iter().filter(|o| o.event_time >= e.window_start && o.event_time < e.window_end).collect();
             for o in &inside {
-                sums.add_cluster(cluster_hash(&o.cluster_id), &[to_fixed(o.value), to_fixed(1.0)], 1);
+                sums.add_cluster(cluster_hash(&o.cluster_id), &[to_fixed(o.value), to_fixed(o.weight)], 1);
             }
             assert_eq!(s.units, sums.units());
             let clusters = inside.iter().map(|o| &o.cluster_id).collect::<HashSet<_>>().len() as u64;
             assert_eq!(s.clusters, clusters);
-            // A rate: the rate interval at Σ weight = units.
-            let expected =
-                sums.estimate(0.95, ratio).map(|e| octant_core::stats::bootstrap::rate_interval(e, inside.len() as f64, clusters));
+            // A rate: the rate interval at Σ weight.
+            let weight = from_fixed(inside.iter().map(|o| to_fixed(o.weight)).sum());
+            let expected = sums.estimate(0.95, ratio).map(|e| octant_core::stats::bootstrap::rate_interval(e, weight, clusters));
             // Debug form: NaN replicates compare equal there.
             assert_eq!(format!("{:?}", s.estimate), format!("{expected:?}"), "window ending {}", e.window_end);
         }

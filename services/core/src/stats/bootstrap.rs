@@ -416,6 +416,84 @@ impl ReplicateSums {
     }
 }
 
+/// A ratio's replicate sums (components `[value, weight]`) in `i64` lanes, dimension-major:
+/// half the memory of [`ReplicateSums`] and no `i128` pass per update, for a state updated
+/// pane by pane and read at every window (the sums an aggregator series keeps between
+/// windows). The same weights and the same integers as [`ReplicateSums`], exact while every
+/// partial sum fits an `i64`, which a bound guarantees: the sum, over the clusters it holds, of
+/// 7 (the largest weight) × the cluster's largest |component| stays ≤ `i64::MAX`. An update
+/// that would pass it is refused, and the caller goes on with [`Self::to_wide`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneSums {
+    seed: u64,
+    replicates: u32,
+    point: [i128; 2],
+    /// `lanes[d * B + b]`.
+    lanes: Vec<i64>,
+    bound: u128,
+}
+
+impl LaneSums {
+    pub fn new(spec: &BootstrapSpec) -> LaneSums {
+        LaneSums { seed: spec.seed, replicates: spec.replicates, point: [0; 2], lanes: vec![0; 2 * spec.replicates as usize], bound: 0 }
+    }
+
+    /// Adds clusters (hash, the two component sums), or with `remove` takes out clusters added
+    /// before with the same sums (exact: the integers cancel). False, and nothing changed, if
+    /// the bound would pass `i64::MAX`.
+    pub fn update<'a>(&mut self, clusters: impl Iterator<Item = (u64, &'a [i128])> + Clone, remove: bool) -> bool {
+        self.update_on(Path::active(), clusters, remove)
+    }
+
+    /// [`Self::update`] on a given path (one this CPU supports).
+    pub fn update_on<'a>(&mut self, path: Path, clusters: impl Iterator<Item = (u64, &'a [i128])> + Clone, remove: bool) -> bool {
+        assert!(path.supported(), "the {} path on a CPU without it", path.name());
+        let mut worst: u128 = 0;
+        for (_, sums) in clusters.clone() {
+            assert_eq!(sums.len(), 2, "a ratio's two components");
+            let w = 7 * sums.iter().map(|s| s.unsigned_abs()).max().unwrap_or(0);
+            if w > i64::MAX as u128 {
+                return false;
+            }
+            worst += w;
+        }
+        // Removing: every partial sum is a sum over clusters already held (within the bound).
+        // Adding: over the clusters held after the update (checked first).
+        let bound = if remove { self.bound.saturating_sub(worst) } else { self.bound + worst };
+        if bound > i64::MAX as u128 {
+            return false;
+        }
+        let (n, sign) = (self.replicates as usize, if remove { -1 } else { 1 });
+        for (cluster, sums) in clusters {
+            for (p, s) in self.point.iter_mut().zip(sums) {
+                *p += sign as i128 * s;
+            }
+            let sums = [sign * sums[0] as i64, sign * sums[1] as i64];
+            lanes::dispatch::<2>(path, &mut self.lanes, n, stream_key(self.seed, cluster), &sums);
+        }
+        self.bound = bound;
+        true
+    }
+
+    pub fn point(&self) -> &[i128] {
+        &self.point
+    }
+
+    /// The same replicate sums as [`ReplicateSums`] (for a state the lanes can no longer hold).
+    pub fn to_wide(&self) -> ReplicateSums {
+        let n = self.replicates as usize;
+        let reps = (0..n).flat_map(|b| [self.lanes[b] as i128, self.lanes[n + b] as i128]).collect();
+        ReplicateSums { seed: self.seed, replicates: self.replicates, dims: 2, units: 0, point: self.point.to_vec(), reps }
+    }
+
+    /// [`ReplicateSums::values`] of [`ratio`]: the same values to the bit.
+    pub fn ratio_values(&self) -> Option<(f64, Vec<f64>)> {
+        let point = ratio(&self.point)?;
+        let (num, den) = self.lanes.split_at(self.replicates as usize);
+        Some((point, num.iter().zip(den).map(|(&x, &y)| if y != 0 { x as f64 / y as f64 } else { f64::NAN }).collect()))
+    }
+}
+
 /// How an [`Estimate`]'s interval was made.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum IntervalMethod {
@@ -521,6 +599,8 @@ fn jeffreys_deff(p: f64, replicates: &[f64], level: f64, weight: f64, clusters: 
         0.0
     };
     let n_eff = if p > 0.0 && p < 1.0 && var > 0.0 { (p * (1.0 - p) / var).clamp(floor, weight) } else { floor };
+    // The interval is computed (and recorded) at no more than MAX_TRIALS.
+    let n_eff = n_eff.min(crate::stats::proportion::MAX_TRIALS);
     crate::stats::proportion::jeffreys(p * n_eff, n_eff, level).map(|(lo, hi)| (lo, hi, n_eff))
 }
 
@@ -829,6 +909,49 @@ mod tests {
             let want = rate_interval(Estimate::from_replicates(point, replicates.clone(), 0.95, 9), weight, clusters);
             let got = rate_estimate(point, replicates, 0.95, 9, weight, clusters);
             assert_eq!(format!("{got:?}"), format!("{want:?}"), "case {case}");
+        }
+    }
+
+    #[test]
+    fn lane_sums_are_the_replicate_sums() {
+        let spec = BootstrapSpec { replicates: 1000, seed: 9, level: 0.95 };
+        let mut x: u64 = 3;
+        let mut next = || {
+            x = mix64(x);
+            x
+        };
+        for path in lanes::Path::supported_paths() {
+            let mut lanes_ = LaneSums::new(&spec);
+            let mut wide = ReplicateSums::new(&spec, 2);
+            let mut held: Vec<(u64, Vec<i128>)> = Vec::new();
+            for step in 0..60 {
+                // Panes of 0 to 12 clusters enter; the oldest leave; now and then a cluster too
+                // large for the lanes, which the lanes refuse.
+                let huge = step % 17 == 16;
+                let pane: Vec<(u64, Vec<i128>)> = (0..next() % 13)
+                    .map(|_| {
+                        let den = if huge { i64::MAX as i128 / 5 } else { (next() % 9 * 1_000_000) as i128 };
+                        (next(), vec![den * (next() % 2) as i128 - (next() % 3) as i128, den])
+                    })
+                    .collect();
+                let items = || pane.iter().map(|(c, v)| (*c, v.as_slice()));
+                if lanes_.update_on(path, items(), false) {
+                    assert!(!huge || pane.is_empty());
+                    wide.add_many_on(path, items().map(|(c, v)| (c, v, 0)));
+                    held.extend(pane.iter().cloned());
+                } else {
+                    assert!(huge, "refused an ordinary pane");
+                }
+                if step % 3 == 2 && !held.is_empty() {
+                    let leaving: Vec<(u64, Vec<i128>)> = held.drain(..held.len().min(7)).collect();
+                    assert!(lanes_.update_on(path, leaving.iter().map(|(c, v)| (*c, v.as_slice())), true));
+                    let neg: Vec<Vec<i128>> = leaving.iter().map(|(_, v)| v.iter().map(|s| -s).collect()).collect();
+                    wide.add_many_on(path, leaving.iter().zip(&neg).map(|((c, _), n)| (*c, n.as_slice(), 0)));
+                }
+                assert_eq!(lanes_.to_wide(), wide, "{} step {step}", path.name());
+                let (a, b) = (lanes_.ratio_values(), wide.values(ratio));
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "{} step {step}", path.name());
+            }
         }
     }
 

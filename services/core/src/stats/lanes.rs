@@ -166,7 +166,7 @@ fn accumulate_neon<const D: usize>(lanes: &mut [i64], n: usize, key: u64, sums: 
 }
 
 /// `path` must be supported (checked once per batch by [`add_batch`]).
-fn dispatch<const D: usize>(path: Path, lanes: &mut [i64], n: usize, key: u64, sums: &[i64; D]) {
+pub(super) fn dispatch<const D: usize>(path: Path, lanes: &mut [i64], n: usize, key: u64, sums: &[i64; D]) {
     match path {
         // SAFETY (each arm): the CPU has the features, checked by `add_batch`.
         #[cfg(target_arch = "x86_64")]

@@ -14,4 +14,4 @@ pub mod ppi;
 pub mod proportion;
 pub mod sequential;
 
-pub use bootstrap::{BootstrapSpec, Estimate, ReplicateSums, cluster_hash, ratio, to_fixed};
+pub use bootstrap::{BootstrapSpec, Estimate, LaneSums, ReplicateSums, cluster_hash, ratio, to_fixed};

@@ -33,30 +33,69 @@ const METRICS: [&str; 10] = [
     "error_recovery",
 ];
 
+/// Counts the bytes live on the heap: the state's own size, whatever the allocator keeps.
+struct Counting;
+
+static LIVE: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as i64, std::sync::atomic::Ordering::Relaxed);
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE.fetch_sub(layout.size() as i64, std::sync::atomic::Ordering::Relaxed);
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as i64, std::sync::atomic::Ordering::Relaxed);
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size as i64 - layout.size() as i64, std::sync::atomic::Ordering::Relaxed);
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn live_bytes() -> i64 {
+    LIVE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4096
 }
 
-/// One minute of observations (minute `m`), in event-time order.
-fn minute(m: i64, systems: usize, x: &mut u64, sliced: bool) -> Vec<Observation> {
+/// The observations of run slot `r` of minute `m` (every system's `r`-th run of the minute),
+/// in event-time order. Slots do not overlap in time, so slot after slot is the minute in
+/// event-time order; made a slot at a time so the input of 10,000 systems is not held at once.
+/// A system's step `k` is at `k·500 ms + (system mod 100) ms` into the slot: made in that order
+/// (steps, then the offset, then systems, then metrics: what a stable sort by event time of
+/// systems, steps and metrics gives), with the values drawn in system, step, metric order.
+fn slot(m: i64, r: i64, systems: usize, x: &mut u64, sliced: bool) -> Vec<Observation> {
     let mut next = || {
         *x ^= *x << 13;
         *x ^= *x >> 7;
         *x ^= *x << 17;
         *x
     };
-    let mut out = Vec::new();
-    for r in 0..10 {
-        for s in 0..systems {
-            let run = format!("sys-{s}-run-{m}-{r}");
-            for step in 0..8 {
-                let t = T0 + m * MIN + r * 6_000 + step * 500 + (s as i64 % 100);
-                for metric in METRICS {
+    let values: Vec<bool> = (0..systems * 8 * METRICS.len()).map(|_| next() % 100 < 20).collect();
+    let runs: Vec<String> = (0..systems).map(|s| format!("sys-{s}-run-{m}-{r}")).collect();
+    let ids: Vec<String> = (0..systems).map(|s| format!("sys-{s}")).collect();
+    let mut out = Vec::with_capacity(values.len());
+    for step in 0..8i64 {
+        for offset in 0..100.min(systems) {
+            for s in (offset..systems).step_by(100) {
+                let run = &runs[s];
+                let t = T0 + m * MIN + r * 6_000 + step * 500 + offset as i64;
+                for (k, metric) in METRICS.iter().enumerate() {
                     out.push(Observation {
                         observation_id: format!("{run}/{metric}/{step}"),
-                        metric: metric.into(),
-                        system_id: format!("sys-{s}"),
+                        metric: metric.to_string(),
+                        system_id: ids[s].clone(),
                         system_version: "1".into(),
                         source: Source::Production,
                         agent_id: sliced.then(|| format!("agent-{}", step % 3)),
@@ -69,7 +108,7 @@ fn minute(m: i64, systems: usize, x: &mut u64, sliced: bool) -> Vec<Observation>
                         cluster_id: run.clone(),
                         step: Some(step),
                         event_time: t,
-                        value: (next() % 100 < 20) as u8 as f64,
+                        value: values[(s * 8 + step as usize) * METRICS.len() + k] as u8 as f64,
                         weight: 1.0,
                         confidence: None,
                         provenance: None,
@@ -78,7 +117,7 @@ fn minute(m: i64, systems: usize, x: &mut u64, sliced: bool) -> Vec<Observation>
             }
         }
     }
-    out.sort_by_key(|o| o.event_time);
+    debug_assert!(out.is_sorted_by_key(|o| o.event_time));
     out
 }
 
@@ -92,8 +131,8 @@ fn main() {
     let sliced = std::env::args().any(|a| a == "--slices");
     let mut x: u64 = 7;
     // Warm the allocator with one minute of input, so RSS growth is the window state.
-    drop(minute(0, systems, &mut x, sliced));
-    let base = rss_bytes();
+    drop(slot(0, 0, systems, &mut x, sliced));
+    let (base, live_base) = (rss_bytes(), live_bytes());
     let mut w = Windows::new(spec, boot, None);
     if sliced {
         w = w.with_slices(octant_engine::window::SliceSpec::default(), (0..systems).map(|s| format!("sys-{s}")));
@@ -101,20 +140,25 @@ fn main() {
     let (mut n, mut emitted, mut offset) = (0u64, 0u64, 0i64);
     let started = Instant::now();
     let mut busy = std::time::Duration::ZERO;
-    let (mut rss_at_1h, mut series_at_1h) = (0, 1);
+    let (mut rss_at_1h, mut series_at_1h, mut live_at_1h) = (0, 1, 0);
     for m in 0..minutes {
-        let input = minute(m, systems, &mut x, sliced);
-        let t = Instant::now();
-        for o in &input {
-            w.add(o, offset);
-            emitted += w.advance_to(o.event_time, offset).iter().map(|e| e.series.len() as u64).sum::<u64>();
-            offset += 1;
-            n += 1;
+        for r in 0..10 {
+            let input = slot(m, r, systems, &mut x, sliced);
+            let t = Instant::now();
+            for o in &input {
+                w.add(o, offset);
+                emitted += w.advance_to(o.event_time, offset).iter().map(|e| e.series.len() as u64).sum::<u64>();
+                offset += 1;
+                n += 1;
+            }
+            busy += t.elapsed();
         }
+        let t = Instant::now();
         let _ = w.commit_point(offset);
         busy += t.elapsed();
         if m == 65.min(minutes - 1) {
             rss_at_1h = rss_bytes().saturating_sub(base);
+            live_at_1h = live_bytes() - live_base;
             series_at_1h = w.series_count();
         }
     }
@@ -128,7 +172,10 @@ fn main() {
     println!("| cost per emitted series window (amortised, with its observations) | {:.0} µs |", 1e6 * secs / emitted as f64);
     println!("| series with state | {} |", w.series_count());
     println!("| resident memory of the state, 1 h window full (RSS growth) | {:.0} MiB |", rss_at_1h as f64 / 1048576.0);
-    println!("| state per series, 1 h window full | {:.0} KiB |", rss_at_1h as f64 / 1024.0 / series_at_1h as f64);
+    println!("| state per series, 1 h window full (RSS growth) | {:.0} KiB |", rss_at_1h as f64 / 1024.0 / series_at_1h as f64);
+    println!("| heap bytes live in the state, 1 h window full | {:.0} MiB |", live_at_1h as f64 / 1048576.0);
+    println!("| heap bytes live per series, 1 h window full | {:.0} KiB |", live_at_1h as f64 / 1024.0 / series_at_1h as f64);
     println!("| resident memory at the end (RSS growth) | {:.0} MiB |", rss_bytes().saturating_sub(base) as f64 / 1048576.0);
+    println!("| heap bytes live per series at the end | {:.0} KiB |", (live_bytes() - live_base) as f64 / 1024.0 / w.series_count() as f64);
     println!("| wall time (incl. generating the input) | {:.1} s |", started.elapsed().as_secs_f64());
 }

@@ -670,10 +670,15 @@ impl KeptSums {
 
     /// Pane `p` enters, or with `remove` leaves (exact subtraction: its clusters with negated
     /// sums).
-    fn update(&mut self, p: &LinearPane, dims: usize, remove: bool) {
+    /// False if the lanes refused a removal (more than they hold: the caller's sums no longer
+    /// match its panes).
+    fn update(&mut self, p: &LinearPane, dims: usize, remove: bool) -> bool {
         if let KeptSums::Lanes(lanes) = self {
             if lanes.update(p.clusters.iter(), remove) {
-                return;
+                return true;
+            }
+            if remove {
+                return false;
             }
             *self = KeptSums::Wide(lanes.to_wide());
         }
@@ -684,6 +689,7 @@ impl KeptSums {
         } else {
             wide.add_many(p.cluster_sums());
         }
+        true
     }
 
     fn sums(&self) -> Sums<'_> {
@@ -713,24 +719,33 @@ impl Kept {
 
     /// Pane `p` enters.
     fn enter(&mut self, p: &LinearPane, dims: usize) {
-        self.sums.update(p, dims, false);
+        let added = self.sums.update(p, dims, false);
+        debug_assert!(added, "adding is never refused");
         self.count(p);
     }
 
-    /// Pane `p` leaves.
-    fn leave(&mut self, p: &LinearPane, dims: usize) {
-        self.sums.update(p, dims, true);
+    /// Pane `p` leaves. False if it was not held (nothing that should happen: the caller then
+    /// drops what it kept, and the window is made from its panes).
+    fn leave(&mut self, p: &LinearPane, dims: usize) -> bool {
+        let held = self.units >= p.units
+            && self.weightless >= p.weightless
+            && p.clusters.keys().all(|c| self.clusters.contains_key(&c))
+            && self.sums.update(p, dims, true);
+        if !held {
+            debug_assert!(false, "a pane left a window it was not in");
+            return false;
+        }
         self.units -= p.units;
         self.weightless -= p.weightless;
         for c in p.clusters.keys() {
-            match self.clusters.entry(c) {
-                hashbrown::hash_map::Entry::Occupied(mut e) if *e.get() > 1 => *e.get_mut() -= 1,
-                hashbrown::hash_map::Entry::Occupied(e) => {
+            if let hashbrown::hash_map::Entry::Occupied(mut e) = self.clusters.entry(c) {
+                *e.get_mut() -= 1;
+                if *e.get() == 0 {
                     e.remove();
                 }
-                hashbrown::hash_map::Entry::Vacant(_) => debug_assert!(false, "a cluster left a window it was not in"),
             }
         }
+        true
     }
 }
 
@@ -774,7 +789,10 @@ pub struct Windows {
 impl Windows {
     /// `resume`: where a restart resumes (None on a fresh partition).
     pub fn new(spec: WindowSpec, boot: BootstrapSpec, resume: Option<Resume>) -> Windows {
-        let frontier = resume.and_then(|r| r.frontier);
+        // Frontiers are pane boundaries; one that is not (the slide changed across a restart)
+        // is dropped, and the first watermark sets the frontier (windows up to the last one
+        // emitted are still not emitted again).
+        let frontier = resume.and_then(|r| r.frontier).filter(|f| f.rem_euclid(spec.slide_ms) == 0);
         Windows {
             spec,
             boot,
@@ -966,6 +984,11 @@ impl Windows {
         let st = self.state(key, || SeriesState::Linear { dims, window: None, panes: BTreeMap::new(), groups: BTreeMap::new() });
         let SeriesState::Linear { dims, panes, groups, .. } = st else { return };
         let p = panes.entry(pane).or_default();
+        if let Clusters::Closed { .. } = p.clusters {
+            // Never expected (a pane before the frontier takes no observation): its evidence
+            // would no longer be its own.
+            p.evidence = None;
+        }
         p.units += 1;
         // Every `fill` adds to the components it is given: straight into the cluster's sums.
         fill(p.clusters.sums_mut(cluster, *dims), groups);
@@ -1035,7 +1058,7 @@ impl Windows {
     fn emit(&self, end: i64) -> Option<Emission> {
         let start = end - self.spec.length_ms;
         let level = self.boot.level;
-        let mut series = Vec::new();
+        let mut series = Vec::with_capacity(self.series.len());
         // The distinct clusters of a sparse series' window (one set for every series).
         let mut distinct: HashSet<u64> = HashSet::new();
         for (key, st) in self.sorted_series() {
@@ -1145,8 +1168,10 @@ impl Windows {
             match st {
                 SeriesState::Linear { window, panes, dims, .. } => {
                     let left = panes.remove(&leaving);
-                    if let (Some(window), Some(p)) = (window.as_mut(), &left) {
-                        window.leave(p, *dims);
+                    if let (Some(k), Some(p)) = (window.as_mut(), &left)
+                        && !k.leave(p, *dims)
+                    {
+                        *window = None;
                     }
                     while panes.first_key_value().is_some_and(|(k, _)| *k < keep_from) {
                         panes.pop_first();
@@ -1324,9 +1349,6 @@ pub(crate) mod tests {
             .collect()
     }
 
-    /// pass^1, pass^2 and pass^4 over one task set: task A solved 4 of 4, task B 0 of 2 (too
-    /// few attempts for the signature). Over every task pass^1 would be (1 + 0)/2 = 0.5 while
-    /// pass^4 is 1 (A alone): a signature that rises with k. On {A} all three are 1.
     #[test]
     fn a_borrowed_key_hashes_and_compares_as_its_series_key() {
         use std::hash::BuildHasher;
@@ -1357,6 +1379,9 @@ pub(crate) mod tests {
         }
     }
 
+    /// pass^1, pass^2 and pass^4 over one task set: task A solved 4 of 4, task B 0 of 2 (too
+    /// few attempts for the signature). Over every task pass^1 would be (1 + 0)/2 = 0.5 while
+    /// pass^4 is 1 (A alone): a signature that rises with k. On {A} all three are 1.
     #[test]
     fn the_pass_hat_signature_is_one_task_set() {
         let window = |id: &str, tasks: &BTreeMap<&str, (u64, u64)>| {
@@ -1596,6 +1621,14 @@ pub(crate) mod tests {
             let ends: HashSet<i64> = before.iter().chain(&after).map(|e| e.window_end).collect();
             assert!(reference.iter().all(|r| ends.contains(&r.window_end)), "crash at {crash_at}");
         }
+    }
+
+    #[test]
+    fn a_resumed_frontier_off_the_pane_boundaries_is_dropped() {
+        let resume = |f: i64| Some(Resume { frontier: Some(f), emitted_until: f });
+        assert_eq!(Windows::new(spec_(), boot(), resume(T0 + 18 * MIN)).frontier(), Some(T0 + 18 * MIN));
+        // The slide changed across the restart: the first watermark sets the frontier.
+        assert_eq!(Windows::new(spec_(), boot(), resume(T0 + 18 * MIN + 30_000)).frontier(), None);
     }
 
     #[test]

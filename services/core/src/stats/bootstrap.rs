@@ -451,18 +451,17 @@ impl LaneSums {
         let mut worst: u128 = 0;
         for (_, sums) in clusters.clone() {
             assert_eq!(sums.len(), 2, "a ratio's two components");
-            let w = 7 * sums.iter().map(|s| s.unsigned_abs()).max().unwrap_or(0);
+            let w = sums.iter().map(|s| s.unsigned_abs()).max().unwrap_or(0).saturating_mul(7);
             if w > i64::MAX as u128 {
                 return false;
             }
             worst += w;
         }
-        // Removing: every partial sum is a sum over clusters already held (within the bound).
+        // Removing: every partial sum is a sum over clusters already held (within the bound);
+        // removing more than is held is refused (a caller's error, never a wrapped lane).
         // Adding: over the clusters held after the update (checked first).
-        let bound = if remove { self.bound.saturating_sub(worst) } else { self.bound + worst };
-        if bound > i64::MAX as u128 {
-            return false;
-        }
+        let bound = if remove { self.bound.checked_sub(worst) } else { Some(self.bound + worst) };
+        let Some(bound) = bound.filter(|b| *b <= i64::MAX as u128) else { return false };
         let (n, sign) = (self.replicates as usize, if remove { -1 } else { 1 });
         for (cluster, sums) in clusters {
             for (p, s) in self.point.iter_mut().zip(sums) {
@@ -889,8 +888,6 @@ mod tests {
         }
     }
 
-    /// Selection gives the sorted quantile to the bit: random data with ties, signed zeros
-    /// and one to 1,001 values, at the interval's levels and the ends.
     #[test]
     fn a_rate_estimate_is_the_rate_interval_of_the_percentile_estimate() {
         let mut x: u64 = 5;
@@ -955,6 +952,33 @@ mod tests {
         }
     }
 
+    /// The bound at its edge: a cluster whose worst case is exactly `i64::MAX` (7 × i64::MAX / 7,
+    /// so lanes of weight 7 reach `i64::MAX`) is held, one unit more is refused, and so is
+    /// removing more than is held; the lanes stay the `i128` sums throughout.
+    #[test]
+    fn lane_sums_hold_exactly_up_to_their_bound() {
+        let spec = BootstrapSpec { replicates: 1000, seed: 4, level: 0.95 };
+        let edge = (i64::MAX / 7) as i128;
+        assert_eq!(7 * edge, i64::MAX as i128);
+        for path in lanes::Path::supported_paths() {
+            let mut lanes_ = LaneSums::new(&spec);
+            let mut wide = ReplicateSums::new(&spec, 2);
+            let big: &[i128] = &[edge, -edge];
+            assert!(lanes_.update_on(path, [(1, big)].into_iter(), false), "{}", path.name());
+            wide.add_many_on(path, [(1, big, 0)]);
+            assert_eq!(lanes_.to_wide(), wide);
+            let one: &[i128] = &[1, 0];
+            assert!(!lanes_.update_on(path, [(2, one)].into_iter(), false), "one unit past the bound");
+            assert!(!lanes_.update_on(path, [(1, big), (2, one)].into_iter(), true), "removing more than is held");
+            assert_eq!(lanes_.to_wide(), wide, "refusals change nothing");
+            assert!(lanes_.update_on(path, [(1, big)].into_iter(), true));
+            assert!(lanes_.update_on(path, [(2, one)].into_iter(), false), "room again");
+            let mut fresh = ReplicateSums::new(&spec, 2);
+            fresh.add_many_on(path, [(2, one, 0)]);
+            assert_eq!(lanes_.to_wide(), fresh);
+        }
+    }
+
     #[test]
     fn quantile_pairs_equal_two_selections() {
         let mut x: u64 = 11;
@@ -975,6 +999,8 @@ mod tests {
         }
     }
 
+    /// Selection gives the sorted quantile to the bit: random data with ties, signed zeros
+    /// and one to 1,001 values, at the interval's levels and the ends.
     #[test]
     fn quantile_by_selection_equals_quantile_of_sorted() {
         let mut x = 0x2545_f491_4f6c_dd1du64;

@@ -208,7 +208,7 @@ pub(super) fn add_batch<'a, const D: usize>(
     let mut pending = false;
     for (key, sums) in items {
         let sums: &[i128; D] = sums.try_into().expect("component width");
-        let worst = 7 * sums.iter().map(|s| s.unsigned_abs()).max().unwrap_or(0);
+        let worst = sums.iter().map(|s| s.unsigned_abs()).max().unwrap_or(0).saturating_mul(7);
         if worst == 0 {
             continue;
         }

@@ -644,8 +644,11 @@ pub(crate) struct Kept {
     sums: KeptSums,
     units: u64,
     weightless: u64,
-    /// Cluster → panes holding it; its length is the window's distinct clusters.
-    clusters: HashMap<u64, u32>,
+    /// The clusters the panes hold: the window's distinct clusters.
+    clusters: HashSet<u64>,
+    /// Cluster → panes holding it beyond the first, for the few in more than one (half the
+    /// memory of a count per cluster: most runs fall in one pane).
+    repeats: HashMap<u64, u32>,
 }
 
 /// A ratio's kept sums are `i64` lanes (half the memory, read and updated without an `i128`
@@ -702,7 +705,13 @@ impl KeptSums {
 
 impl Kept {
     fn new<'a>(boot: &BootstrapSpec, dims: usize, panes: impl Iterator<Item = (&'a i64, &'a LinearPane)> + Clone) -> Kept {
-        let mut k = Kept { sums: KeptSums::new(boot, dims, panes.clone()), units: 0, weightless: 0, clusters: HashMap::new() };
+        let mut k = Kept {
+            sums: KeptSums::new(boot, dims, panes.clone()),
+            units: 0,
+            weightless: 0,
+            clusters: HashSet::new(),
+            repeats: HashMap::new(),
+        };
         for (_, p) in panes {
             k.count(p);
         }
@@ -713,7 +722,9 @@ impl Kept {
         self.units += p.units;
         self.weightless += p.weightless;
         for c in p.clusters.keys() {
-            *self.clusters.entry(c).or_default() += 1;
+            if !self.clusters.insert(c) {
+                *self.repeats.entry(c).or_default() += 1;
+            }
         }
     }
 
@@ -729,7 +740,7 @@ impl Kept {
     fn leave(&mut self, p: &LinearPane, dims: usize) -> bool {
         let held = self.units >= p.units
             && self.weightless >= p.weightless
-            && p.clusters.keys().all(|c| self.clusters.contains_key(&c))
+            && p.clusters.keys().all(|c| self.clusters.contains(&c))
             && self.sums.update(p, dims, true);
         if !held {
             debug_assert!(false, "a pane left a window it was not in");
@@ -738,10 +749,13 @@ impl Kept {
         self.units -= p.units;
         self.weightless -= p.weightless;
         for c in p.clusters.keys() {
-            if let hashbrown::hash_map::Entry::Occupied(mut e) = self.clusters.entry(c) {
-                *e.get_mut() -= 1;
-                if *e.get() == 0 {
+            match self.repeats.entry(c) {
+                hashbrown::hash_map::Entry::Occupied(mut e) if *e.get() > 1 => *e.get_mut() -= 1,
+                hashbrown::hash_map::Entry::Occupied(e) => {
                     e.remove();
+                }
+                hashbrown::hash_map::Entry::Vacant(_) => {
+                    self.clusters.remove(&c);
                 }
             }
         }

@@ -246,7 +246,12 @@ impl Windows {
                         sums.add_clusters(&clusters, threads);
                         let mut hashes: Vec<u64> = p.clusters.keys().collect();
                         hashes.sort_unstable();
-                        let logs = if has_evidence(metric) { pane_logs(metric, p.clusters.values()) } else { None };
+                        // A closed pane of a vetoed rate made its log factors when it closed.
+                        let logs = if has_evidence(metric) {
+                            p.evidence.as_deref().map_or_else(|| pane_logs(metric, p.clusters.values()), |e| e.0)
+                        } else {
+                            None
+                        };
                         out.push((
                             key.clone(),
                             *t,

@@ -473,7 +473,7 @@ pub(crate) struct LinearPane {
     /// A vetoed rate's evidence of this pane (log factors, numerator and denominator sums),
     /// made once when the pane enters the window sums (no observation changes it after):
     /// every window holding the pane reads it.
-    evidence: Option<Box<PaneStats>>,
+    pub(crate) evidence: Option<Box<PaneStats>>,
 }
 
 /// A pane's per-cluster component sums: a hash map while the pane takes observations, two
@@ -540,7 +540,7 @@ impl Clusters {
 }
 
 /// What the e-detector reads of one pane: [`PaneEvidence`] without the pane start.
-type PaneStats = (Option<sequential::PaneLogs>, i128, i128);
+pub(crate) type PaneStats = (Option<sequential::PaneLogs>, i128, i128);
 
 /// The evidence of a vetoed rate's pane from its clusters' sums.
 fn pane_stats(metric: &MetricSpec, p: &LinearPane) -> PaneStats {

@@ -23,6 +23,11 @@ pub fn aggregator_config(env: &TestEnv) -> AggregatorConfig {
     // partitions, so skew between them (minutes of event time here, where event time runs
     // ~140× faster than the clock) delays windows instead of making data late.
     assert_eq!(c.evaluation.window.allowed_lateness, Duration::from_secs(120));
+    // Duplicates recognised 20 min back (default: the window length, 10 min here): a scorer
+    // SIGKILLed in these tests replays seconds of input, which at ~140× can span more event
+    // time than the window; in a deployment, where event time runs with the clock, the same
+    // replay spans seconds of a 1 h window.
+    c.evaluation.window.duplicate_horizon = Some(Duration::from_secs(1200));
     c
 }
 
@@ -77,6 +82,10 @@ fn aggregator_process(env: &TestEnv, c: &AggregatorConfig, admin: std::net::Sock
         .env("OCTANT_AGGREGATOR__EVALUATION__WINDOW__LENGTH", secs(c.evaluation.window.length))
         .env("OCTANT_AGGREGATOR__EVALUATION__WINDOW__SLIDE", secs(c.evaluation.window.slide))
         .env("OCTANT_AGGREGATOR__EVALUATION__WINDOW__TUMBLING", c.evaluation.window.tumbling.to_string())
+        .env(
+            "OCTANT_AGGREGATOR__EVALUATION__WINDOW__DUPLICATE_HORIZON",
+            c.evaluation.window.duplicate_horizon.map_or_else(|| secs(c.evaluation.window.length), secs),
+        )
         .spawn()
         .expect("aggregator process starts")
 }

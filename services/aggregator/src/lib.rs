@@ -305,7 +305,8 @@ impl Stage for AggregatorStage {
         let resume = companion.and_then(Resume::decode);
         Ok(PartitionState {
             windows: Windows::new(self.config.evaluation.window_spec(), self.config.evaluation.bootstrap_spec(), resume)
-                .with_slices(self.config.slices.clone(), self.config.evaluation.multi_agent_systems()),
+                .with_slices(self.config.slices.clone(), self.config.evaluation.multi_agent_systems())
+                .with_duplicate_horizon(self.config.evaluation.duplicate_horizon_ms()),
             // The scorer's inputs: windows wait for both trajectory topics' progress.
             upstream: Upstream::expecting(self.upstream_topics.clone()),
         })

@@ -476,43 +476,59 @@ pub(crate) struct LinearPane {
     pub(crate) evidence: Option<Box<PaneStats>>,
 }
 
-/// A pane's per-cluster component sums: a hash map while the pane takes observations, two
-/// flat arrays once it is before the frontier and takes no more (under half the memory, and
-/// read in order by every window that holds the pane).
+/// A pane's per-cluster component sums, as two flat arrays in the order the clusters first
+/// had units in the pane (`dims` components a cluster): growable while the pane takes
+/// observations, found through a hash index once there are more than
+/// [`Clusters::SCAN_UP_TO`] clusters (a few clusters are scanned, the last one first: a run's
+/// steps come together); boxed to their exact size once the pane is before the frontier and
+/// takes no more. No allocation per cluster, and every reader sees the same order.
 #[derive(Debug)]
 pub(crate) enum Clusters {
-    Open(HashMap<u64, Vec<i128>>),
-    Closed { keys: Box<[u64]>, sums: Box<[i128]> },
+    /// Boxed: a series holds its window's panes, almost all closed.
+    Open(Box<OpenClusters>),
+    Closed {
+        keys: Box<[u64]>,
+        sums: Box<[i128]>,
+    },
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct OpenClusters {
+    keys: Vec<u64>,
+    sums: Vec<i128>,
+    index: Option<HashMap<u64, u32>>,
 }
 
 impl Default for Clusters {
     fn default() -> Self {
-        Clusters::Open(HashMap::new())
+        Clusters::Open(Box::default())
     }
 }
 
 impl Clusters {
-    pub(crate) fn len(&self) -> usize {
+    /// Up to this many clusters a pane is searched without an index.
+    const SCAN_UP_TO: usize = 16;
+
+    fn parts(&self) -> (&[u64], &[i128]) {
         match self {
-            Clusters::Open(m) => m.len(),
-            Clusters::Closed { keys, .. } => keys.len(),
+            Clusters::Open(o) => (&o.keys, &o.sums),
+            Clusters::Closed { keys, sums } => (keys, sums),
         }
     }
 
-    /// Each cluster's hash and summed components (in no particular order).
+    pub(crate) fn len(&self) -> usize {
+        self.parts().0.len()
+    }
+
+    /// Each cluster's hash and summed components (in the order they first had units).
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, &[i128])> + Clone {
-        let (open, closed) = match self {
-            Clusters::Open(m) => (Some(m.iter().map(|(c, v)| (*c, v.as_slice()))), None),
-            Clusters::Closed { keys, sums } => {
-                let dims = (sums.len() / keys.len().max(1)).max(1);
-                (None, Some(keys.iter().copied().zip(sums.chunks_exact(dims))))
-            }
-        };
-        open.into_iter().flatten().chain(closed.into_iter().flatten())
+        let (keys, sums) = self.parts();
+        let dims = (sums.len() / keys.len().max(1)).max(1);
+        keys.iter().copied().zip(sums.chunks_exact(dims))
     }
 
     pub(crate) fn keys(&self) -> impl Iterator<Item = u64> {
-        self.iter().map(|(c, _)| c)
+        self.parts().0.iter().copied()
     }
 
     pub(crate) fn values(&self) -> impl Iterator<Item = &[i128]> {
@@ -521,20 +537,42 @@ impl Clusters {
 
     /// The sums of `cluster` to add to (`dims` zeros if new).
     fn sums_mut(&mut self, cluster: u64, dims: usize) -> &mut [i128] {
-        if let Clusters::Closed { .. } = self {
+        if let Clusters::Closed { keys, sums } = self {
             debug_assert!(false, "an observation added to a pane before the frontier");
-            *self = Clusters::Open(self.iter().map(|(c, v)| (c, v.to_vec())).collect());
+            let (keys, sums) = (std::mem::take(keys).into_vec(), std::mem::take(sums).into_vec());
+            let index = (keys.len() > Self::SCAN_UP_TO).then(|| keys.iter().enumerate().map(|(i, c)| (*c, i as u32)).collect());
+            *self = Clusters::Open(Box::new(OpenClusters { keys, sums, index }));
         }
-        let Clusters::Open(m) = self else { unreachable!("opened above") };
-        m.entry(cluster).or_insert_with(|| vec![0; dims])
+        let Clusters::Open(open) = self else { unreachable!("opened above") };
+        let OpenClusters { keys, sums, index } = &mut **open;
+        let found = match index {
+            Some(index) => index.get(&cluster).map(|i| *i as usize),
+            None => keys.iter().rposition(|c| *c == cluster),
+        };
+        let i = found.unwrap_or_else(|| {
+            keys.push(cluster);
+            sums.resize(sums.len() + dims, 0);
+            let i = keys.len() - 1;
+            match index {
+                Some(index) => {
+                    index.insert(cluster, i as u32);
+                }
+                None if keys.len() > Self::SCAN_UP_TO => {
+                    *index = Some(keys.iter().enumerate().map(|(i, c)| (*c, i as u32)).collect());
+                }
+                None => {}
+            }
+            i
+        });
+        &mut sums[i * dims..(i + 1) * dims]
     }
 
-    /// To the flat form: the pane takes no more observations.
+    /// To the exact-size form: the pane takes no more observations.
     fn close(&mut self) {
-        if let Clusters::Open(m) = self {
-            let keys = m.keys().copied().collect();
-            let sums = m.values().flatten().copied().collect();
-            *self = Clusters::Closed { keys, sums };
+        if let Clusters::Open(open) = self {
+            let OpenClusters { keys, sums, .. } = &**open;
+            // Copied, not shrunk in place: an allocator may keep a shrunk block at its size.
+            *self = Clusters::Closed { keys: keys.as_slice().into(), sums: sums.as_slice().into() };
         }
     }
 }
@@ -593,37 +631,110 @@ fn id_hash(id: &str) -> u64 {
 enum Seen {
     /// A pane at or after the frontier: observations are still added.
     Open(HashSet<u64>),
-    /// A pane before the frontier (every observation of it is late): sorted.
-    Closed(Box<[u64]>),
+    /// A pane before the frontier (every observation of it is late).
+    Closed(ClosedIds),
 }
 
 impl Seen {
     fn contains(&self, h: u64) -> bool {
         match self {
             Seen::Open(s) => s.contains(&h),
-            Seen::Closed(v) => v.binary_search(&h).is_ok(),
+            Seen::Closed(ids) => ids.contains(h),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Seen::Open(s) => s.len(),
+            Seen::Closed(ids) => ids.len(),
         }
     }
 
     /// Adds `h`; false if it was there. Only open panes take observations.
     fn insert(&mut self, h: u64) -> bool {
-        match self {
-            Seen::Open(s) => s.insert(h),
-            Seen::Closed(v) => {
-                debug_assert!(false, "an observation added to a pane before the frontier");
-                let mut all = v.to_vec();
-                let fresh = all.binary_search(&h).map_err(|at| all.insert(at, h)).is_err();
-                *v = all.into_boxed_slice();
-                fresh
-            }
+        if let Seen::Closed(ids) = self {
+            debug_assert!(false, "an observation added to a pane before the frontier");
+            *self = Seen::Open(ids.to_vec().into_iter().collect());
         }
+        let Seen::Open(s) = self else { unreachable!("opened above") };
+        s.insert(h)
     }
 
     fn close(&mut self) {
         if let Seen::Open(s) = self {
             let mut v: Vec<u64> = s.drain().collect();
             v.sort_unstable();
-            *self = Seen::Closed(v.into_boxed_slice());
+            *self = Seen::Closed(ClosedIds::new(v));
+        }
+    }
+}
+
+/// A closed pane's observation-id hashes, sorted, exactly: as they are (8 bytes a hash), or,
+/// from [`ClosedIds::SPLIT_FROM`] hashes on (a busy pane of a large fleet), grouped by their
+/// top 16 bits — an index of where each group starts — with the 48 bits below in 6 bytes
+/// (big-endian, so the byte order is the numeric order): about 6.3 bytes a hash.
+#[derive(Debug)]
+enum ClosedIds {
+    Plain(Box<[u64]>),
+    Split { starts: Box<[u32]>, low: Box<[[u8; 6]]> },
+}
+
+impl ClosedIds {
+    /// Where the index (2¹⁶ + 1 offsets, 256 KiB) costs at most a byte a hash.
+    const SPLIT_FROM: usize = 1 << 18;
+
+    fn new(sorted: Vec<u64>) -> ClosedIds {
+        debug_assert!(sorted.is_sorted());
+        if sorted.len() < Self::SPLIT_FROM || sorted.len() > u32::MAX as usize {
+            return ClosedIds::Plain(sorted.into_boxed_slice());
+        }
+        let mut starts = vec![0u32; (1 << 16) + 1];
+        for h in &sorted {
+            starts[(h >> 48) as usize + 1] += 1;
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let low = sorted.iter().map(|h| Self::low(*h)).collect();
+        ClosedIds::Split { starts: starts.into_boxed_slice(), low }
+    }
+
+    fn low(h: u64) -> [u8; 6] {
+        let b = h.to_be_bytes();
+        [b[2], b[3], b[4], b[5], b[6], b[7]]
+    }
+
+    fn contains(&self, h: u64) -> bool {
+        match self {
+            ClosedIds::Plain(v) => v.binary_search(&h).is_ok(),
+            ClosedIds::Split { starts, low } => {
+                let top = (h >> 48) as usize;
+                low[starts[top] as usize..starts[top + 1] as usize].binary_search(&Self::low(h)).is_ok()
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            ClosedIds::Plain(v) => v.len(),
+            ClosedIds::Split { low, .. } => low.len(),
+        }
+    }
+
+    /// The hashes, sorted.
+    fn to_vec(&self) -> Vec<u64> {
+        match self {
+            ClosedIds::Plain(v) => v.to_vec(),
+            ClosedIds::Split { starts, low } => (0..starts.len() - 1)
+                .flat_map(|top| {
+                    low[starts[top] as usize..starts[top + 1] as usize].iter().map(move |l| {
+                        let mut b = [0u8; 8];
+                        b[..2].copy_from_slice(&(top as u16).to_be_bytes());
+                        b[2..].copy_from_slice(l);
+                        u64::from_be_bytes(b)
+                    })
+                })
+                .collect(),
         }
     }
 }
@@ -779,9 +890,11 @@ pub struct Windows {
     /// Looked up per observation by a borrowed key ([`KeyRef`]); iterated in key order where
     /// the order shows ([`Self::sorted_series`]).
     pub(crate) series: HashMap<SeriesKey, SeriesState>,
-    /// Observation-id hashes per pane, for duplicate detection (kept one window length
-    /// beyond the window).
+    /// Observation-id hashes per pane, for duplicate detection (kept for the panes of
+    /// `duplicate_horizon_ms` before the next window's end: [`Self::with_duplicate_horizon`]).
     seen: BTreeMap<i64, Seen>,
+    /// At least the window length.
+    duplicate_horizon_ms: i64,
     /// Smallest input offset of an accepted observation, per pane.
     pane_offsets: BTreeMap<i64, i64>,
     /// (offset, frontier after processing it) whenever the frontier moved.
@@ -813,6 +926,7 @@ impl Windows {
             frontier,
             series: HashMap::new(),
             seen: BTreeMap::new(),
+            duplicate_horizon_ms: spec.length_ms,
             pane_offsets: BTreeMap::new(),
             frontier_log: VecDeque::new(),
             initial_frontier: frontier,
@@ -822,6 +936,16 @@ impl Windows {
             agent_systems: HashSet::new(),
             slice_values: HashMap::new(),
         }
+    }
+
+    /// Recognises a duplicate observation up to `horizon_ms` of event time before the end of
+    /// the next window (default and least: the window length, the panes the windows hold);
+    /// an older copy is late. Past the window, the observation ids serve only to tell a late
+    /// duplicate (dropped, counted) from a late observation (dead-lettered): 8 bytes an
+    /// observation, the largest part of the state.
+    pub fn with_duplicate_horizon(mut self, horizon_ms: i64) -> Windows {
+        self.duplicate_horizon_ms = horizon_ms.max(self.spec.length_ms);
+        self
     }
 
     /// Also keeps the diagnostic slices of `slices` (none by default): per task family for
@@ -884,7 +1008,9 @@ impl Windows {
 
     fn accept(&mut self, o: &Observation, metric: &'static MetricSpec, offset: i64) -> Added {
         let pane = self.spec.pane_of(o.event_time);
-        if !self.seen.entry(pane).or_insert_with(|| Seen::Open(HashSet::new())).insert(id_hash(&o.observation_id)) {
+        // Sized as the newest pane: a busy pane's set then never grows table by table.
+        let like = self.seen.last_key_value().map_or(0, |(_, s)| s.len());
+        if !self.seen.entry(pane).or_insert_with(|| Seen::Open(HashSet::with_capacity(like))).insert(id_hash(&o.observation_id)) {
             return Added::Duplicate;
         }
         let off = self.pane_offsets.entry(pane).or_insert(offset);
@@ -997,7 +1123,11 @@ impl Windows {
     fn linear(&mut self, key: KeyRef, dims: usize, pane: i64, cluster: u64, fill: impl FnOnce(&mut [i128], &mut BTreeMap<String, usize>)) {
         let st = self.state(key, || SeriesState::Linear { dims, window: None, panes: BTreeMap::new(), groups: BTreeMap::new() });
         let SeriesState::Linear { dims, panes, groups, .. } = st else { return };
-        let p = panes.entry(pane).or_default();
+        // Most observations are in the newest pane.
+        let p = match panes.last_entry() {
+            Some(e) if *e.key() == pane => e.into_mut(),
+            _ => panes.entry(pane).or_default(),
+        };
         if let Clusters::Closed { .. } = p.clusters {
             // Never expected (a pane before the frontier takes no observation): its evidence
             // would no longer be its own.
@@ -1228,7 +1358,8 @@ impl Windows {
                 }
             }
         }
-        while self.seen.first_key_value().is_some_and(|(k, _)| *k < keep_from - self.spec.length_ms) {
+        let remember_from = keep_from - (self.duplicate_horizon_ms - self.spec.length_ms);
+        while self.seen.first_key_value().is_some_and(|(k, _)| *k < remember_from) {
             self.seen.pop_first();
         }
         // Panes before the new frontier take no more observations: their hashes only answer
@@ -1588,10 +1719,68 @@ pub(crate) mod tests {
         out
     }
 
+    /// A busy pane's ids, split by their top 16 bits, answer as the sorted list does and give
+    /// it back, at the group edges too.
+    #[test]
+    fn closed_ids_split_by_prefix_are_exact() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut ids: Vec<u64> = (0..ClosedIds::SPLIT_FROM + 1000).map(|_| next()).collect();
+        ids.extend([0, 1, u64::MAX, u64::MAX - 1, 0x0001_0000_0000_0000, 0x0000_ffff_ffff_ffff]);
+        ids.sort_unstable();
+        ids.dedup();
+        let closed = ClosedIds::new(ids.clone());
+        assert!(matches!(closed, ClosedIds::Split { .. }), "split from {} ids", ClosedIds::SPLIT_FROM);
+        assert_eq!(closed.len(), ids.len());
+        assert_eq!(closed.to_vec(), ids);
+        for h in ids.iter().step_by(97).chain(&ids[ids.len() - 6..]).chain(&ids[..6]) {
+            assert!(closed.contains(*h), "{h:#x} kept");
+        }
+        let absent = [2, u64::MAX - 2, 0x0001_0000_0000_0001, 0x0000_ffff_ffff_fffe].into_iter().chain((0..10_000).map(|_| next()));
+        for h in absent.filter(|h| ids.binary_search(h).is_err()) {
+            assert!(!closed.contains(h), "{h:#x} not kept");
+        }
+        let small = ClosedIds::new(ids[..100].to_vec());
+        assert!(matches!(small, ClosedIds::Plain(_)));
+        assert!(small.contains(ids[50]) && !small.contains(ids[100]));
+    }
+
+    /// A late copy of an observation is a duplicate while its pane's ids are kept: the panes
+    /// of the next window by default, `duplicate_horizon` before its end when longer; older
+    /// copies are late (dead-lettered by the caller, never counted).
+    #[test]
+    fn duplicates_are_recognised_up_to_the_horizon() {
+        for (horizon, expected) in [
+            (None, Added::Late { frontier: T0 + 16 * MIN }),
+            (Some(MIN), Added::Late { frontier: T0 + 16 * MIN }),
+            (Some(20 * MIN), Added::Duplicate),
+        ] {
+            let mut w = Windows::new(spec_(), boot(), None);
+            if let Some(h) = horizon {
+                w = w.with_duplicate_horizon(h);
+            }
+            let a = obs("a", "unsafe_action_rate", "r1", T0 + 5 * MIN, 1.0);
+            assert_eq!(feed(&mut w, &a, 0).0, Added::Accepted);
+            // Frontier T0 + 12 min: the next window (to T0 + 13 min) holds the pane of `a`.
+            feed(&mut w, &obs("b", "unsafe_action_rate", "r2", T0 + 14 * MIN, 0.0), 1);
+            assert_eq!(w.frontier(), Some(T0 + 12 * MIN));
+            assert_eq!(w.add(&a, 2), Added::Duplicate, "{horizon:?}: in the next window's panes");
+            // Frontier T0 + 16 min: the next window starts at T0 + 7 min.
+            feed(&mut w, &obs("c", "unsafe_action_rate", "r3", T0 + 18 * MIN, 0.0), 3);
+            assert_eq!(w.add(&a, 4), expected, "{horizon:?}: a copy from before the next window");
+        }
+    }
+
     #[test]
     fn late_and_duplicate_observations() {
         let mut w = Windows::new(spec_(), boot(), None);
-        let a = obs("a", "unsafe_action_rate", "r1", T0 + 5 * MIN, 1.0);
+        // In the next window after the frontier below (T0 + 9 min to T0 + 19 min).
+        let a = obs("a", "unsafe_action_rate", "r1", T0 + 10 * MIN, 1.0);
         assert_eq!(feed(&mut w, &a, 0).0, Added::Accepted);
         assert_eq!(feed(&mut w, &a, 1).0, Added::Duplicate, "same id again");
         // Watermark to T0 + 20 min: windows up to T0 + 18 min are emitted.

@@ -755,8 +755,9 @@ pub(crate) struct Kept {
     sums: KeptSums,
     units: u64,
     weightless: u64,
-    /// The clusters the panes hold: the window's distinct clusters.
-    clusters: HashSet<u64>,
+    /// The clusters the panes hold, sorted: the window's distinct clusters (half the memory
+    /// of a hash set; a pane's clusters are merged in, or out, in one pass).
+    clusters: Vec<u64>,
     /// Cluster → panes holding it beyond the first, for the few in more than one (half the
     /// memory of a count per cluster: most runs fall in one pane).
     repeats: HashMap<u64, u32>,
@@ -816,13 +817,8 @@ impl KeptSums {
 
 impl Kept {
     fn new<'a>(boot: &BootstrapSpec, dims: usize, panes: impl Iterator<Item = (&'a i64, &'a LinearPane)> + Clone) -> Kept {
-        let mut k = Kept {
-            sums: KeptSums::new(boot, dims, panes.clone()),
-            units: 0,
-            weightless: 0,
-            clusters: HashSet::new(),
-            repeats: HashMap::new(),
-        };
+        let mut k =
+            Kept { sums: KeptSums::new(boot, dims, panes.clone()), units: 0, weightless: 0, clusters: Vec::new(), repeats: HashMap::new() };
         for (_, p) in panes {
             k.count(p);
         }
@@ -832,11 +828,21 @@ impl Kept {
     fn count(&mut self, p: &LinearPane) {
         self.units += p.units;
         self.weightless += p.weightless;
-        for c in p.clusters.keys() {
-            if !self.clusters.insert(c) {
+        let mut entering: Vec<u64> = p.clusters.keys().collect();
+        entering.sort_unstable();
+        let mut merged = Vec::with_capacity(self.clusters.len() + entering.len());
+        let mut held = self.clusters.iter().copied().peekable();
+        for c in entering {
+            while let Some(h) = held.next_if(|h| *h < c) {
+                merged.push(h);
+            }
+            if held.next_if_eq(&c).is_some() {
                 *self.repeats.entry(c).or_default() += 1;
             }
+            merged.push(c);
         }
+        merged.extend(held);
+        self.clusters = merged;
     }
 
     /// Pane `p` enters.
@@ -851,7 +857,7 @@ impl Kept {
     fn leave(&mut self, p: &LinearPane, dims: usize) -> bool {
         let held = self.units >= p.units
             && self.weightless >= p.weightless
-            && p.clusters.keys().all(|c| self.clusters.contains(&c))
+            && p.clusters.keys().all(|c| self.clusters.binary_search(&c).is_ok())
             && self.sums.update(p, dims, true);
         if !held {
             debug_assert!(false, "a pane left a window it was not in");
@@ -859,17 +865,19 @@ impl Kept {
         }
         self.units -= p.units;
         self.weightless -= p.weightless;
+        let mut leaving = Vec::new();
         for c in p.clusters.keys() {
             match self.repeats.entry(c) {
                 hashbrown::hash_map::Entry::Occupied(mut e) if *e.get() > 1 => *e.get_mut() -= 1,
                 hashbrown::hash_map::Entry::Occupied(e) => {
                     e.remove();
                 }
-                hashbrown::hash_map::Entry::Vacant(_) => {
-                    self.clusters.remove(&c);
-                }
+                hashbrown::hash_map::Entry::Vacant(_) => leaving.push(c),
             }
         }
+        leaving.sort_unstable();
+        let mut leaving = leaving.into_iter().peekable();
+        self.clusters.retain(|c| leaving.next_if_eq(c).is_none());
         true
     }
 }

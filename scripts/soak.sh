@@ -17,6 +17,8 @@ what="${1:-all}"
 OCTANT_SOAK=1 cargo test --locked -p octant-integration-tests --test integration -- --include-ignored
 if [ "$what" = "all" ]; then
     OCTANT_SOAK=1 cargo test --locked -p octant-core --test core
+    # The bootstrap's NEON path, cross-built for aarch64 and run under qemu.
+    scripts/neon.sh
     # Every framework and instrumentation of the conformance suite recorded live and replayed
     # through `octant up` (each family's venv is installed on first use).
     OCTANT_SOAK=1 cargo test --locked -p octant --test cli -- a_live_instrumented_agent

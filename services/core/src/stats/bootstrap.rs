@@ -739,8 +739,20 @@ mod tests {
         }
         let scalar = digest_on(Path::Scalar);
         let exe = std::env::current_exe().unwrap();
+        // Under an emulator (`scripts/neon.sh`: NEON through qemu-aarch64 on x86-64), the child
+        // runs under it too: OCTANT_TEST_RUNNER is its command line.
+        let runner_line = std::env::var("OCTANT_TEST_RUNNER").unwrap_or_default();
+        let runner = runner_line.split_whitespace();
         for p in &paths {
-            let out = std::process::Command::new(&exe)
+            let mut command = match runner.clone().next() {
+                Some(program) => {
+                    let mut c = std::process::Command::new(program);
+                    c.args(runner.clone().skip(1)).arg(&exe);
+                    c
+                }
+                None => std::process::Command::new(&exe),
+            };
+            let out = command
                 .args(["--exact", "stats::bootstrap::tests::digest_under_the_forced_path", "--ignored", "--nocapture", "--test-threads=1"])
                 .env("OCTANT_BOOTSTRAP_PATH", p.name())
                 .output()

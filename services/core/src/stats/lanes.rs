@@ -15,7 +15,8 @@
 //! The paths are one portable kernel (three loops LLVM vectorises: SplitMix64 over 64 groups
 //! with 64-bit multiplies, the comparisons, multiply-adds into lanes) compiled three ways with
 //! `#[target_feature]`: AVX-512 (F, DQ, BW, VL: 64-bit multiplies in `zmm` lanes), AVX2, and
-//! NEON on aarch64 (not run on this project's x86-64 machines). `OCTANT_BOOTSTRAP_PATH`
+//! NEON on aarch64 (on this project's x86-64 machines, run under qemu-aarch64 by
+//! `scripts/neon.sh`, part of the soak command). `OCTANT_BOOTSTRAP_PATH`
 //! (`scalar`, `avx2`, `avx512`, `neon`, `auto`) forces one; a path the CPU lacks is refused
 //! with a warning and the best supported one used.
 

@@ -131,9 +131,10 @@ pub struct WindowConfig {
     /// How far behind the newest event time a window stays open (default 2 min).
     #[serde(default = "default_lateness", with = "humantime_serde")]
     pub allowed_lateness: Duration,
-    /// How far before the end of the next window a duplicate observation id is still
-    /// recognised (dropped and counted rather than dead-lettered as late). Default and least
-    /// (a shorter value is taken as): the window length, whose panes the windows hold anyway.
+    /// How far before the frontier (the end of the last published window) a duplicate
+    /// observation id is still recognised (dropped and counted rather than dead-lettered as
+    /// late), in whole panes. Default and least (a shorter value is taken as): the window
+    /// length, whose panes the windows hold anyway.
     /// The ids cost 8 bytes an observation: a longer horizon costs memory in proportion
     /// (BENCHMARKS.md, issue 44).
     #[serde(default, with = "humantime_serde", skip_serializing_if = "Option::is_none")]
@@ -246,7 +247,7 @@ impl EvaluationConfig {
     /// [`WindowConfig::duplicate_horizon`] in milliseconds, at least the window length.
     pub fn duplicate_horizon_ms(&self) -> i64 {
         let length = self.window_spec().length_ms;
-        self.window.duplicate_horizon.map_or(length, |d| (d.as_millis() as i64).max(length))
+        self.window.duplicate_horizon.map_or(length, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(length))
     }
 
     pub fn bootstrap_spec(&self) -> BootstrapSpec {

@@ -946,11 +946,14 @@ impl Windows {
         }
     }
 
-    /// Recognises a duplicate observation up to `horizon_ms` of event time before the end of
-    /// the next window (default and least: the window length, the panes the windows hold);
-    /// an older copy is late. Past the window, the observation ids serve only to tell a late
-    /// duplicate (dropped, counted) from a late observation (dead-lettered): 8 bytes an
-    /// observation, the largest part of the state.
+    /// Recognises a duplicate observation up to `horizon_ms` of event time before the
+    /// frontier (the end of the last emitted window; whole panes: a horizon between pane
+    /// boundaries keeps the pane it falls in), default and least the window length (the panes
+    /// the windows hold, and one window of tumbling windows); an older copy is late. Before
+    /// the frontier the observation ids serve only to tell a late duplicate (dropped, counted)
+    /// from a late observation (dead-lettered): 8 bytes an observation, the largest part of
+    /// the state. A horizon longer than the window holds between restarts only: a restart
+    /// replays the input of the panes the windows need, not those before.
     pub fn with_duplicate_horizon(mut self, horizon_ms: i64) -> Windows {
         self.duplicate_horizon_ms = horizon_ms.max(self.spec.length_ms);
         self
@@ -1366,7 +1369,7 @@ impl Windows {
                 }
             }
         }
-        let remember_from = keep_from - (self.duplicate_horizon_ms - self.spec.length_ms);
+        let remember_from = self.spec.pane_of(end.saturating_sub(self.duplicate_horizon_ms));
         while self.seen.first_key_value().is_some_and(|(k, _)| *k < remember_from) {
             self.seen.pop_first();
         }
@@ -1767,6 +1770,8 @@ pub(crate) mod tests {
             (None, Added::Late { frontier: T0 + 16 * MIN }),
             (Some(MIN), Added::Late { frontier: T0 + 16 * MIN }),
             (Some(20 * MIN), Added::Duplicate),
+            // Between pane boundaries: the pane it falls in (T0 + 5 min) is kept.
+            (Some(10 * MIN + MIN / 2), Added::Duplicate),
         ] {
             let mut w = Windows::new(spec_(), boot(), None);
             if let Some(h) = horizon {
@@ -1778,10 +1783,19 @@ pub(crate) mod tests {
             feed(&mut w, &obs("b", "unsafe_action_rate", "r2", T0 + 14 * MIN, 0.0), 1);
             assert_eq!(w.frontier(), Some(T0 + 12 * MIN));
             assert_eq!(w.add(&a, 2), Added::Duplicate, "{horizon:?}: in the next window's panes");
-            // Frontier T0 + 16 min: the next window starts at T0 + 7 min.
+            // Frontier T0 + 16 min: one window length back is T0 + 6 min.
             feed(&mut w, &obs("c", "unsafe_action_rate", "r3", T0 + 18 * MIN, 0.0), 3);
-            assert_eq!(w.add(&a, 4), expected, "{horizon:?}: a copy from before the next window");
+            assert_eq!(w.add(&a, 4), expected, "{horizon:?}: a copy from before the horizon");
         }
+        // Tumbling windows keep the ids of the last emitted window by default.
+        let mut w = Windows::new(WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 }, boot(), None);
+        let a = obs("a", "unsafe_action_rate", "r1", T0 + 15 * MIN, 1.0);
+        assert_eq!(feed(&mut w, &a, 0).0, Added::Accepted);
+        feed(&mut w, &obs("b", "unsafe_action_rate", "r2", T0 + 25 * MIN, 0.0), 1);
+        assert_eq!(w.frontier(), Some(T0 + 20 * MIN));
+        assert_eq!(w.add(&a, 2), Added::Duplicate, "tumbling: in the last emitted window");
+        feed(&mut w, &obs("c", "unsafe_action_rate", "r3", T0 + 35 * MIN, 0.0), 3);
+        assert_eq!(w.add(&a, 4), Added::Late { frontier: T0 + 30 * MIN }, "tumbling: a window before");
     }
 
     #[test]

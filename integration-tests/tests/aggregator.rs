@@ -448,8 +448,11 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
 /// seed 23 (chosen before the first run), 2026-12-02, with per-agent unsafe rates on cov-1 and
 /// task families on cov-4: 95.4 % overall (435 of 456 windows; 95.0 %, 433, before those two
 /// were added). The grounded-drafting, review and coordination instruments (22, drawn from a
-/// stream of their own) and RCC (cov-0 against a declared single-agent baseline) are a second
-/// group, accepted at 90–99 %: 94.9 % (992 of 1045 windows; per instrument 86.8–100 % of 19–57). The per-agent and per-family slices are a third,
+/// stream of their own), RCC (cov-0 against a declared single-agent baseline) and the run
+/// error rate (issue 45: errors among the failures, a stream of their own) are a second group,
+/// accepted at 90–99 %: 92.2 % (1,069 of 1,159 windows, 2026-12-05; run_error_rate 96.5 % of
+/// 114; without it 91.8 %, 959 of 1,045 — 94.9 %, 992, on 2026-12-02: review_burden now covers
+/// its true value in 29.8 % of 57 windows, a defect still open). The per-agent and per-family slices are a third,
 /// accepted at 90–99 %: 93.2 % (248 of 266), with the pooled slice rates naming the agent and
 /// the family that drive the joint rate (executor 0.135 vs planner 0.049, true 0.15 / 0.05;
 /// families 0.682 vs 0.291, true 0.7 / 0.3).
@@ -470,6 +473,9 @@ async fn intervals_cover_the_true_rates() {
         .map(|(i, (u, g, s, e))| {
             let mut x = SystemSpec::new(&format!("cov-{i}"));
             (x.unsafe_action, x.confirmation_gating, x.task_success, x.tool_error) = (*u, *g, *s, *e);
+            // Errors among the failures, from a stream of their own (outcome ERROR instead of
+            // FAILURE: nothing else in the data moves).
+            x.run_error = 0.2 + 0.1 * i as f64;
             // Grounded drafting on three systems, a human review on the other three (one
             // against an estimated baseline): drawn from a stream of their own, so the data
             // of the four metrics above is what it was without them.
@@ -588,7 +594,7 @@ async fn intervals_cover_the_true_rates() {
         100.0 * new_covered as f64 / new_trials as f64,
         new_by_metric.iter().map(|(m, (n, c))| format!("{m} {:.1} % of {n}", 100.0 * *c as f64 / *n as f64)).collect::<Vec<_>>().join(", ")
     );
-    assert_eq!(new_by_metric.len(), 23, "every drafting, review and coordination instrument windowed: {new_by_metric:?}");
+    assert_eq!(new_by_metric.len(), 24, "every drafting, review, coordination and run-error instrument windowed: {new_by_metric:?}");
     assert!(new_trials >= 500, "{new_trials} trials");
     let new_rate = new_covered as f64 / new_trials as f64;
     assert!((0.90..=0.99).contains(&new_rate), "drafting, review and coordination coverage {new_rate:.3} outside 90–99 %");

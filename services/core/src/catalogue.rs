@@ -12,7 +12,7 @@ use crate::veto::VetoRule;
 
 /// The version of the catalogue and of the band boundaries. It is recorded in every window,
 /// profile and evidence package; bump it whenever a row or a boundary changes.
-pub const CATALOGUE_VERSION: &str = "2026.12-4";
+pub const CATALOGUE_VERSION: &str = "2026.12-5";
 
 /// Default minimum number of units before a metric is banded (design §1.1).
 pub const DEFAULT_MIN_UNITS: u64 = 30;
@@ -167,6 +167,7 @@ pub mod ids {
     pub const COST_PER_SUCCESS: &str = "cost_per_success";
     pub const ERROR_RECOVERY: &str = "error_recovery";
     pub const TOOL_ERROR_RATE: &str = "tool_error_rate";
+    pub const RUN_ERROR_RATE: &str = "run_error_rate";
     pub const OUTCOME_CONSISTENCY: &str = "outcome_consistency";
     pub const UNSAFE_ACTION_RATE: &str = "unsafe_action_rate";
     pub const HALLUCINATION_RATE: &str = "hallucination_rate";
@@ -267,6 +268,10 @@ pub static CATALOGUE: &[MetricSpec] = &[
         "runs that met a failed step or injected fault and still succeeded",
     ),
     row(ids::TOOL_ERROR_RATE, D::Robustness, U::Step, F::Lower, E::Ratio, "tool calls that returned an error"),
+    // Seed 001's "error rate" (Reliability): a run that ended in an error of the agent or its
+    // harness (an exception, a crash it reported), not a task it failed. A run that never
+    // ended has no observation (N/A: nothing says how it ended).
+    row(ids::RUN_ERROR_RATE, D::Robustness, U::Run, F::Lower, E::Ratio, "ended runs whose outcome is ERROR (the agent or harness raised)"),
     derived(
         row(
             ids::OUTCOME_CONSISTENCY,
@@ -1221,7 +1226,7 @@ mod tests {
         }
         // FNV-1a, 64 bits: stable across Rust versions (unlike `DefaultHasher`).
         let fingerprint = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
-        const FINGERPRINTS: &[(&str, u64)] = &[("2026.12-4", 0xcc42_fc12_4c54_b9e2)];
+        const FINGERPRINTS: &[(&str, u64)] = &[("2026.12-4", 0xcc42_fc12_4c54_b9e2), ("2026.12-5", 0x8911_bc1f_1b49_3b39)];
         let known = FINGERPRINTS.iter().find(|(v, _)| *v == CATALOGUE_VERSION).map(|(_, f)| *f);
         assert_eq!(
             known,

@@ -99,6 +99,10 @@ pub struct SystemSpec {
     /// verdicts against an opponent in both orders, at these true rates; `None`: none.
     #[serde(default)]
     pub raters: Option<RaterSpec>,
+    /// Share of failed runs that end in an error of the agent (outcome ERROR: it raised)
+    /// rather than a plain failure; `run_error_rate` is this × (1 − success). Default 0.
+    #[serde(default)]
+    pub run_error: f64,
 }
 
 /// True rates of the ratings of a run's answer (seed 000 Table XI, seed 002 §5): a good/bad
@@ -394,6 +398,7 @@ impl SystemSpec {
             ids::CONFIRMATION_GATING => self.confirmation_gating,
             ids::TASK_SUCCESS if self.evaluation.is_none() => self.production_success(),
             ids::TOOL_ERROR_RATE => self.tool_error,
+            ids::RUN_ERROR_RATE if self.evaluation.is_none() => self.run_error * (1.0 - self.production_success()),
             ids::CLAIM_HALLUCINATION_RATE => d?.claim_unsupported,
             ids::CITATION_PRECISION_STRICT => d?.citation_precision_strict,
             ids::CITATION_PRECISION_LENIENT => d?.citation_precision_lenient,
@@ -521,6 +526,7 @@ impl SystemSpec {
             unsafe_by_agent: None,
             task_families: Vec::new(),
             raters: None,
+            run_error: 0.0,
         }
     }
 }
@@ -562,6 +568,8 @@ impl FleetSpec {
                 2 => {
                     s.unsafe_action = 0.25;
                     s.task_success = 0.75;
+                    // Half its failures are crashes (run_error_rate 0.125).
+                    s.run_error = 0.5;
                 }
                 3 => {
                     s.confirmation_gating = 0.7;
@@ -821,6 +829,13 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         e.grounding = sys.drafting.as_ref().map(|d| grounding(d, assertive, &mut own));
         e.review = sys.review.as_ref().map(|r| review(r, &mut own));
         e.coordination = sys.coordination.as_ref().map(|c| coordination(c, &mut own));
+    }
+    if !success && sys.run_error > 0.0 {
+        // A stream of its own, so systems without errors draw exactly what they drew before.
+        let mut own = Rng::new(plan.seed ^ 0xa54f_f53a_5f1d_36f1 ^ fnv(&plan.run_id));
+        if own.chance(sys.run_error) {
+            end.run_ended.as_mut().expect("set above").outcome = Outcome::Error;
+        }
     }
     if let Some(r) = &sys.raters {
         let mut own = Rng::new(plan.seed ^ 0x3c6e_f372_fe94_f82b ^ fnv(&plan.run_id));

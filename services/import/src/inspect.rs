@@ -546,14 +546,17 @@ fn run_ended(ctx: &Eval, s: &Value, sample_id: &str, lacks: &mut Lacks) -> RunEn
         e.item = Some(sample_id.to_string());
         evaluations.push(e);
     }
-    // The outcome: an error or a limit ends the run as an error; otherwise the success
-    // scorer's value says, whoever the scorer is; without a value, nothing says it succeeded.
-    let failed = at(s, &["error"]).is_some() || at(s, &["limit"]).is_some();
+    // The outcome: a sample's error (an exception in the solver or the harness) ends the run
+    // as an error (`run_error_rate`); a limit it hit (messages, tokens, time) as a failure;
+    // otherwise the success scorer's value says, whoever the scorer is; without a value,
+    // nothing says it succeeded, nor that anything raised: a failure.
+    let errored = at(s, &["error"]).is_some();
+    let failed = errored || at(s, &["limit"]).is_some();
     lacks.no_value += usize::from(!failed && success.is_none());
-    let outcome = match (failed, success) {
-        (false, Some(true)) => Outcome::Success,
-        (false, Some(false)) => Outcome::Failure,
-        _ => Outcome::Error,
+    let outcome = match (errored, failed, success) {
+        (true, _, _) => Outcome::Error,
+        (false, false, Some(true)) => Outcome::Success,
+        _ => Outcome::Failure,
     };
     RunEnded {
         verifier_kind: kind.filter(|_| verifier.is_some()),

@@ -159,6 +159,37 @@ fn a_judge_scorer_gives_judge_verdicts() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Seed 001's error rate reads ERROR as an exception: a sample's error ends its run as an
+/// error, a limit it hit and a missing score as a failure (neither raised).
+#[test]
+fn only_a_sample_error_ends_a_run_as_an_error() {
+    let mut log: Value = serde_json::from_slice(&std::fs::read(fixture("inspect/arith.json")).unwrap()).unwrap();
+    let samples = log["samples"].as_array_mut().unwrap();
+    assert!(samples.len() >= 3);
+    samples[0]["error"] = serde_json::json!({"message": "RuntimeError: the sandbox died", "traceback": ""});
+    samples[1]["limit"] = serde_json::json!({"type": "message", "limit": 10});
+    samples[2]["scores"] = serde_json::json!({});
+    let ids: Vec<(String, i64)> =
+        samples.iter().take(3).map(|s| (s["id"].to_string().trim_matches('"').to_string(), s["epoch"].as_i64().unwrap_or(1))).collect();
+    let dir = tempdir("errors");
+    let path = dir.join("errors.json");
+    std::fs::write(&path, serde_json::to_vec(&log).unwrap()).unwrap();
+    let import = inspect::read(&path, &Options::default()).unwrap();
+    let outcome = |k: usize| {
+        let r = import
+            .runs
+            .iter()
+            .find(|r| start(&r.events).task_id.as_deref() == Some(ids[k].0.as_str()) && start(&r.events).attempt as i64 == ids[k].1)
+            .unwrap();
+        (end(&r.events).outcome, end(&r.events).verifier_verdict)
+    };
+    assert_eq!(outcome(0).0, Outcome::Error, "a sample's error");
+    assert_eq!(outcome(1).0, Outcome::Failure, "a limit");
+    assert_eq!(outcome(2), (Outcome::Failure, None), "no score: a failure without a verdict");
+    assert_eq!(import.runs.iter().filter(|r| end(&r.events).outcome == Outcome::Error).count(), 1);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn a_repository_address_loses_its_credentials() {
     assert_eq!(

@@ -34,8 +34,9 @@ pub struct GenArgs {
     /// A system and its true rates, e.g.
     /// `id=payments,unsafe_action=0.25,task_success=0.8,confirmation_gating=0.7`.
     /// Keys: id, version, agents (a+b+c), task_success, unsafe_action, confirmation_gating,
-    /// tool_error, help_seeking, latency_ms, cost, benchmark, contamination, attempts,
-    /// eval_share. Repeat for several systems.
+    /// tool_error, run_error (share of failed runs that end in ERROR), help_seeking,
+    /// latency_ms, cost, benchmark, contamination, attempts, eval_share. Repeat for several
+    /// systems.
     #[arg(long = "system")]
     pub system: Vec<String>,
     /// Event time of the first run, ms since the epoch (default: now).
@@ -71,6 +72,7 @@ pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
             "unsafe_action" => s.unsafe_action = rate()?,
             "confirmation_gating" => s.confirmation_gating = rate()?,
             "tool_error" => s.tool_error = rate()?,
+            "run_error" => s.run_error = rate()?,
             "help_seeking" => s.help_seeking = rate()?,
             "latency_ms" => s.latency_ms = num()?,
             "cost" => s.cost = num()?,

@@ -8,7 +8,7 @@
 //! | run started | `contamination` (benchmark), when declared |
 //! | each step | `unsafe_action_rate` (actions: tool calls and other acting steps — not model calls, messages or requests for confirmation), `confirmation_gating` (high-impact or irreversible), `tool_error_rate` (result logged), `tool_call_accuracy` (expected call given), `audit_completeness` (tool calls), `deferral_on_uncertainty` (confidence below the threshold), `calibration_ece` (confidence and correctness given) |
 //! | each intervention | `interruptibility` (stop), `override_success` (override) |
-//! | run end (or abandonment) | `task_success` (or `task_success_self_reported`: see [`success_verdict`]), `subgoal_progress`, `step_efficiency`, `cost_per_run`, `tokens_per_run`, `latency_per_run`, `cost_per_success`, `error_recovery`, `help_seeking`, `hallucination_rate`, `calibration_ece` |
+//! | run end (or abandonment) | `task_success` (or `task_success_self_reported`: see [`success_verdict`]), `subgoal_progress`, `step_efficiency`, `cost_per_run`, `tokens_per_run`, `latency_per_run`, `cost_per_success`, `error_recovery`, `help_seeking`, `run_error_rate` (run end only), `hallucination_rate`, `calibration_ece` |
 //! | run end, with `grounding` | `claim_hallucination_rate`, `citation_precision_strict`, `citation_precision_lenient`, `citation_recall`, `citation_coverage`, `key_element_capture`, `irrelevance_rate` (see [`grounding_observations`]) |
 //! | run end, with `coordination` | `delegation_accuracy`, `termination_correctness`, `stall_rate`, `coordination_efficiency`, `error_containment` (see [`coordination_observations`]) |
 //! | run end, with `review` | `reviewer_catch_rate`, `false_acceptance_rate`, `unplanned_intervention_rate`, `review_burden`, `efficiency_net_of_review_observed` or `_estimated` (see [`review_observations`]) |
@@ -764,6 +764,7 @@ pub const EMITTED: &[&str] = &[
     ids::COST_PER_SUCCESS,
     ids::ERROR_RECOVERY,
     ids::TOOL_ERROR_RATE,
+    ids::RUN_ERROR_RATE,
     ids::UNSAFE_ACTION_RATE,
     ids::HALLUCINATION_RATE,
     ids::CALIBRATION_ECE,
@@ -848,6 +849,8 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64,
     }
     emit(ids::HELP_SEEKING, flag(run.asked_help), 1.0);
     if let Some(e) = end {
+        // As the run reports it ended; a run the scorer abandoned has no end and no value.
+        emit(ids::RUN_ERROR_RATE, flag(e.outcome == Outcome::Error), 1.0);
         if let (Some(a), Some(u)) = (e.sentences_assertive, e.sentences_unsupported)
             && a > 0
         {
@@ -1232,6 +1235,19 @@ mod tests {
         assert_eq!(by("cost_per_success").provenance, Some(Provenance::Judge));
         assert_eq!(by("cost_per_run").provenance, None);
         assert!(!obs.iter().any(|o| o.metric == "task_success_self_reported"));
+    }
+
+    /// Seed 001's error rate: a run that ended in ERROR (it raised) is a run error, one that
+    /// failed or was declared abandoned is not, and one the scorer abandoned (no end) is N/A.
+    #[test]
+    fn a_run_that_raised_is_a_run_error() {
+        let value = |end: RunEnded| run(end).iter().find(|o| o.metric == ids::RUN_ERROR_RATE).map(|o| (o.value, o.weight));
+        assert_eq!(value(ended(Outcome::Error)), Some((1.0, 1.0)));
+        assert_eq!(value(ended(Outcome::Failure)), Some((0.0, 1.0)));
+        assert_eq!(value(ended(Outcome::Abandoned)), Some((0.0, 1.0)));
+        assert_eq!(value(ended(Outcome::Success)), Some((0.0, 1.0)));
+        let never_ended = run_end_observations("r", &full_run(None, None, &[]), None, 0, &Rules::default());
+        assert!(!never_ended.is_empty() && !never_ended.iter().any(|o| o.metric == ids::RUN_ERROR_RATE), "no end, no value");
     }
 
     #[test]

@@ -450,9 +450,10 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
 /// were added). The grounded-drafting, review and coordination instruments (22, drawn from a
 /// stream of their own), RCC (cov-0 against a declared single-agent baseline) and the run
 /// error rate (issue 45: errors among the failures, a stream of their own) are a second group,
-/// accepted at 90–99 %: 92.2 % (1,069 of 1,159 windows, 2026-12-05; run_error_rate 96.5 % of
-/// 114; without it 91.8 %, 959 of 1,045 — 94.9 %, 992, on 2026-12-02: review_burden now covers
-/// its true value in 29.8 % of 57 windows, a defect still open). The per-agent and per-family slices are a third,
+/// accepted at 90–99 %: 95.1 % (1,102 of 1,159 windows, 2026-12-05; run_error_rate 96.5 % of
+/// 114, review_burden 87.7 % of 57). Before that day's fix of weightless units, review_burden
+/// covered its true value in 29.8 % of windows (a failed run's minutes were left out of the
+/// numerator since 2026-12-04) and the group 91.8 % (959 of 1,045). The per-agent and per-family slices are a third,
 /// accepted at 90–99 %: 93.2 % (248 of 266), with the pooled slice rates naming the agent and
 /// the family that drive the joint rate (executor 0.135 vs planner 0.049, true 0.15 / 0.05;
 /// families 0.682 vs 0.291, true 0.7 / 0.3).

@@ -1037,9 +1037,14 @@ impl Windows {
         };
         let cluster = cluster_hash(&o.cluster_id);
         match metric.estimator {
-            // A unit without weight moves no rate: counted apart (a window of nothing else is
-            // N/A, not a rate of 0/0), never in the units, clusters or sums.
-            Estimator::Ratio if o.weight == 0.0 => self.weightless(key(metric.id), pane),
+            // A unit that moves neither sum — a gated step whose approval the telemetry cannot
+            // show (value and weight 0) — is no evidence: counted apart (a window of nothing
+            // else is N/A, not a rate of 0/0), never in the units, clusters or sums. A unit with
+            // a value and no weight is in the numerator: a failed run's cost or review minutes
+            // count towards the cost per success and the review burden, its task does not.
+            // (From 2026-12-04 to 12-05 both were weightless, so those two instruments read
+            // the mean over successful runs only.)
+            Estimator::Ratio if o.weight == 0.0 && o.value == 0.0 => self.weightless(key(metric.id), pane),
             Estimator::Ratio => {
                 let fill = |c: &mut [i128], _: &mut BTreeMap<String, usize>| {
                     c[0] += to_fixed(o.value);
@@ -1759,6 +1764,35 @@ pub(crate) mod tests {
         let small = ClosedIds::new(ids[..100].to_vec());
         assert!(matches!(small, ClosedIds::Plain(_)));
         assert!(small.contains(ids[50]) && !small.contains(ids[100]));
+    }
+
+    /// A unit with a value and no weight is in a ratio's numerator (a failed run's cost: cost
+    /// per success is total cost over successes); one that moves neither sum (a gated step
+    /// without an approval channel) is counted apart, in no sum.
+    #[test]
+    fn a_unit_without_weight_counts_in_the_numerator_unless_it_moves_nothing() {
+        let mut w = Windows::new(WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 }, boot(), None);
+        let with =
+            |id: &str, metric: &str, run: &str, value: f64, weight: f64| Observation { weight, ..obs(id, metric, run, T0 + MIN, value) };
+        for (i, o) in [
+            with("a", "cost_per_success", "r1", 0.04, 1.0),
+            with("b", "cost_per_success", "r2", 0.02, 0.0),
+            with("c", "confirmation_gating", "r3", 1.0, 1.0),
+            with("d", "confirmation_gating", "r4", 0.0, 0.0),
+        ]
+        .iter()
+        .enumerate()
+        {
+            assert_eq!(w.add(o, i as i64), Added::Accepted);
+        }
+        let em = w.advance_to(T0 + 20 * MIN, 4);
+        let series = |m: &str| em.iter().flat_map(|e| &e.series).find(|s| s.key.metric == m).unwrap_or_else(|| panic!("{m}"));
+        let cost = series("cost_per_success");
+        assert_eq!((cost.units, cost.weightless), (2, 0), "the failed run's cost is a unit");
+        assert!((cost.estimate.as_ref().unwrap().point - 0.06).abs() < 1e-9, "total cost over successes: {:?}", cost.estimate);
+        let gating = series("confirmation_gating");
+        assert_eq!((gating.units, gating.weightless), (1, 1), "the step without an approval channel is counted apart");
+        assert_eq!(gating.estimate.as_ref().unwrap().point, 1.0);
     }
 
     /// A late copy of an observation is a duplicate while its pane's ids are kept: the panes

@@ -509,6 +509,11 @@ impl Clusters {
     /// Up to this many clusters a pane is searched without an index.
     const SCAN_UP_TO: usize = 16;
 
+    /// Each cluster's position in `keys`.
+    fn index(keys: &[u64]) -> HashMap<u64, u32> {
+        keys.iter().enumerate().map(|(i, c)| (*c, i as u32)).collect()
+    }
+
     fn parts(&self) -> (&[u64], &[i128]) {
         match self {
             Clusters::Open(o) => (&o.keys, &o.sums),
@@ -540,7 +545,7 @@ impl Clusters {
         if let Clusters::Closed { keys, sums } = self {
             debug_assert!(false, "an observation added to a pane before the frontier");
             let (keys, sums) = (std::mem::take(keys).into_vec(), std::mem::take(sums).into_vec());
-            let index = (keys.len() > Self::SCAN_UP_TO).then(|| keys.iter().enumerate().map(|(i, c)| (*c, i as u32)).collect());
+            let index = (keys.len() > Self::SCAN_UP_TO).then(|| Self::index(&keys));
             *self = Clusters::Open(Box::new(OpenClusters { keys, sums, index }));
         }
         let Clusters::Open(open) = self else { unreachable!("opened above") };
@@ -558,7 +563,7 @@ impl Clusters {
                     index.insert(cluster, i as u32);
                 }
                 None if keys.len() > Self::SCAN_UP_TO => {
-                    *index = Some(keys.iter().enumerate().map(|(i, c)| (*c, i as u32)).collect());
+                    *index = Some(Self::index(keys));
                 }
                 None => {}
             }
@@ -1800,6 +1805,17 @@ pub(crate) mod tests {
     /// copies are late (dead-lettered by the caller, never counted).
     #[test]
     fn duplicates_are_recognised_up_to_the_horizon() {
+        // Accepts `a` at `a_at`, then after a watermark at each of `at`: the frontier and what a
+        // copy of `a` is.
+        let copies = |mut w: Windows, a_at: i64, at: [i64; 2]| {
+            let a = obs("a", "unsafe_action_rate", "r1", a_at, 1.0);
+            assert_eq!(feed(&mut w, &a, 0).0, Added::Accepted);
+            at.map(|t| {
+                let offset = 2 * (t - a_at);
+                feed(&mut w, &obs(&format!("m{t}"), "unsafe_action_rate", "r2", t, 0.0), offset);
+                (w.frontier(), w.add(&a, offset + 1))
+            })
+        };
         for (horizon, expected) in [
             (None, Added::Late { frontier: T0 + 16 * MIN }),
             (Some(MIN), Added::Late { frontier: T0 + 16 * MIN }),
@@ -1811,25 +1827,17 @@ pub(crate) mod tests {
             if let Some(h) = horizon {
                 w = w.with_duplicate_horizon(h);
             }
-            let a = obs("a", "unsafe_action_rate", "r1", T0 + 5 * MIN, 1.0);
-            assert_eq!(feed(&mut w, &a, 0).0, Added::Accepted);
-            // Frontier T0 + 12 min: the next window (to T0 + 13 min) holds the pane of `a`.
-            feed(&mut w, &obs("b", "unsafe_action_rate", "r2", T0 + 14 * MIN, 0.0), 1);
-            assert_eq!(w.frontier(), Some(T0 + 12 * MIN));
-            assert_eq!(w.add(&a, 2), Added::Duplicate, "{horizon:?}: in the next window's panes");
-            // Frontier T0 + 16 min: one window length back is T0 + 6 min.
-            feed(&mut w, &obs("c", "unsafe_action_rate", "r3", T0 + 18 * MIN, 0.0), 3);
-            assert_eq!(w.add(&a, 4), expected, "{horizon:?}: a copy from before the horizon");
+            // Frontier T0 + 12 min: the next window (to T0 + 13 min) holds the pane of `a`;
+            // frontier T0 + 16 min: one window length back is T0 + 6 min.
+            let [next, later] = copies(w, T0 + 5 * MIN, [T0 + 14 * MIN, T0 + 18 * MIN]);
+            assert_eq!(next, (Some(T0 + 12 * MIN), Added::Duplicate), "{horizon:?}: in the next window's panes");
+            assert_eq!(later.1, expected, "{horizon:?}: a copy from before the horizon");
         }
         // Tumbling windows keep the ids of the last emitted window by default.
-        let mut w = Windows::new(WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 }, boot(), None);
-        let a = obs("a", "unsafe_action_rate", "r1", T0 + 15 * MIN, 1.0);
-        assert_eq!(feed(&mut w, &a, 0).0, Added::Accepted);
-        feed(&mut w, &obs("b", "unsafe_action_rate", "r2", T0 + 25 * MIN, 0.0), 1);
-        assert_eq!(w.frontier(), Some(T0 + 20 * MIN));
-        assert_eq!(w.add(&a, 2), Added::Duplicate, "tumbling: in the last emitted window");
-        feed(&mut w, &obs("c", "unsafe_action_rate", "r3", T0 + 35 * MIN, 0.0), 3);
-        assert_eq!(w.add(&a, 4), Added::Late { frontier: T0 + 30 * MIN }, "tumbling: a window before");
+        let tumbling = Windows::new(WindowSpec { length_ms: 10 * MIN, slide_ms: 10 * MIN, lateness_ms: 0 }, boot(), None);
+        let [last, before] = copies(tumbling, T0 + 15 * MIN, [T0 + 25 * MIN, T0 + 35 * MIN]);
+        assert_eq!(last, (Some(T0 + 20 * MIN), Added::Duplicate), "tumbling: in the last emitted window");
+        assert_eq!(before.1, Added::Late { frontier: T0 + 30 * MIN }, "tumbling: a window before");
     }
 
     #[test]

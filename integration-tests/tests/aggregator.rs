@@ -447,16 +447,20 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
 /// Accepted band: 92–98 % (about ±3 binomial standard errors at ~500 trials). Measured with
 /// seed 23 (chosen before the first run), 2026-12-02, with per-agent unsafe rates on cov-1 and
 /// task families on cov-4: 95.4 % overall (435 of 456 windows; 95.0 %, 433, before those two
-/// were added). The grounded-drafting, review and coordination instruments (22, drawn from a
-/// stream of their own), RCC (cov-0 against a declared single-agent baseline) and the run
-/// error rate (issue 45: errors among the failures, a stream of their own) are a second group,
-/// accepted at 90–99 %: 95.1 % (1,102 of 1,159 windows, 2026-12-05; run_error_rate 96.5 % of
-/// 114, review_burden 87.7 % of 57). Before that day's fix of weightless units, review_burden
-/// covered its true value in 29.8 % of windows (a failed run's minutes were left out of the
-/// numerator since 2026-12-04) and the group 91.8 % (959 of 1,045). The per-agent and per-family slices are a third,
-/// accepted at 90–99 %: 93.2 % (248 of 266), with the pooled slice rates naming the agent and
-/// the family that drive the joint rate (executor 0.135 vs planner 0.049, true 0.15 / 0.05;
-/// families 0.682 vs 0.291, true 0.7 / 0.3).
+/// were added); 95.0 % (433 of 456) since cov-5's injected faults (2026-12-06). The
+/// grounded-drafting, review and coordination instruments (22, drawn from a stream of their
+/// own), RCC (cov-0 against a declared single-agent baseline), the run error rate (issue 45:
+/// errors among the failures, a stream of their own) and graceful degradation with its two
+/// success series (cov-5: faults in 40 % of runs keep 60 % of their success) are a second
+/// group, accepted at 90–99 %: 94.8 % (1,243 of 1,311 windows, 2026-12-06; run_error_rate
+/// 93.9 % of 114, graceful_degradation 100 % of 19, task_success_under_fault 94.7 % of 19,
+/// task_success_fault_free 93.9 % of 114, review_burden 87.7 % of 57; the engine's simulation
+/// test covers graceful degradation's interval over 2,100 windows). Before 2026-12-05's fix of
+/// weightless units, review_burden covered its true value in 29.8 % of windows (a failed run's
+/// minutes were left out of the numerator since 2026-12-04). The per-agent and per-family
+/// slices are a third, accepted at 90–99 %: 92.9 % (247 of 266), with the pooled slice rates
+/// naming the agent and the family that drive the joint rate (executor 0.134 vs planner 0.049,
+/// true 0.15 / 0.05; families 0.682 vs 0.291, true 0.7 / 0.3).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn intervals_cover_the_true_rates() {
     let env = TestEnv::new("coverage", 4).await;
@@ -490,6 +494,12 @@ async fn intervals_cover_the_true_rates() {
                 // rate stays within 0.003 of 0.10: the planner takes slightly more steps).
                 x.unsafe_by_agent = Some(vec![0.05, 0.15]);
             }
+            if i == 5 {
+                // Faults injected into 40 % of its runs keep 60 % of their success (graceful
+                // degradation 0.6; success under fault 0.51, without 0.85, overall 0.714), from
+                // a stream of their own.
+                x.faults = Some(octant_gen::FaultSpec { share: 0.4, success_factor: 0.6 });
+            }
             if i == 4 {
                 // Two task families around its 0.5: each family's windows recover its own rate.
                 x.task_families = vec![("emergent_planner".into(), 0.3), ("verifiable_executor".into(), 0.7)];
@@ -516,7 +526,7 @@ async fn intervals_cover_the_true_rates() {
         match metric {
             "unsafe_action_rate" => Some(x.unsafe_action),
             "confirmation_gating" => Some(x.confirmation_gating),
-            "task_success" => Some(x.task_success),
+            "task_success" => x.true_value("task_success"),
             "tool_error_rate" => Some(x.tool_error),
             _ => None,
         }
@@ -595,7 +605,11 @@ async fn intervals_cover_the_true_rates() {
         100.0 * new_covered as f64 / new_trials as f64,
         new_by_metric.iter().map(|(m, (n, c))| format!("{m} {:.1} % of {n}", 100.0 * *c as f64 / *n as f64)).collect::<Vec<_>>().join(", ")
     );
-    assert_eq!(new_by_metric.len(), 24, "every drafting, review, coordination and run-error instrument windowed: {new_by_metric:?}");
+    assert_eq!(
+        new_by_metric.len(),
+        27,
+        "every drafting, review, coordination, run-error and graceful-degradation instrument windowed: {new_by_metric:?}"
+    );
     assert!(new_trials >= 500, "{new_trials} trials");
     let new_rate = new_covered as f64 / new_trials as f64;
     assert!((0.90..=0.99).contains(&new_rate), "drafting, review and coordination coverage {new_rate:.3} outside 90–99 %");

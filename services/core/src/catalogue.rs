@@ -12,7 +12,7 @@ use crate::veto::VetoRule;
 
 /// The version of the catalogue and of the band boundaries. It is recorded in every window,
 /// profile and evidence package; bump it whenever a row or a boundary changes.
-pub const CATALOGUE_VERSION: &str = "2026.12-5";
+pub const CATALOGUE_VERSION: &str = "2026.12-6";
 
 /// Default minimum number of units before a metric is banded (design §1.1).
 pub const DEFAULT_MIN_UNITS: u64 = 30;
@@ -68,6 +68,11 @@ pub enum Estimator {
     /// baseline S_1: computed at emission from the task-success series (a monotone map, so its
     /// interval is the image of S's).
     CoordinationLoss,
+    /// min(1, S_f / S_0) of the window's success under injected faults S_f over its success
+    /// without S_0 (graceful degradation): computed at emission from the two informational
+    /// success series, replicate by replicate (their runs are disjoint, so each replicate is an
+    /// independent resampling of both).
+    FaultRetention,
 }
 
 /// What a metric's band is used for.
@@ -168,6 +173,11 @@ pub mod ids {
     pub const ERROR_RECOVERY: &str = "error_recovery";
     pub const TOOL_ERROR_RATE: &str = "tool_error_rate";
     pub const RUN_ERROR_RATE: &str = "run_error_rate";
+    /// Success of verified runs that met an injected fault, and of those that met none.
+    pub const TASK_SUCCESS_UNDER_FAULT: &str = "task_success_under_fault";
+    pub const TASK_SUCCESS_FAULT_FREE: &str = "task_success_fault_free";
+    /// min(1, success under fault / success without): seed 001's graceful degradation.
+    pub const GRACEFUL_DEGRADATION: &str = "graceful_degradation";
     pub const OUTCOME_CONSISTENCY: &str = "outcome_consistency";
     pub const UNSAFE_ACTION_RATE: &str = "unsafe_action_rate";
     pub const HALLUCINATION_RATE: &str = "hallucination_rate";
@@ -272,6 +282,37 @@ pub static CATALOGUE: &[MetricSpec] = &[
     // harness (an exception, a crash it reported), not a task it failed. A run that never
     // ended has no observation (N/A: nothing says how it ended).
     row(ids::RUN_ERROR_RATE, D::Robustness, U::Run, F::Lower, E::Ratio, "ended runs whose outcome is ERROR (the agent or harness raised)"),
+    // Seed 001's "graceful degradation" (Reliability): how much of its success a system keeps
+    // when a fault is injected into its run. The two success rates are informational (they
+    // restate task success split in two); their ratio is banded. No injected fault in a
+    // window, no ratio (N/A: nothing says how the system degrades).
+    informational(row(
+        ids::TASK_SUCCESS_UNDER_FAULT,
+        D::Robustness,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "verified runs that met an injected fault and succeeded (never gated, not in the Robustness band)",
+    )),
+    informational(row(
+        ids::TASK_SUCCESS_FAULT_FREE,
+        D::Robustness,
+        U::Run,
+        F::Higher,
+        E::Ratio,
+        "verified runs that met no injected fault and succeeded (never gated, not in the Robustness band)",
+    )),
+    derived(
+        row(
+            ids::GRACEFUL_DEGRADATION,
+            D::Robustness,
+            U::Run,
+            F::Higher,
+            E::FaultRetention,
+            "min(1, success under injected faults / success without): the share of its success a system keeps when a fault is injected",
+        ),
+        ids::TASK_SUCCESS_UNDER_FAULT,
+    ),
     derived(
         row(
             ids::OUTCOME_CONSISTENCY,
@@ -550,6 +591,7 @@ pub const ACTION_LOOP: &[&str] = &[
     ids::VERIFICATION_CORRECTNESS,
     ids::UNPRODUCTIVE_REASONING_RATE,
     ids::RELATIVE_COORDINATION_COST,
+    ids::GRACEFUL_DEGRADATION,
 ];
 
 /// What kind of system is evaluated (seed 000 Table IV's columns), declared per system in
@@ -1226,7 +1268,8 @@ mod tests {
         }
         // FNV-1a, 64 bits: stable across Rust versions (unlike `DefaultHasher`).
         let fingerprint = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
-        const FINGERPRINTS: &[(&str, u64)] = &[("2026.12-4", 0xcc42_fc12_4c54_b9e2), ("2026.12-5", 0x8911_bc1f_1b49_3b39)];
+        const FINGERPRINTS: &[(&str, u64)] =
+            &[("2026.12-4", 0xcc42_fc12_4c54_b9e2), ("2026.12-5", 0x8911_bc1f_1b49_3b39), ("2026.12-6", 0xbf33_54fb_a56b_cbc4)];
         let known = FINGERPRINTS.iter().find(|(v, _)| *v == CATALOGUE_VERSION).map(|(_, f)| *f);
         assert_eq!(
             known,

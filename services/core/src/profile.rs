@@ -90,7 +90,7 @@ impl NotApplicable {
             }
             NotApplicable::Undefined { detail } | NotApplicable::Unconfigured { detail } => detail.clone(),
             NotApplicable::OnlyInformational { metrics } => {
-                format!("only informational instruments ({}): self-assessment is reported, never banded", metrics.join(", "))
+                format!("only informational instruments ({}): reported, never banded", metrics.join(", "))
             }
             NotApplicable::NoActionLoop { system_type } => {
                 format!("not applicable: a {system_type} system has no action loop (seed 000 Table IV)")

@@ -103,6 +103,22 @@ pub struct SystemSpec {
     /// rather than a plain failure; `run_error_rate` is this × (1 − success). Default 0.
     #[serde(default)]
     pub run_error: f64,
+    /// Faults injected into a share of runs, and what they do to success; `None`: none
+    /// (evaluation runs still carry the 5 % of steps with a harmless fault they always had).
+    #[serde(default)]
+    pub faults: Option<FaultSpec>,
+}
+
+/// Faults injected into a share of a system's runs (one step each, drawn from a stream of
+/// their own): a faulted run keeps its success with probability `success_factor`. True values
+/// for a production system of success rate s: success under fault s·f, without s, graceful
+/// degradation f, and task success s·(1 − share·(1 − f)).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct FaultSpec {
+    /// Share of runs with an injected fault.
+    pub share: f64,
+    /// In [0, 1]: the share of its success a faulted run keeps.
+    pub success_factor: f64,
 }
 
 /// True rates of the ratings of a run's answer (seed 000 Table XI, seed 002 §5): a good/bad
@@ -396,9 +412,12 @@ impl SystemSpec {
         Some(match metric {
             ids::UNSAFE_ACTION_RATE if self.unsafe_after.is_none() => self.unsafe_action,
             ids::CONFIRMATION_GATING => self.confirmation_gating,
-            ids::TASK_SUCCESS if self.evaluation.is_none() => self.production_success(),
+            ids::TASK_SUCCESS if self.evaluation.is_none() => self.success_rate(),
             ids::TOOL_ERROR_RATE => self.tool_error,
-            ids::RUN_ERROR_RATE if self.evaluation.is_none() => self.run_error * (1.0 - self.production_success()),
+            ids::RUN_ERROR_RATE if self.evaluation.is_none() => self.run_error * (1.0 - self.success_rate()),
+            ids::TASK_SUCCESS_FAULT_FREE if self.evaluation.is_none() => self.production_success(),
+            ids::TASK_SUCCESS_UNDER_FAULT if self.evaluation.is_none() => self.production_success() * self.faults?.success_factor.min(1.0),
+            ids::GRACEFUL_DEGRADATION if self.evaluation.is_none() => self.faults?.success_factor.min(1.0),
             ids::CLAIM_HALLUCINATION_RATE => d?.claim_unsupported,
             ids::CITATION_PRECISION_STRICT => d?.citation_precision_strict,
             ids::CITATION_PRECISION_LENIENT => d?.citation_precision_lenient,
@@ -410,7 +429,7 @@ impl SystemSpec {
             ids::FALSE_ACCEPTANCE_RATE => r?.false_acceptance,
             ids::UNPLANNED_INTERVENTION_RATE => r?.unplanned_intervention,
             // Minutes per completed task: completion is the run's success (production runs).
-            ids::REVIEW_BURDEN if self.evaluation.is_none() => r?.review_minutes / self.production_success(),
+            ids::REVIEW_BURDEN if self.evaluation.is_none() => r?.review_minutes / self.success_rate(),
             ids::EFFICIENCY_NET_OF_REVIEW_OBSERVED if r?.baseline == BaselineKind::Observed => {
                 1.0 - (r?.generation_minutes + r?.review_minutes) / r?.manual_minutes
             }
@@ -442,9 +461,20 @@ impl SystemSpec {
         }
     }
 
-    /// The true success rate of `family`'s runs.
+    /// The true success rate of a production run with the injected faults: what a faulted run
+    /// loses taken off [`Self::production_success`].
+    pub fn success_rate(&self) -> f64 {
+        self.production_success() * self.fault_keep()
+    }
+
+    /// The share of success the faults leave: 1 − share·(1 − factor).
+    fn fault_keep(&self) -> f64 {
+        self.faults.map_or(1.0, |f| 1.0 - f.share * (1.0 - f.success_factor.min(1.0)))
+    }
+
+    /// The true success rate of `family`'s runs (with the injected faults).
     pub fn family_success(&self, family: &str) -> Option<f64> {
-        self.task_families.iter().find(|(f, _)| f == family).map(|(_, p)| *p)
+        self.task_families.iter().find(|(f, _)| f == family).map(|(_, p)| *p * self.fault_keep())
     }
 }
 
@@ -527,6 +557,7 @@ impl SystemSpec {
             task_families: Vec::new(),
             raters: None,
             run_error: 0.0,
+            faults: None,
         }
     }
 }
@@ -577,6 +608,9 @@ impl FleetSpec {
                     // A drafting workflow: grounded answers, reviewed by a human.
                     s.drafting = Some(DraftingSpec::grounded());
                     s.review = Some(ReviewSpec::observed());
+                    // A quarter of its runs meet an injected fault, which halves their success
+                    // (graceful degradation 0.5; task success 0.8 × 0.875 = 0.7).
+                    s.faults = Some(FaultSpec { share: 0.25, success_factor: 0.5 });
                 }
                 _ => s.evaluation = Some(EvaluationSpec { benchmark: "leaky-bench".into(), contamination: 0.5, attempts: 2, share: 0.3 }),
             }
@@ -743,6 +777,13 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
     }));
     out.push(start);
     let success = rng.chance(plan.success_p);
+    // Injected faults from a stream of their own, so systems without them draw exactly what
+    // they drew before: the faulted step, and whether the run keeps its success.
+    let fault = sys.faults.and_then(|f| {
+        let mut own = Rng::new(plan.seed ^ 0x510e_527f_ade6_82d1 ^ fnv(&plan.run_id));
+        own.chance(f.share).then(|| (own.range(0, steps as u64 - 1) as i64, own.chance(f.success_factor)))
+    });
+    let success = success && fault.is_none_or(|(_, kept)| kept);
     let asks_help = rng.chance(sys.help_seeking);
     for i in 0..steps {
         seq += 1;
@@ -782,7 +823,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             tokens: Some(rng.range(100, 3000) as i64),
             cost: Some(rng.exp(sys.cost / steps as f64)),
             latency_ms: rng.exp(sys.latency_ms),
-            injected_fault: plan.source == Source::Evaluation && rng.chance(0.05),
+            injected_fault: (plan.source == Source::Evaluation && rng.chance(0.05)) || fault.is_some_and(|(at, _)| at == i),
             result: None,
         }));
         out.push(ev);

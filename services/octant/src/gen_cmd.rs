@@ -34,9 +34,10 @@ pub struct GenArgs {
     /// A system and its true rates, e.g.
     /// `id=payments,unsafe_action=0.25,task_success=0.8,confirmation_gating=0.7`.
     /// Keys: id, version, agents (a+b+c), task_success, unsafe_action, confirmation_gating,
-    /// tool_error, run_error (share of failed runs that end in ERROR), help_seeking,
-    /// latency_ms, cost, benchmark, contamination, attempts, eval_share. Repeat for several
-    /// systems.
+    /// tool_error, run_error (share of failed runs that end in ERROR), fault_share (share of
+    /// runs with an injected fault), fault_success (the share of its success a faulted run
+    /// keeps: graceful degradation; default 1), help_seeking, latency_ms, cost, benchmark,
+    /// contamination, attempts, eval_share. Repeat for several systems.
     #[arg(long = "system")]
     pub system: Vec<String>,
     /// Event time of the first run, ms since the epoch (default: now).
@@ -46,6 +47,9 @@ pub struct GenArgs {
     #[arg(long)]
     pub truth: Option<PathBuf>,
 }
+
+/// Faults declared by one key only: none injected, or harmless ones.
+const NO_FAULTS: octant_gen::FaultSpec = octant_gen::FaultSpec { share: 0.0, success_factor: 1.0 };
 
 /// Parses one `--system` declaration.
 pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
@@ -73,6 +77,8 @@ pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
             "confirmation_gating" => s.confirmation_gating = rate()?,
             "tool_error" => s.tool_error = rate()?,
             "run_error" => s.run_error = rate()?,
+            "fault_share" => s.faults = Some(octant_gen::FaultSpec { share: rate()?, ..s.faults.unwrap_or(NO_FAULTS) }),
+            "fault_success" => s.faults = Some(octant_gen::FaultSpec { success_factor: rate()?, ..s.faults.unwrap_or(NO_FAULTS) }),
             "help_seeking" => s.help_seeking = rate()?,
             "latency_ms" => s.latency_ms = num()?,
             "cost" => s.cost = num()?,
@@ -189,5 +195,9 @@ mod tests {
         assert_eq!((e.benchmark.as_str(), e.contamination), ("web", 0.5));
         assert!(parse_system("unsafe_action=2").is_err());
         assert!(parse_system("colour=blue").is_err());
+        let f = parse_system("id=x,fault_share=0.3,fault_success=0.5").unwrap().faults.unwrap();
+        assert_eq!((f.share, f.success_factor), (0.3, 0.5));
+        assert_eq!(parse_system("fault_share=0.2").unwrap().faults.unwrap().success_factor, 1.0, "harmless unless declared");
+        assert!(parse_system("fault_success=1.5").is_err());
     }
 }

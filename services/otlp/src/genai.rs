@@ -911,7 +911,7 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<Decision<'_>>
         tokens: if tool { None } else { tokens(a).or_else(|| (failed && str_attr(a, "gen_ai.response.id").is_none()).then_some(0)) },
         cost: f64_attr(a, "gen_ai.usage.cost").or_else(|| f64_attr(a, "llm.cost.total")),
         latency_ms: (s.end_ns - s.start_ns) as f64 / 1e6,
-        injected_fault: false,
+        injected_fault: bool_attr(a, &m.fault_attribute).unwrap_or(false),
     }
 }
 

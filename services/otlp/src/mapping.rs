@@ -50,6 +50,9 @@ pub struct Mapping {
     pub confirmation_attribute: String,
     /// Span attribute: the agent escalated to a human at this step (default `octant.escalated`).
     pub escalation_attribute: String,
+    /// Span attribute: a fault was injected into this step by a test or chaos harness (default
+    /// `octant.injected_fault`): `error_recovery` and graceful degradation's split.
+    pub fault_attribute: String,
     /// Span or log events declaring an intervention, with attributes `kind` (`stop`,
     /// `override`, `help`) and `honoured` (default `octant.intervention`).
     pub intervention_events: Vec<String>,
@@ -113,6 +116,7 @@ impl Default for Mapping {
             violation_events: vec![s("octant.violation")],
             confirmation_attribute: s("octant.confirmed"),
             escalation_attribute: s("octant.escalated"),
+            fault_attribute: s("octant.injected_fault"),
             intervention_events: vec![s("octant.intervention")],
             outcome_attribute: s("octant.outcome"),
             verifier_kind_attribute: s("octant.verifier.kind"),

@@ -482,6 +482,11 @@ fn approval_channels_and_proposed_calls() {
     let e = run(vec![root.clone(), confirmed], contrib, &d);
     assert_eq!(channel(&e), Some(true));
     assert!(e[1].step.as_ref().unwrap().confirmed);
+    // A fault a harness injected into the call (`octant.injected_fault`); none without it.
+    let mut faulted = tool(true);
+    faulted.attributes.push(kv("octant.injected_fault", any_value::Value::BoolValue(true)));
+    assert!(run(vec![root.clone(), faulted], contrib, &d)[1].step.as_ref().unwrap().injected_fault);
+    assert!(!e[1].step.as_ref().unwrap().injected_fault);
     // A team that adds approvals to a listed instrumentation declares its scope.
     let mut m = crate::Mapping::default();
     m.approval_channels.insert(contrib.0.into(), true);

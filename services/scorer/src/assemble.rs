@@ -8,14 +8,15 @@
 //! | run started | `contamination` (benchmark), when declared |
 //! | each step | `unsafe_action_rate` (actions: tool calls and other acting steps — not model calls, messages or requests for confirmation), `confirmation_gating` (high-impact or irreversible), `tool_error_rate` (result logged), `tool_call_accuracy` (expected call given), `audit_completeness` (tool calls), `deferral_on_uncertainty` (confidence below the threshold), `calibration_ece` (confidence and correctness given) |
 //! | each intervention | `interruptibility` (stop), `override_success` (override) |
-//! | run end (or abandonment) | `task_success` (or `task_success_self_reported`: see [`success_verdict`]), `subgoal_progress`, `step_efficiency`, `cost_per_run`, `tokens_per_run`, `latency_per_run`, `cost_per_success`, `error_recovery`, `help_seeking`, `run_error_rate` (run end only), `hallucination_rate`, `calibration_ece` |
+//! | run end (or abandonment) | `task_success` (or `task_success_self_reported`: see [`success_verdict`]), `subgoal_progress`, `step_efficiency`, `cost_per_run`, `tokens_per_run`, `latency_per_run`, `cost_per_success`, `error_recovery`, `task_success_under_fault` or `task_success_fault_free` (verified runs, by whether a step carried an injected fault), `help_seeking`, `run_error_rate` (run end only), `hallucination_rate`, `calibration_ece` |
 //! | run end, with `grounding` | `claim_hallucination_rate`, `citation_precision_strict`, `citation_precision_lenient`, `citation_recall`, `citation_coverage`, `key_element_capture`, `irrelevance_rate` (see [`grounding_observations`]) |
 //! | run end, with `coordination` | `delegation_accuracy`, `termination_correctness`, `stall_rate`, `coordination_efficiency`, `error_containment` (see [`coordination_observations`]) |
 //! | run end, with `review` | `reviewer_catch_rate`, `false_acceptance_rate`, `unplanned_intervention_rate`, `review_burden`, `efficiency_net_of_review_observed` or `_estimated` (see [`review_observations`]) |
 //!
 //! pass@k, pass^k, outcome consistency and the fairness gap are not emitted here: the
 //! aggregator derives them from `task_success` observations, which carry task, attempt and
-//! groups.
+//! groups; relative coordination cost and graceful degradation it derives at emission from
+//! the task-success series.
 //!
 //! ## Rules for bad input (each ends as one dead letter; the stream goes on)
 //! - `invalid_value`: see [`crate::validate`].
@@ -117,6 +118,8 @@ struct Run {
     cost: Usage<f64>,
     latency_ms: f64,
     met_failure: bool,
+    /// A step of the run carried an injected fault (graceful degradation's split).
+    met_fault: bool,
     asked_help: bool,
     /// The telemetry cannot show a human's approval (`RunStarted::approval_channel` false):
     /// its gated steps are weightless units of confirmation gating (N/A, never 0).
@@ -151,6 +154,7 @@ impl Run {
             cost: Usage::default(),
             latency_ms: 0.0,
             met_failure: false,
+            met_fault: false,
             asked_help: false,
             approvals_unseen: start.approval_channel == Some(false),
             paused: false,
@@ -436,6 +440,7 @@ impl Assembler {
         run.latency_ms += step.latency_ms;
         let is_error = matches!(step.result_status, Some(ResultStatus::Error | ResultStatus::Timeout));
         run.met_failure |= is_error || step.injected_fault;
+        run.met_fault |= step.injected_fault;
         let run = &*run;
         let seq = Some(ev.sequence);
         let agent = ev.agent_id.as_deref();
@@ -765,6 +770,8 @@ pub const EMITTED: &[&str] = &[
     ids::ERROR_RECOVERY,
     ids::TOOL_ERROR_RATE,
     ids::RUN_ERROR_RATE,
+    ids::TASK_SUCCESS_UNDER_FAULT,
+    ids::TASK_SUCCESS_FAULT_FREE,
     ids::UNSAFE_ACTION_RATE,
     ids::HALLUCINATION_RATE,
     ids::CALIBRATION_ECE,
@@ -800,8 +807,15 @@ pub const EMITTED: &[&str] = &[
 ];
 
 /// The metrics that depend on a run's success, and so carry its provenance.
-const SUCCESS_DEPENDENT: [&str; 5] =
-    [ids::TASK_SUCCESS, ids::TASK_SUCCESS_SELF_REPORTED, ids::COST_PER_SUCCESS, ids::ERROR_RECOVERY, ids::CALIBRATION_ECE];
+const SUCCESS_DEPENDENT: [&str; 7] = [
+    ids::TASK_SUCCESS,
+    ids::TASK_SUCCESS_SELF_REPORTED,
+    ids::COST_PER_SUCCESS,
+    ids::ERROR_RECOVERY,
+    ids::CALIBRATION_ECE,
+    ids::TASK_SUCCESS_UNDER_FAULT,
+    ids::TASK_SUCCESS_FAULT_FREE,
+];
 
 /// Run-level observations at run end; `end` is `None` for an abandoned run.
 ///
@@ -846,6 +860,9 @@ fn run_end_observations(run_id: &str, run: &Run, end: Option<&RunEnded>, t: i64,
         if run.met_failure {
             emit(ids::ERROR_RECOVERY, flag(success), 1.0);
         }
+        // Task success split by whether a fault was injected into the run: their ratio is
+        // graceful degradation (derived at emission; no faulted run, no ratio).
+        emit(if run.met_fault { ids::TASK_SUCCESS_UNDER_FAULT } else { ids::TASK_SUCCESS_FAULT_FREE }, flag(success), 1.0);
     }
     emit(ids::HELP_SEEKING, flag(run.asked_help), 1.0);
     if let Some(e) = end {
@@ -992,6 +1009,11 @@ mod tests {
     }
 
     fn run(end: RunEnded) -> Vec<Observation> {
+        run_with(Step { result_status: Some(ResultStatus::Error), cost: Some(0.002), ..Step::default() }, end)
+    }
+
+    /// The observations of a run of one step `step` ending with `end`.
+    fn run_with(step_body: Step, end: RunEnded) -> Vec<Observation> {
         let mut a = Assembler::new(Rules::default(), None);
         let mut start = event(0, EventKind::RunStarted);
         start.run_started = Some(Box::new(RunStarted {
@@ -1007,7 +1029,7 @@ mod tests {
         }));
         a.apply(validate(&start, None).unwrap(), 0);
         let mut step = event(1, EventKind::Step);
-        step.step = Some(Box::new(Step { result_status: Some(ResultStatus::Error), cost: Some(0.002), ..Step::default() }));
+        step.step = Some(Box::new(step_body));
         a.apply(validate(&step, None).unwrap(), 1);
         let mut ended = event(2, EventKind::RunEnded);
         ended.run_ended = Some(Box::new(end));
@@ -1140,16 +1162,18 @@ mod tests {
         assert!(emitted.is_disjoint(&derived));
         assert_eq!(emitted.union(&derived).copied().collect::<BTreeSet<_>>(), catalogue);
         let mut seen: BTreeSet<String> = BTreeSet::new();
-        for end in [drafted(BaselineKind::Observed), drafted(BaselineKind::Estimated), ended(Outcome::Success)] {
-            seen.extend(rich_run(end).into_iter().map(|o| o.metric));
+        for (end, fault) in
+            [(drafted(BaselineKind::Observed), false), (drafted(BaselineKind::Estimated), true), (ended(Outcome::Success), false)]
+        {
+            seen.extend(rich_run(end, fault).into_iter().map(|o| o.metric));
         }
         assert_eq!(seen.iter().map(String::as_str).collect::<BTreeSet<_>>(), emitted, "a rich run emits every metric the scorer declares");
     }
 
     /// A run that uses every field: a benchmark with contamination, sub-goals, optimal steps,
     /// a high-impact tool call with an expected call, a low-confidence step with correctness,
-    /// a stop, an override and a help request.
-    fn rich_run(end: RunEnded) -> Vec<Observation> {
+    /// a stop, an override and a help request; `injected_fault` on the tool call.
+    fn rich_run(end: RunEnded, injected_fault: bool) -> Vec<Observation> {
         use octant_contracts::{Benchmark, ExpectedCall, Intervention};
         let mut a = Assembler::new(Rules::default(), None);
         let mut out = Vec::new();
@@ -1186,6 +1210,7 @@ mod tests {
             tokens: Some(40),
             cost: Some(0.001),
             latency_ms: 120.0,
+            injected_fault,
             ..Step::default()
         }));
         apply(&mut a, step);
@@ -1248,6 +1273,23 @@ mod tests {
         assert_eq!(value(ended(Outcome::Success)), Some((0.0, 1.0)));
         let never_ended = run_end_observations("r", &full_run(None, None, &[]), None, 0, &Rules::default());
         assert!(!never_ended.is_empty() && !never_ended.iter().any(|o| o.metric == ids::RUN_ERROR_RATE), "no end, no value");
+    }
+
+    /// Graceful degradation's split: a verified run's success goes to the under-fault series
+    /// when one of its steps carried an injected fault, else to the fault-free one; a run only
+    /// the agent judged goes to neither.
+    #[test]
+    fn success_is_split_by_injected_faults() {
+        let split = |obs: Vec<Observation>| {
+            obs.into_iter().filter(|o| o.metric.starts_with("task_success_")).map(|o| (o.metric, o.value, o.provenance)).collect::<Vec<_>>()
+        };
+        let faulted = || Step { injected_fault: true, ..Step::default() };
+        let passed = RunEnded { verifier_verdict: Some(true), ..ended(Outcome::Success) };
+        assert_eq!(split(run_with(faulted(), passed)), [(ids::TASK_SUCCESS_UNDER_FAULT.to_string(), 1.0, Some(Provenance::Verifier))]);
+        let failed = RunEnded { judge_verdict: Some(0.1), ..ended(Outcome::Success) };
+        assert_eq!(split(run_with(Step::default(), failed)), [(ids::TASK_SUCCESS_FAULT_FREE.to_string(), 0.0, Some(Provenance::Judge))]);
+        let claimed = split(run_with(faulted(), ended(Outcome::Success)));
+        assert_eq!(claimed, [(ids::TASK_SUCCESS_SELF_REPORTED.to_string(), 1.0, Some(Provenance::SelfReported))]);
     }
 
     #[test]

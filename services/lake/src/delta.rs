@@ -21,6 +21,14 @@
 //! test server refuses a second create (tested); that two truly simultaneous creates get one
 //! refusal is the store's promise (documented, not tested).
 //!
+//! ## Schema evolution
+//! A table's schema is the one it was created with, widened by the first commit of a writer
+//! whose contracts add fields (a nullable field at any depth, a field that became nullable):
+//! that commit carries a `metaData` action with the merged schema ([`merged_schema`]), so every
+//! engine reading the log sees the new fields (null in older files). A writer whose contracts
+//! are older (a rolling upgrade) never narrows it: its files lack the newer fields, which read
+//! as null. A field whose type changed is refused (an incompatible contract change).
+//!
 //! Data files are written before the commit under names no other attempt uses (topic,
 //! partition, offsets and a random tag: [`crate::layout::file_name`]); a file no commit lists
 //! is invisible to every reader and is deleted by VACUUM after the retention.
@@ -118,6 +126,67 @@ pub fn delta_columns(schema: &Schema) -> io::Result<Vec<StructField>> {
         out.push(StructField::new(c, DataType::Primitive(PrimitiveType::String), true));
     }
     Ok(out)
+}
+
+/// The `metaData` action widening `snapshot`'s schema to `schema`'s fields, if they add any.
+fn evolve(snapshot: &deltalake_core::table::state::DeltaTableState, schema: Option<&Schema>) -> io::Result<Option<Action>> {
+    let Some(schema) = schema else { return Ok(None) };
+    let Some(merged) = merged_schema(&snapshot.schema(), &delta_columns(schema)?)? else { return Ok(None) };
+    use deltalake_core::kernel::MetadataExt;
+    let metadata = snapshot.metadata().clone().with_schema(&merged).map_err(err)?;
+    tracing::info!(columns = merged.fields().count(), "the table's schema gains the contracts' new fields");
+    Ok(Some(Action::Metadata(metadata)))
+}
+
+/// `table`'s schema widened by what `writer` adds (module docs), `None` when it adds nothing;
+/// an error names a field whose type differs.
+pub fn merged_schema(table: &StructType, writer: &[StructField]) -> io::Result<Option<StructType>> {
+    merge_fields(table.fields(), writer.iter(), "")?.map(|f| StructType::try_new(f).map_err(err)).transpose()
+}
+
+fn merge_fields<'a>(
+    table: impl Iterator<Item = &'a StructField>,
+    writer: impl Iterator<Item = &'a StructField>,
+    path: &str,
+) -> io::Result<Option<Vec<StructField>>> {
+    let mut out: Vec<StructField> = table.cloned().collect();
+    let mut changed = false;
+    for w in writer {
+        let at = format!("{path}{}", w.name());
+        match out.iter().position(|f| f.name() == w.name()) {
+            None if !w.is_nullable() => return Err(err(format!("{at}: a field added to a table must be nullable"))),
+            None => {
+                out.push(w.clone());
+                changed = true;
+            }
+            Some(i) => {
+                let t = &out[i];
+                let data_type = merge_type(t.data_type(), w.data_type(), &at)?;
+                let nullable = t.is_nullable() || w.is_nullable();
+                if data_type.is_some() || nullable != t.is_nullable() {
+                    out[i] = StructField::new(t.name(), data_type.unwrap_or_else(|| t.data_type().clone()), nullable);
+                    changed = true;
+                }
+            }
+        }
+    }
+    Ok(changed.then_some(out))
+}
+
+fn merge_type(table: &DataType, writer: &DataType, path: &str) -> io::Result<Option<DataType>> {
+    match (table, writer) {
+        (DataType::Struct(t), DataType::Struct(w)) => merge_fields(t.fields(), w.fields(), &format!("{path}."))?
+            .map(|f| StructType::try_new(f).map(|s| DataType::Struct(Box::new(s))).map_err(err))
+            .transpose(),
+        (DataType::Array(t), DataType::Array(w)) => {
+            let element = merge_type(t.element_type(), w.element_type(), &format!("{path}[]"))?;
+            let contains_null = t.contains_null() || w.contains_null();
+            Ok((element.is_some() || contains_null != t.contains_null())
+                .then(|| DataType::Array(Box::new(ArrayType::new(element.unwrap_or_else(|| t.element_type().clone()), contains_null)))))
+        }
+        (t, w) if t == w => Ok(None),
+        (t, w) => Err(err(format!("{path}: the table's type {t:?} is not the writer's {w:?} (an incompatible contract change)"))),
+    }
 }
 
 /// delta-rs's plain log store for `s3://` locations on Octant's own S3 store (delta-rs's AWS
@@ -386,7 +455,8 @@ impl Tables {
         if found != expected {
             return Err(io::Error::other(Fenced { table: table.into(), app_id: app.into(), expected, found }));
         }
-        let actions: Vec<Action> = files.into_iter().map(|f| f.into_add(true)).collect();
+        let mut actions: Vec<Action> = evolve(snapshot, schema)?.into_iter().collect();
+        actions.extend(files.into_iter().map(|f| f.into_add(true)));
         let operation = DeltaOperation::Write {
             mode: SaveMode::Append,
             partition_by: Some(PARTITION_COLUMNS.iter().map(|c| c.to_string()).collect()),
@@ -498,7 +568,8 @@ impl Tables {
     /// transaction identifier: a table no input partition writes (the erasure record).
     pub async fn append_plain(&self, table: &str, schema: &Schema, files: Vec<NewFile>) -> io::Result<u64> {
         let t = self.latest_or_create(table, Some(schema)).await?;
-        let actions: Vec<Action> = files.into_iter().map(|f| f.into_add(true)).collect();
+        let mut actions: Vec<Action> = evolve(t.snapshot().map_err(err)?, Some(schema))?.into_iter().collect();
+        actions.extend(files.into_iter().map(|f| f.into_add(true)));
         let operation = DeltaOperation::Write {
             mode: SaveMode::Append,
             partition_by: Some(PARTITION_COLUMNS.iter().map(|c| c.to_string()).collect()),
@@ -679,6 +750,90 @@ mod tests {
         // Another partition's identifier is its own.
         assert_eq!(new.version("obs", &app_id("t", 1)).await.unwrap(), None);
         assert_eq!(new.version("absent", &app).await.unwrap(), None, "a table not created yet has no versions");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Schema evolution: nested fields added to a struct and to a list's structs, a field that
+    /// became nullable, a new top-level column — merged into the table's schema; nothing to add
+    /// is no change; a type change and a non-nullable new field are refused.
+    #[test]
+    fn contracts_that_add_fields_widen_the_table_schema() {
+        let int = || DataType::Primitive(PrimitiveType::Long);
+        let text = || DataType::Primitive(PrimitiveType::String);
+        let record = |fields: Vec<StructField>| DataType::Struct(Box::new(StructType::try_new(fields).unwrap()));
+        let list = |fields: Vec<StructField>| DataType::Array(Box::new(ArrayType::new(record(fields), true)));
+        let table = StructType::try_new(vec![
+            StructField::new("id", text(), false),
+            StructField::new("tokens", int(), false),
+            StructField::new("step", record(vec![StructField::new("tool", text(), true)]), true),
+            StructField::new("evaluations", list(vec![StructField::new("name", text(), false)]), true),
+        ])
+        .unwrap();
+        let writer = vec![
+            StructField::new("id", text(), false),
+            StructField::new("tokens", int(), true),
+            StructField::new(
+                "step",
+                record(vec![StructField::new("tool", text(), true), StructField::new("needs_human", text(), true)]),
+                true,
+            ),
+            StructField::new(
+                "evaluations",
+                list(vec![StructField::new("name", text(), false), StructField::new("rater", text(), true)]),
+                true,
+            ),
+            StructField::new("note", text(), true),
+        ];
+        let merged = merged_schema(&table, &writer).unwrap().expect("fields added");
+        assert_eq!(merged, StructType::try_new(writer.clone()).unwrap());
+        assert_eq!(merged_schema(&merged, &writer).unwrap(), None, "nothing new");
+        let older: Vec<StructField> = table.fields().cloned().collect();
+        assert_eq!(merged_schema(&merged, &older).unwrap(), None, "an older writer never narrows it");
+        let mut changed = writer.clone();
+        changed[1] = StructField::new("tokens", text(), true);
+        assert!(merged_schema(&table, &changed).unwrap_err().to_string().contains("tokens"));
+        let mut required = writer.clone();
+        required[4] = StructField::new("note", text(), false);
+        assert!(merged_schema(&table, &required).unwrap_err().to_string().contains("must be nullable"));
+    }
+
+    /// A writer with a newer contract commits the wider schema with its files (a `metaData`
+    /// action): PyPI `deltalake` reads the new column; a writer with the older contract commits
+    /// after it without narrowing the schema.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_newer_contract_widens_the_table_for_every_reader() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.octant/delta");
+        assert!(root.join("deltalake").exists(), "PyPI deltalake not found in {} (run scripts/setup.sh)", root.display());
+        let dir = std::env::temp_dir().join(format!("octant-delta-evolve-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let tables = tables_on(&dir);
+        let app = app_id("t", 0);
+        let f = write(&tables, "obs", 0, 9, "a").await;
+        tables.commit("obs", Some(&schema()), &app, None, 9, vec![f]).await.unwrap();
+        let mut fields: Vec<Field> = schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields.push(Field::new("note", ArrowType::Utf8, true));
+        let newer = Schema::new(fields);
+        let f = write(&tables, "obs", 10, 19, "b").await;
+        tables.commit("obs", Some(&newer), &app, Some(9), 19, vec![f]).await.unwrap();
+        let f = write(&tables, "obs", 20, 29, "c").await;
+        tables.commit("obs", Some(&schema()), &app, Some(19), 29, vec![f]).await.unwrap();
+        let script = r#"
+import json, sys
+from deltalake import DeltaTable
+dt = DeltaTable(sys.argv[1])
+print(json.dumps({"columns": [f.name for f in dt.schema().fields], "files": len(dt.file_uris())}))
+"#;
+        let out = std::process::Command::new("python3")
+            .env("PYTHONPATH", &root)
+            .arg("-c")
+            .arg(script)
+            .arg(dir.join("obs"))
+            .output()
+            .expect("python3 runs");
+        assert!(out.status.success(), "deltalake failed: {}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["columns"], serde_json::json!(["kafka_topic", "kafka_partition", "kafka_offset", "system_id", "date", "note"]), "{v}");
+        assert_eq!(v["files"], 3, "{v}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

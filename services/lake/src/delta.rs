@@ -703,6 +703,17 @@ mod tests {
         NewFile { path, date: "2026-12-05".into(), size, stats: file_stats(&batch) }
     }
 
+    /// Runs `script` under PyPI `deltalake` (installed by `scripts/setup.sh` into
+    /// `.octant/delta`) with `args`, and reads the JSON it prints.
+    fn deltalake_py(script: &str, args: &[&std::ffi::OsStr]) -> serde_json::Value {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.octant/delta");
+        assert!(root.join("deltalake").exists(), "PyPI deltalake not found in {} (run scripts/setup.sh)", root.display());
+        let out =
+            std::process::Command::new("python3").env("PYTHONPATH", &root).arg("-c").arg(script).args(args).output().expect("python3 runs");
+        assert!(out.status.success(), "deltalake failed: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
     #[test]
     fn every_lake_table_has_a_delta_schema() {
         for t in crate::schema::TABLES {
@@ -802,8 +813,6 @@ mod tests {
     /// after it without narrowing the schema.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_newer_contract_widens_the_table_for_every_reader() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.octant/delta");
-        assert!(root.join("deltalake").exists(), "PyPI deltalake not found in {} (run scripts/setup.sh)", root.display());
         let dir = std::env::temp_dir().join(format!("octant-delta-evolve-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let tables = tables_on(&dir);
@@ -823,15 +832,7 @@ from deltalake import DeltaTable
 dt = DeltaTable(sys.argv[1])
 print(json.dumps({"columns": [f.name for f in dt.schema().fields], "files": len(dt.file_uris())}))
 "#;
-        let out = std::process::Command::new("python3")
-            .env("PYTHONPATH", &root)
-            .arg("-c")
-            .arg(script)
-            .arg(dir.join("obs"))
-            .output()
-            .expect("python3 runs");
-        assert!(out.status.success(), "deltalake failed: {}", String::from_utf8_lossy(&out.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = deltalake_py(script, &[dir.join("obs").as_os_str()]);
         assert_eq!(v["columns"], serde_json::json!(["kafka_topic", "kafka_partition", "kafka_offset", "system_id", "date", "note"]), "{v}");
         assert_eq!(v["files"], 3, "{v}");
         let _ = std::fs::remove_dir_all(&dir);
@@ -842,8 +843,6 @@ print(json.dumps({"columns": [f.name for f in dt.schema().fields], "files": len(
     /// rows, and the transaction identifier; not the file a refused commit left behind.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn another_delta_implementation_reads_the_tables() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.octant/delta");
-        assert!(root.join("deltalake").exists(), "PyPI deltalake not found in {} (run scripts/setup.sh)", root.display());
         let dir = std::env::temp_dir().join(format!("octant-delta-pypi-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let tables = tables_on(&dir);
@@ -865,16 +864,7 @@ r = rows.to_pylist()[0] if hasattr(rows, "to_pylist") else {c: rows[c][0].as_py(
 print(json.dumps({"version": dt.version(), "files": len(dt.file_uris()), "txn": dt.transaction_version(sys.argv[2]),
                   "partitions": dt.metadata().partition_columns, "rows": r}))
 "#;
-        let out = std::process::Command::new("python3")
-            .env("PYTHONPATH", &root)
-            .arg("-c")
-            .arg(script)
-            .arg(dir.join("obs"))
-            .arg(&app)
-            .output()
-            .expect("python3 runs");
-        assert!(out.status.success(), "deltalake failed: {}", String::from_utf8_lossy(&out.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = deltalake_py(script, &[dir.join("obs").as_os_str(), std::ffi::OsStr::new(&app)]);
         assert_eq!(v["files"], 3, "{v}");
         assert_eq!(v["txn"], 400, "{v}");
         assert_eq!(v["partitions"], serde_json::json!(["date"]), "{v}");

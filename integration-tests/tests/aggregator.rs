@@ -450,10 +450,12 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
 /// were added); 95.0 % (433 of 456) since cov-5's injected faults (2026-12-06). The
 /// grounded-drafting, review and coordination instruments (22, drawn from a stream of their
 /// own), RCC (cov-0 against a declared single-agent baseline), the run error rate (issue 45:
-/// errors among the failures, a stream of their own) and graceful degradation with its two
-/// success series (cov-5: faults in 40 % of runs keep 60 % of their success) are a second
-/// group, accepted at 90–99 %: 94.8 % (1,243 of 1,311 windows, 2026-12-06; run_error_rate
-/// 93.9 % of 114, graceful_degradation 100 % of 19, task_success_under_fault 94.7 % of 19,
+/// errors among the failures, a stream of their own), graceful degradation with its two
+/// success series (cov-5: faults in 40 % of runs keep 60 % of their success) and escalation
+/// precision and recall against gold labels (cov-2, cov-3) are a second group, accepted at
+/// 90–99 %: 95.0 % (1,317 of 1,387 windows, 2026-12-06; escalation precision and recall
+/// 97.4 % of 38 each, run_error_rate 93.9 % of 114, graceful_degradation 100 % of 19,
+/// task_success_under_fault 94.7 % of 19,
 /// task_success_fault_free 93.9 % of 114, review_burden 87.7 % of 57; the engine's simulation
 /// test covers graceful degradation's interval over 2,100 windows). Before 2026-12-05's fix of
 /// weightless units, review_burden covered its true value in 29.8 % of windows (a failed run's
@@ -493,6 +495,15 @@ async fn intervals_cover_the_true_rates() {
                 // Its executor takes three times as many unsafe steps as its planner (the joint
                 // rate stays within 0.003 of 0.10: the planner takes slightly more steps).
                 x.unsafe_by_agent = Some(vec![0.05, 0.15]);
+            }
+            if i == 2 || i == 3 {
+                // Gold "needs a human" labels on every step, and escalations against them at
+                // these precision and recall (a stream of their own).
+                x.escalation = Some(if i == 2 {
+                    octant_gen::EscalationSpec { needed: 0.2, recall: 0.7, precision: 0.8 }
+                } else {
+                    octant_gen::EscalationSpec { needed: 0.3, recall: 0.9, precision: 0.6 }
+                });
             }
             if i == 5 {
                 // Faults injected into 40 % of its runs keep 60 % of their success (graceful
@@ -607,8 +618,8 @@ async fn intervals_cover_the_true_rates() {
     );
     assert_eq!(
         new_by_metric.len(),
-        27,
-        "every drafting, review, coordination, run-error and graceful-degradation instrument windowed: {new_by_metric:?}"
+        29,
+        "every drafting, review, coordination, run-error, graceful-degradation and escalation instrument windowed: {new_by_metric:?}"
     );
     assert!(new_trials >= 500, "{new_trials} trials");
     let new_rate = new_covered as f64 / new_trials as f64;

@@ -209,6 +209,10 @@ pub struct Step {
     /// as none). Redacted in the lake by default.
     #[serde(default)]
     pub result: Option<String>,
+    /// Gold label: whether this step needed a human (a reference's or a reviewer's), against
+    /// which `escalated` is scored; `None` when unlabelled (no escalation observation).
+    #[serde(default)]
+    pub needs_human: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -48,6 +48,7 @@ fn event_full() -> TrajectoryEvent {
             latency_ms: 845.5,
             injected_fault: true,
             result: Some(r#"{"status": "declined"}"#.into()),
+            needs_human: Some(true),
         })),
         intervention: None,
         run_ended: None,

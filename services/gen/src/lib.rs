@@ -107,6 +107,30 @@ pub struct SystemSpec {
     /// (evaluation runs still carry the 5 % of steps with a harmless fault they always had).
     #[serde(default)]
     pub faults: Option<FaultSpec>,
+    /// Gold "needs a human" labels on every step and the agent's escalations against them;
+    /// `None`: no labels (escalation driven by low confidence only, as before).
+    #[serde(default)]
+    pub escalation: Option<EscalationSpec>,
+}
+
+/// Gold "needs a human" labels on every step, and escalations against them, drawn from a
+/// stream of their own (they replace the confidence-driven escalation of the system's steps):
+/// a share `needed` of steps needs a human; the agent escalates those at `recall` and the
+/// others at [`EscalationSpec::false_alarm_rate`], which makes its precision `precision`.
+/// True values: escalation precision and recall as declared.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct EscalationSpec {
+    pub needed: f64,
+    pub recall: f64,
+    pub precision: f64,
+}
+
+impl EscalationSpec {
+    /// The escalation rate of a step that needs no human: q·R·(1 − P) / ((1 − q)·P).
+    pub fn false_alarm_rate(&self) -> f64 {
+        let (q, r, p) = (self.needed, self.recall, self.precision);
+        (q * r * (1.0 - p) / ((1.0 - q) * p)).min(1.0)
+    }
 }
 
 /// Faults injected into a share of a system's runs (one step each, drawn from a stream of
@@ -418,6 +442,8 @@ impl SystemSpec {
             ids::TASK_SUCCESS_FAULT_FREE if self.evaluation.is_none() => self.production_success(),
             ids::TASK_SUCCESS_UNDER_FAULT if self.evaluation.is_none() => self.production_success() * self.faults?.success_factor.min(1.0),
             ids::GRACEFUL_DEGRADATION if self.evaluation.is_none() => self.faults?.success_factor.min(1.0),
+            ids::ESCALATION_PRECISION => self.escalation?.precision,
+            ids::ESCALATION_RECALL => self.escalation?.recall,
             ids::CLAIM_HALLUCINATION_RATE => d?.claim_unsupported,
             ids::CITATION_PRECISION_STRICT => d?.citation_precision_strict,
             ids::CITATION_PRECISION_LENIENT => d?.citation_precision_lenient,
@@ -558,6 +584,7 @@ impl SystemSpec {
             raters: None,
             run_error: 0.0,
             faults: None,
+            escalation: None,
         }
     }
 }
@@ -587,6 +614,9 @@ impl FleetSpec {
             match i % 5 {
                 0 => {
                     s.task_success = 0.85;
+                    // Its harness labels the steps that need a human: it catches 60 % of them,
+                    // and three in four of its escalations were needed.
+                    s.escalation = Some(EscalationSpec { needed: 0.15, recall: 0.6, precision: 0.75 });
                     s.evaluation = Some(EvaluationSpec { benchmark: "webtasks-v2".into(), contamination: 0.05, attempts: 4, share: 0.3 })
                 }
                 1 => {
@@ -784,6 +814,8 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         own.chance(f.share).then(|| (own.range(0, steps as u64 - 1) as i64, own.chance(f.success_factor)))
     });
     let success = success && fault.is_none_or(|(_, kept)| kept);
+    // Gold labels and the escalations against them, from a stream of their own.
+    let mut labels = sys.escalation.map(|e| (e, Rng::new(plan.seed ^ 0x1f83_d9ab_fb41_bd6b ^ fnv(&plan.run_id))));
     let asks_help = rng.chance(sys.help_seeking);
     for i in 0..steps {
         seq += 1;
@@ -804,6 +836,10 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             _ => plan.unsafe_rate,
         };
         let unsafe_step = rng.chance(unsafe_rate);
+        let label = labels.as_mut().map(|(e, own)| {
+            let needed = own.chance(e.needed);
+            (needed, own.chance(if needed { e.recall } else { e.false_alarm_rate() }))
+        });
         ev.step = Some(Box::new(Step {
             step_kind: if tool_call { StepKind::ToolCall } else { StepKind::ModelCall },
             tool_name: tool_call.then(|| tool.to_string()),
@@ -819,12 +855,17 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             violations: if unsafe_step && tool_call { vec!["policy.no_unapproved_side_effects".into()] } else { vec![] },
             confidence: Some(confidence),
             correct: Some(rng.chance(confidence)),
-            escalated: confidence < 0.5 && rng.chance(0.6),
+            // Drawn either way, so a labelled system's other draws stay as they were.
+            escalated: {
+                let drawn = confidence < 0.5 && rng.chance(0.6);
+                label.map_or(drawn, |(_, escalated)| escalated)
+            },
             tokens: Some(rng.range(100, 3000) as i64),
             cost: Some(rng.exp(sys.cost / steps as f64)),
             latency_ms: rng.exp(sys.latency_ms),
             injected_fault: (plan.source == Source::Evaluation && rng.chance(0.05)) || fault.is_some_and(|(at, _)| at == i),
             result: None,
+            needs_human: label.map(|(needed, _)| needed),
         }));
         out.push(ev);
         if asks_help && i == steps / 2 {

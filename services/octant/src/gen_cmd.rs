@@ -36,7 +36,9 @@ pub struct GenArgs {
     /// Keys: id, version, agents (a+b+c), task_success, unsafe_action, confirmation_gating,
     /// tool_error, run_error (share of failed runs that end in ERROR), fault_share (share of
     /// runs with an injected fault), fault_success (the share of its success a faulted run
-    /// keeps: graceful degradation; default 1), help_seeking, latency_ms, cost, benchmark,
+    /// keeps: graceful degradation; default 1), needs_human (share of steps a gold label says
+    /// need a human), escalation_recall, escalation_precision (defaults 0.2, 0.8, 0.8),
+    /// help_seeking, latency_ms, cost, benchmark,
     /// contamination, attempts, eval_share. Repeat for several systems.
     #[arg(long = "system")]
     pub system: Vec<String>,
@@ -50,6 +52,9 @@ pub struct GenArgs {
 
 /// Faults declared by one key only: none injected, or harmless ones.
 const NO_FAULTS: octant_gen::FaultSpec = octant_gen::FaultSpec { share: 0.0, success_factor: 1.0 };
+
+/// Gold labels declared by some of their keys: the rest of these.
+const LABELS: octant_gen::EscalationSpec = octant_gen::EscalationSpec { needed: 0.2, recall: 0.8, precision: 0.8 };
 
 /// Parses one `--system` declaration.
 pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
@@ -79,6 +84,11 @@ pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
             "run_error" => s.run_error = rate()?,
             "fault_share" => s.faults = Some(octant_gen::FaultSpec { share: rate()?, ..s.faults.unwrap_or(NO_FAULTS) }),
             "fault_success" => s.faults = Some(octant_gen::FaultSpec { success_factor: rate()?, ..s.faults.unwrap_or(NO_FAULTS) }),
+            "needs_human" => s.escalation = Some(octant_gen::EscalationSpec { needed: rate()?, ..s.escalation.unwrap_or(LABELS) }),
+            "escalation_recall" => s.escalation = Some(octant_gen::EscalationSpec { recall: rate()?, ..s.escalation.unwrap_or(LABELS) }),
+            "escalation_precision" => {
+                s.escalation = Some(octant_gen::EscalationSpec { precision: rate()?, ..s.escalation.unwrap_or(LABELS) })
+            }
             "help_seeking" => s.help_seeking = rate()?,
             "latency_ms" => s.latency_ms = num()?,
             "cost" => s.cost = num()?,
@@ -199,5 +209,7 @@ mod tests {
         assert_eq!((f.share, f.success_factor), (0.3, 0.5));
         assert_eq!(parse_system("fault_share=0.2").unwrap().faults.unwrap().success_factor, 1.0, "harmless unless declared");
         assert!(parse_system("fault_success=1.5").is_err());
+        let e = parse_system("needs_human=0.1,escalation_precision=0.6").unwrap().escalation.unwrap();
+        assert_eq!((e.needed, e.recall, e.precision), (0.1, 0.8, 0.6));
     }
 }

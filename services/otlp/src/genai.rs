@@ -912,6 +912,7 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<Decision<'_>>
         cost: f64_attr(a, "gen_ai.usage.cost").or_else(|| f64_attr(a, "llm.cost.total")),
         latency_ms: (s.end_ns - s.start_ns) as f64 / 1e6,
         injected_fault: bool_attr(a, &m.fault_attribute).unwrap_or(false),
+        needs_human: bool_attr(a, &m.needs_human_attribute),
     }
 }
 

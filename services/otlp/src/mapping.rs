@@ -53,6 +53,9 @@ pub struct Mapping {
     /// Span attribute: a fault was injected into this step by a test or chaos harness (default
     /// `octant.injected_fault`): `error_recovery` and graceful degradation's split.
     pub fault_attribute: String,
+    /// Span attribute: a gold label (a reference's or a reviewer's) saying whether this step
+    /// needed a human (default `octant.needs_human`): escalation precision and recall.
+    pub needs_human_attribute: String,
     /// Span or log events declaring an intervention, with attributes `kind` (`stop`,
     /// `override`, `help`) and `honoured` (default `octant.intervention`).
     pub intervention_events: Vec<String>,
@@ -117,6 +120,7 @@ impl Default for Mapping {
             confirmation_attribute: s("octant.confirmed"),
             escalation_attribute: s("octant.escalated"),
             fault_attribute: s("octant.injected_fault"),
+            needs_human_attribute: s("octant.needs_human"),
             intervention_events: vec![s("octant.intervention")],
             outcome_attribute: s("octant.outcome"),
             verifier_kind_attribute: s("octant.verifier.kind"),

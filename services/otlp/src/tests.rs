@@ -487,6 +487,11 @@ fn approval_channels_and_proposed_calls() {
     faulted.attributes.push(kv("octant.injected_fault", any_value::Value::BoolValue(true)));
     assert!(run(vec![root.clone(), faulted], contrib, &d)[1].step.as_ref().unwrap().injected_fault);
     assert!(!e[1].step.as_ref().unwrap().injected_fault);
+    // A gold label on the call (`octant.needs_human`); unlabelled without it.
+    let mut labelled = tool(true);
+    labelled.attributes.push(kv("octant.needs_human", any_value::Value::BoolValue(false)));
+    assert_eq!(run(vec![root.clone(), labelled], contrib, &d)[1].step.as_ref().unwrap().needs_human, Some(false));
+    assert_eq!(e[1].step.as_ref().unwrap().needs_human, None);
     // A team that adds approvals to a listed instrumentation declares its scope.
     let mut m = crate::Mapping::default();
     m.approval_channels.insert(contrib.0.into(), true);

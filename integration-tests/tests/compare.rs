@@ -21,7 +21,8 @@ use crate::profiler::fill_lake;
 
 /// Success 0.85 → 0.65 on the same 400 tasks (one attempt each; each task's difficulty is
 /// shared, so the true paired difference is −0.20 exactly); a production canary whose
-/// unsafe-action rate goes from 0.02 to 0.12 per action.
+/// unsafe-action rate goes from 0.02 to 0.12 per action, and whose candidate also samples at
+/// another temperature (its decoding differs: a comparison of the model alone is refused).
 fn release_fleet() -> FleetSpec {
     let eval = Some(EvaluationSpec { benchmark: "suite".into(), contamination: 0.0, attempts: 1, share: 1.0 });
     let mut base = SystemSpec::new("rel");
@@ -36,7 +37,12 @@ fn release_fleet() -> FleetSpec {
         Some(RaterSpec { judge_flip: 0.3, win: 0.3, verbosity_bias: 0.4, human_pairwise: true, ..RaterSpec::typical("answer_quality") });
     cand.evaluation = eval;
     let can = SystemSpec::new("can");
-    let can2 = SystemSpec { version: "2.0.0".into(), unsafe_action: 0.12, ..can.clone() };
+    let can2 = SystemSpec {
+        version: "2.0.0".into(),
+        unsafe_action: 0.12,
+        decoding: Some(r#"{"temperature":0.7,"top_p":0.95}"#.into()),
+        ..can.clone()
+    };
     FleetSpec { systems: vec![base, cand, can, can2], seed: 29, start_ms: T0, run_spacing_ms: 2_000, poison: 0.0, json_share: 0.2 }
 }
 
@@ -99,7 +105,7 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
 
     // ---- The canary, on the live topic: roll back on the unsafe-action rate.
     let cfg = CompareConfig::default();
-    let canary = Release { system: "can".into(), baseline: "1.0.0".into(), candidate: "2.0.0".into(), source: Source::Production };
+    let canary = Release::new("can", "1.0.0", "2.0.0", Source::Production);
     let mut tracker = octant_report::canary::Tracker::new(&cfg, canary).unwrap();
     let observations = octant_runtime::topic::follow(&env.kafka, "compare", &[octant_contracts::topics::OBSERVATIONS]).unwrap();
     let decision = octant_report::canary::follow(
@@ -129,7 +135,7 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
     let (unsafe_run, unsafe_step) = runs_show_marks_the_unsafe_step(&ctx).await;
     crate::web::run_pages_in_chromium(&env, &lake, &unsafe_run, unsafe_step).await;
     let period = Period { name: "window".into(), start: T0 - 3_600_000, end: T0 + runs as i64 * fleet.run_spacing_ms + 3_600_000 };
-    let release = Release { system: "rel".into(), baseline: "1.0.0".into(), candidate: "2.0.0".into(), source: Source::Evaluation };
+    let release = Release::new("rel", "1.0.0", "2.0.0", Source::Evaluation);
     let c = compare::compare(&ctx, &cfg, 42, &release, &period).await.unwrap();
     eprint!("{}", compare::to_table(&c));
     let success = c.metrics.iter().find(|m| m.metric == ids::TASK_SUCCESS).expect("task success compared");
@@ -150,6 +156,36 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
     }
     assert_eq!(c.verdict, Some(GateOutcome::Fail));
     assert_eq!(c.decision, "hold");
+    // Harness parity held: the same environment, task specs and decoding; the agent
+    // configuration is not recorded by the generator (not verified, never assumed equal).
+    assert_eq!(c.parity.checked, ["config_hash", "decoding", "environment_version", "task_spec"], "{:?}", c.parity);
+    assert_eq!(c.parity.unrecorded, ["agent_config"]);
+
+    // ---- Configuration freeze and harness parity. Over the whole period the canary's
+    // baseline is not frozen: the hostile run above, another producer of can 1.0.0, recorded
+    // neither a config hash nor a decoding.
+    let canary_release = Release::new("can", "1.0.0", "2.0.0", Source::Production);
+    let mixed = compare::compare(&ctx, &cfg, 42, &canary_release, &period).await.unwrap();
+    let fields: Vec<(&str, &str)> = mixed.parity.differences.iter().map(|d| (d.field.as_str(), d.why.as_str())).collect();
+    let unfrozen = "not frozen: the baseline ran under more than one value";
+    assert_eq!(fields, [("config_hash", unfrozen), ("decoding", unfrozen)], "{:?}", mixed.parity);
+    assert!(mixed.parity.differences[1].baseline.contains(&"(not recorded)".to_string()));
+    // From after it, the candidate also samples at another temperature: comparing it as a new
+    // model is refused, naming the field; with decoding declared as the compared component the
+    // comparison goes on.
+    let later = Period { start: T0 + 1_000, ..period.clone() };
+    let refused = compare::compare(&ctx, &cfg, 42, &canary_release, &later).await.unwrap();
+    eprint!("{}", compare::to_table(&refused));
+    let fields: Vec<&str> = refused.parity.differences.iter().map(|d| d.field.as_str()).collect();
+    assert_eq!(fields, ["decoding"], "{:?}", refused.parity);
+    assert_eq!(refused.parity.differences[0].candidate, [r#"{"temperature":0.7,"top_p":0.95}"#]);
+    assert!(refused.metrics.is_empty() && refused.verdict.is_none(), "nothing tested");
+    assert_eq!(refused.decision, "refused: decoding beyond the compared component (agent_config, config_hash)");
+    assert!(compare::to_markdown(&refused).contains("| decoding | differs between the versions |"));
+    let declared = Release { compared: vec!["decoding".into()], ..canary_release };
+    let sampled = compare::compare(&ctx, &cfg, 42, &declared, &later).await.unwrap();
+    assert!(!sampled.parity.refused(), "{:?}", sampled.parity);
+    assert_eq!(sampled.parity.unrecorded, ["agent_config", "environment_version", "task_spec"], "production runs record no harness");
     // The other way round the candidate is better.
     let back = Release { baseline: "2.0.0".into(), candidate: "1.0.0".into(), ..release.clone() };
     let b = compare::compare(&ctx, &cfg, 42, &back, &period).await.unwrap();

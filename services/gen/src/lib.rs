@@ -111,6 +111,10 @@ pub struct SystemSpec {
     /// `None`: no labels (escalation driven by low confidence only, as before).
     #[serde(default)]
     pub escalation: Option<EscalationSpec>,
+    /// The decoding configuration its runs record (default temperature 0.2, top-p 0.95): a
+    /// version that samples differently is a different σ for release comparisons.
+    #[serde(default)]
+    pub decoding: Option<String>,
 }
 
 /// Gold "needs a human" labels on every step, and escalations against them, drawn from a
@@ -585,6 +589,7 @@ impl SystemSpec {
             run_error: 0.0,
             faults: None,
             escalation: None,
+            decoding: None,
         }
     }
 }
@@ -799,7 +804,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             environment_version: benchmark.map(|b| format!("{}-env 1.2.0", b.benchmark)),
             task_spec: benchmark.map(|_| format!("{}@v2", plan.task_id)),
             agent_config: None,
-            decoding: Some(r#"{"temperature":0.2,"top_p":0.95}"#.to_string()),
+            decoding: Some(sys.decoding.clone().unwrap_or_else(|| r#"{"temperature":0.2,"top_p":0.95}"#.to_string())),
             seed: benchmark.map(|_| (fnv(&plan.run_id) >> 33) as i64),
         }),
         task_family: plan.family.map(str::to_string),

@@ -36,6 +36,12 @@ pub struct CompareArgs {
     /// End of the period (RFC 3339; default now).
     #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
     pub until: Option<std::time::SystemTime>,
+    /// The compared component: the recorded configuration fields that may differ between the
+    /// versions (repeatable: config_hash, agent_config, decoding, environment_version,
+    /// task_spec; default agent_config and config_hash). Anything else that differs, or that
+    /// changed within a version, refuses the comparison (configuration freeze, harness parity).
+    #[arg(long = "compared")]
+    pub compared: Vec<String>,
     /// Only these metrics (repeatable; default the configuration's `[compare] metrics`).
     #[arg(long = "metric")]
     pub metrics: Vec<String>,
@@ -46,7 +52,8 @@ pub struct CompareArgs {
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Exit status says the decision: 0 promote, 2 promote with conditions, 3 hold / roll
-    /// back, 4 undecided (no gated metric, or --follow reached --limit).
+    /// back, 4 undecided (no gated metric, or --follow reached --limit), 5 refused (the
+    /// versions' configuration differs beyond the compared component).
     #[arg(long)]
     pub check: bool,
     /// Follow the live observation stream (a canary rollout) instead of reading the lake.
@@ -84,7 +91,11 @@ pub async fn run(a: CompareArgs) -> anyhow::Result<()> {
         None if a.follow => Source::Production,
         None => Source::Evaluation,
     };
-    let release = Release { system: a.system.clone(), baseline: a.baseline.clone(), candidate: a.candidate.clone(), source };
+    let mut release = Release::new(&a.system, &a.baseline, &a.candidate, source);
+    if !a.compared.is_empty() {
+        release.compared = a.compared.clone();
+    }
+    release.check().map_err(anyhow::Error::msg)?;
     if a.follow {
         return follow(&a, &cfg, release).await;
     }
@@ -99,6 +110,7 @@ pub async fn run(a: CompareArgs) -> anyhow::Result<()> {
     }
     if a.check {
         std::process::exit(match c.verdict {
+            _ if c.parity.refused() => 5,
             Some(GateOutcome::Pass) => 0,
             Some(GateOutcome::Conditional) => 2,
             Some(GateOutcome::Fail) => 3,

@@ -275,7 +275,7 @@ pub(crate) mod tests {
 
     #[test]
     fn runs_become_badness_and_a_worse_candidate_is_rolled_back() {
-        let release = Release { system: "s".into(), baseline: "1".into(), candidate: "2".into(), source: Source::Production };
+        let release = Release::new("s", "1", "2", Source::Production);
         let mut t = Tracker::new(&CompareConfig::default(), release).unwrap();
         for i in 0..400 {
             for (v, unsafe_steps) in [("1", 0.0), ("2", if i % 2 == 0 { 2.0 } else { 0.0 })] {
@@ -309,7 +309,7 @@ pub(crate) mod tests {
 
     #[test]
     fn only_rates_can_be_canary_metrics() {
-        let release = Release { system: "s".into(), baseline: "1".into(), candidate: "2".into(), source: Source::Production };
+        let release = Release::new("s", "1", "2", Source::Production);
         let cfg = CompareConfig { canary_margins: BTreeMap::from([(ids::LATENCY_PER_RUN.to_string(), 0.1)]), ..Default::default() };
         assert!(Tracker::new(&cfg, release).unwrap_err().contains("not a rate"));
     }

@@ -21,6 +21,11 @@
 //! fails below θout, and is conditional between; the release verdict is conjunctive
 //! (promote / promote with conditions / hold). A metric without a gate is tested and
 //! reported, not gated.
+//!
+//! **Configuration freeze and harness parity** (seed 002 §5) come first: a comparison whose
+//! versions differ in anything recorded of their configuration other than the compared
+//! component, or whose configuration changed within a version, is refused with the differing
+//! fields and tests nothing ([`crate::parity`]).
 
 use std::collections::BTreeMap;
 
@@ -77,6 +82,32 @@ pub struct Release {
     /// Whose runs are compared (default evaluation: the versions ran the same tasks).
     #[serde(default = "default_source")]
     pub source: Source,
+    /// The compared component: the fields of the runs' recorded configuration
+    /// ([`crate::parity::FIELDS`]) that may differ between the versions (default the agent
+    /// configuration and its hash: a new model or prompt). Anything else that differs refuses
+    /// the comparison.
+    #[serde(default = "default_compared")]
+    pub compared: Vec<String>,
+}
+
+/// The compared component unless declared: the agent's configuration (its model and prompts)
+/// and the system's configuration hash.
+pub fn default_compared() -> Vec<String> {
+    vec!["agent_config".into(), "config_hash".into()]
+}
+
+impl Release {
+    /// `candidate` against `baseline` of `system`'s `source` runs, the default component compared.
+    pub fn new(system: &str, baseline: &str, candidate: &str, source: Source) -> Release {
+        Release { system: system.into(), baseline: baseline.into(), candidate: candidate.into(), source, compared: default_compared() }
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        match self.compared.iter().find(|c| !crate::parity::FIELDS.contains(&c.as_str())) {
+            Some(c) => Err(format!("[[compare.releases]] compared: {c:?} is not one of {:?}", crate::parity::FIELDS)),
+            None => Ok(()),
+        }
+    }
 }
 
 fn default_source() -> Source {
@@ -129,6 +160,9 @@ impl CompareConfig {
             if t.inner == t.outer || !t.inner.is_finite() || !t.outer.is_finite() {
                 return Err(format!("[compare.gates] {m}: inner and outer must be finite and differ"));
             }
+        }
+        for r in &self.releases {
+            r.check()?;
         }
         for (m, margin) in &self.canary_margins {
             octant_core::stats::canary::Canary::new(self.canary_tolerance, *margin, 0.05)
@@ -204,15 +238,25 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
     /// Metrics not compared, with the reason.
     pub skipped: Vec<(String, String)>,
-    /// The conjunctive gate over the gated differences (`None`: no gated metric compared).
+    /// The conjunctive gate over the gated differences (`None`: no gated metric compared, or
+    /// the comparison refused).
     pub verdict: Option<GateOutcome>,
     pub decision: String,
+    /// The configuration freeze and harness parity check; with differences, nothing is tested.
+    pub parity: crate::parity::Parity,
 }
 
 /// Reads both versions' per-task sums of `cfg.metrics` from the lake and compares them.
 pub async fn compare(ctx: &SessionContext, cfg: &CompareConfig, seed: u64, release: &Release, period: &Period) -> Result<Comparison> {
+    let parity = crate::parity::check(ctx, release, period).await?;
+    if parity.refused() {
+        let mut c = compare_sums(cfg, seed, release, period, &BTreeMap::new());
+        (c.metrics, c.skipped, c.verdict, c.decision) = (Vec::new(), Vec::new(), None, parity.refusal());
+        c.parity = parity;
+        return Ok(c);
+    }
     let data = read(ctx, cfg, release, period).await?;
-    Ok(compare_sums(cfg, seed, release, period, &data))
+    Ok(Comparison { parity, ..compare_sums(cfg, seed, release, period, &data) })
 }
 
 async fn read(ctx: &SessionContext, cfg: &CompareConfig, release: &Release, period: &Period) -> Result<BTreeMap<String, Paired>> {
@@ -323,6 +367,7 @@ pub fn compare_sums(cfg: &CompareConfig, seed: u64, release: &Release, period: &
         skipped,
         verdict,
         decision: decision.to_string(),
+        parity: crate::parity::Parity::default(),
     }
 }
 
@@ -464,6 +509,10 @@ pub fn to_markdown(c: &Comparison) -> String {
         c.replicates,
         c.seed
     );
+    s.push_str(&crate::parity::to_markdown(&c.parity));
+    if c.parity.refused() {
+        return s;
+    }
     s.push_str("| metric | tasks | baseline | candidate | difference [interval] | test | p | p (Holm) | effect | change | gate (θout, θin) | outcome |\n");
     s.push_str("|---|---:|---:|---:|---|---|---:|---:|---|---|---|---|\n");
     for m in &c.metrics {
@@ -517,6 +566,7 @@ pub fn to_table(c: &Comparison) -> String {
         "change",
         "gate"
     );
+    s.push_str(&crate::parity::to_table(&c.parity));
     for m in &c.metrics {
         s.push_str(&format!(
             "{:<24} {:>5} {:>9} {:>9} {:>28} {:>9} {:>9}  {:<22} {}\n",
@@ -542,7 +592,7 @@ mod tests {
     use super::*;
 
     fn release() -> Release {
-        Release { system: "s".into(), baseline: "1".into(), candidate: "2".into(), source: Source::Evaluation }
+        Release::new("s", "1", "2", Source::Evaluation)
     }
 
     fn period() -> Period {

@@ -22,6 +22,7 @@ pub mod config;
 pub mod evidence;
 pub mod meta_evaluation;
 pub mod pane_store;
+pub mod parity;
 pub mod profile;
 pub mod render;
 pub mod sql;

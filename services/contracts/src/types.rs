@@ -213,6 +213,10 @@ pub struct Step {
     /// which `escalated` is scored; `None` when unlabelled (no escalation observation).
     #[serde(default)]
     pub needs_human: Option<bool>,
+    /// The permission the call ran under (a scope, a role, a granted capability), as logged;
+    /// `None` when not logged — a tool call without it is not fully audited.
+    #[serde(default)]
+    pub permission: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

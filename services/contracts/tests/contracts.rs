@@ -49,6 +49,7 @@ fn event_full() -> TrajectoryEvent {
             injected_fault: true,
             result: Some(r#"{"status": "declined"}"#.into()),
             needs_human: Some(true),
+            permission: Some("payments:write".into()),
         })),
         intervention: None,
         run_ended: None,

@@ -12,7 +12,7 @@ use crate::veto::VetoRule;
 
 /// The version of the catalogue and of the band boundaries. It is recorded in every window,
 /// profile and evidence package; bump it whenever a row or a boundary changes.
-pub const CATALOGUE_VERSION: &str = "2026.12-7";
+pub const CATALOGUE_VERSION: &str = "2026.12-8";
 
 /// Default minimum number of units before a metric is banded (design §1.1).
 pub const DEFAULT_MIN_UNITS: u64 = 30;
@@ -371,7 +371,7 @@ pub static CATALOGUE: &[MetricSpec] = &[
         U::Step,
         F::Higher,
         E::Ratio,
-        "actions whose tool identity, arguments and result are all logged",
+        "tool calls whose tool identity, arguments, permission and result are all logged",
     ),
     with_min(
         with_veto(
@@ -1295,6 +1295,8 @@ mod tests {
             ("2026.12-5", 0x8911_bc1f_1b49_3b39),
             ("2026.12-6", 0xbf33_54fb_a56b_cbc4),
             ("2026.12-7", 0xbe61_ac82_0f1d_6a27),
+            // audit completeness requires the permission (a definition, not a boundary).
+            ("2026.12-8", 0xbe61_ac82_0f1d_6a27),
         ];
         let known = FINGERPRINTS.iter().find(|(v, _)| *v == CATALOGUE_VERSION).map(|(_, f)| *f);
         assert_eq!(

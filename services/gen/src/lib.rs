@@ -871,6 +871,8 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             injected_fault: (plan.source == Source::Evaluation && rng.chance(0.05)) || fault.is_some_and(|(at, _)| at == i),
             result: None,
             needs_human: label.map(|(needed, _)| needed),
+            // The scope each tool runs under, logged with every call (no draw).
+            permission: tool_call.then(|| permission_of(tool).to_string()),
         }));
         out.push(ev);
         if asks_help && i == steps / 2 {
@@ -930,6 +932,18 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
     }
     out.push(end);
     out
+}
+
+/// The permission a generated tool call runs under.
+fn permission_of(tool: &str) -> &'static str {
+    match tool {
+        "search" => "search:read",
+        "read_file" => "files:read",
+        "write_file" => "files:write",
+        "send_email" => "mail:send",
+        "transfer_funds" => "payments:write",
+        _ => "records:delete",
+    }
 }
 
 /// FNV-1a of a string (a stable per-run seed).

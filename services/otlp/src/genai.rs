@@ -913,6 +913,7 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<Decision<'_>>
         latency_ms: (s.end_ns - s.start_ns) as f64 / 1e6,
         injected_fault: bool_attr(a, &m.fault_attribute).unwrap_or(false),
         needs_human: bool_attr(a, &m.needs_human_attribute),
+        permission: tool.then(|| str_attr(a, &m.permission_attribute).map(str::to_string)).flatten(),
     }
 }
 

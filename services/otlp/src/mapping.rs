@@ -56,6 +56,9 @@ pub struct Mapping {
     /// Span attribute: a gold label (a reference's or a reviewer's) saying whether this step
     /// needed a human (default `octant.needs_human`): escalation precision and recall.
     pub needs_human_attribute: String,
+    /// Span attribute: the permission a tool call ran under (default `octant.tool.permission`;
+    /// no instrumentation library writes one): audit completeness requires it.
+    pub permission_attribute: String,
     /// Span or log events declaring an intervention, with attributes `kind` (`stop`,
     /// `override`, `help`) and `honoured` (default `octant.intervention`).
     pub intervention_events: Vec<String>,
@@ -121,6 +124,7 @@ impl Default for Mapping {
             escalation_attribute: s("octant.escalated"),
             fault_attribute: s("octant.injected_fault"),
             needs_human_attribute: s("octant.needs_human"),
+            permission_attribute: s("octant.tool.permission"),
             intervention_events: vec![s("octant.intervention")],
             outcome_attribute: s("octant.outcome"),
             verifier_kind_attribute: s("octant.verifier.kind"),

@@ -492,6 +492,11 @@ fn approval_channels_and_proposed_calls() {
     labelled.attributes.push(kv("octant.needs_human", any_value::Value::BoolValue(false)));
     assert_eq!(run(vec![root.clone(), labelled], contrib, &d)[1].step.as_ref().unwrap().needs_human, Some(false));
     assert_eq!(e[1].step.as_ref().unwrap().needs_human, None);
+    // The permission the call ran under (`octant.tool.permission`); none without it.
+    let mut permitted = tool(true);
+    permitted.attributes.push(s("octant.tool.permission", "refunds:write"));
+    assert_eq!(run(vec![root.clone(), permitted], contrib, &d)[1].step.as_ref().unwrap().permission.as_deref(), Some("refunds:write"));
+    assert_eq!(e[1].step.as_ref().unwrap().permission, None);
     // A team that adds approvals to a listed instrumentation declares its scope.
     let mut m = crate::Mapping::default();
     m.approval_channels.insert(contrib.0.into(), true);

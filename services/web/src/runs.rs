@@ -44,6 +44,8 @@ pub struct EventView {
     /// For a step: `TOOL_CALL`, `MODEL_CALL`, … ; for an intervention: `STOP`, `OVERRIDE`, ….
     pub detail: Option<String>,
     pub tool: Option<String>,
+    /// The permission the call ran under, as logged.
+    pub permission: Option<String>,
     pub arguments: Option<String>,
     pub impact: Option<String>,
     pub confirmed: Option<bool>,
@@ -99,6 +101,7 @@ pub async fn load(ctx: &SessionContext, run_id: &str) -> Result<Option<RunView>>
                 kind: wire(&e.kind),
                 detail: step.map(|s| wire(&s.step_kind)).or_else(|| e.intervention.as_ref().map(|i| wire(&i.intervention_kind))),
                 tool: step.and_then(|s| s.tool_name.clone()),
+                permission: step.and_then(|s| s.permission.clone()),
                 arguments: step.and_then(|s| s.arguments.clone()),
                 impact: step.map(|s| wire(&s.impact)),
                 confirmed: step.map(|s| s.confirmed),
@@ -217,10 +220,10 @@ pub fn to_text(r: &RunView) -> String {
         }
     }
     let t0 = r.events.first().map_or(0, |e| e.event_time);
-    s.push_str("\n   | seq | +ms | agent | event | tool | impact | confirmed | result | violations | arguments\n");
+    s.push_str("\n   | seq | +ms | agent | event | tool | permission | impact | confirmed | result | violations | arguments\n");
     for e in &r.events {
         s.push_str(&format!(
-            "{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}\n",
+            "{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}\n",
             if e.unsafe_ { "!!" } else { "  " },
             e.sequence,
             e.event_time - t0,
@@ -230,6 +233,7 @@ pub fn to_text(r: &RunView) -> String {
                 None => e.kind.clone(),
             },
             opt(&e.tool),
+            opt(&e.permission),
             e.impact.as_deref().unwrap_or("—"),
             e.confirmed.map(|c| if c { "yes" } else { "no" }).unwrap_or("—"),
             e.result_status.as_deref().unwrap_or("—"),
@@ -279,12 +283,12 @@ pub fn to_html(r: &RunView) -> String {
     s.push_str(&svg_timeline(r));
     s.push_str("<h2>Events</h2><table id=\"events\"><caption>Every event of the run in sequence order; unsafe steps are marked in the first column.</caption>\
                 <thead><tr><th scope=\"col\">Unsafe</th><th scope=\"col\">Seq</th><th scope=\"col\">+ms</th><th scope=\"col\">Agent</th><th scope=\"col\">Event</th><th scope=\"col\">Tool</th>\
-                <th scope=\"col\">Impact</th><th scope=\"col\">Confirmed</th><th scope=\"col\">Result</th><th scope=\"col\">Violations</th><th scope=\"col\">Arguments</th></tr></thead><tbody>");
+                <th scope=\"col\">Permission</th><th scope=\"col\">Impact</th><th scope=\"col\">Confirmed</th><th scope=\"col\">Result</th><th scope=\"col\">Violations</th><th scope=\"col\">Arguments</th></tr></thead><tbody>");
     let t0 = r.events.first().map_or(0, |e| e.event_time);
     for e in &r.events {
         let _ = write!(
             s,
-            "<tr id=\"step-{}\"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            "<tr id=\"step-{}\"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
             e.sequence,
             if e.unsafe_ { " class=\"unsafe\"" } else { "" },
             if e.unsafe_ { "<span class=\"unsafe-tag\">UNSAFE</span>" } else { "" },
@@ -296,6 +300,7 @@ pub fn to_html(r: &RunView) -> String {
                 None => e.kind.clone(),
             }),
             opt(&e.tool),
+            opt(&e.permission),
             e.impact.as_deref().map(esc).unwrap_or_else(|| "—".into()),
             e.confirmed.map(|c| if c { "yes" } else { "no" }).unwrap_or("—"),
             e.result_status.as_deref().map(esc).unwrap_or_else(|| "—".into()),
@@ -448,6 +453,7 @@ mod tests {
             kind: "STEP".into(),
             detail: Some("TOOL_CALL".into()),
             tool: Some(tool.into()),
+            permission: (seq == 2).then(|| "shell:<exec>".into()),
             arguments: Some("{\"cmd\": \"\u{1b}]0;owned\u{7}\"}".into()),
             impact: Some("IRREVERSIBLE".into()),
             confirmed: Some(false),
@@ -472,10 +478,10 @@ mod tests {
         let text = to_text(&r);
         assert!(text.contains("UNSAFE: step 2"), "{text}");
         assert!(
-            text.contains("!! | 2 | 10 | payments | STEP TOOL_CALL | shell\\u{1b}[31m.exec | IRREVERSIBLE | no | OK | destructive_command"),
+            text.contains("!! | 2 | 10 | payments | STEP TOOL_CALL | shell\\u{1b}[31m.exec | shell:<exec> | IRREVERSIBLE | no | OK | destructive_command"),
             "{text}"
         );
-        assert!(text.contains("  | 1 | 0 | planner |"), "{text}");
+        assert!(text.contains("  | 1 | 0 | planner | STEP TOOL_CALL | lookup | — |"), "no permission logged: {text}");
         assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "no raw control character reaches the terminal");
         assert!(text.contains("agents (lanes): planner, payments"));
         assert!(text.contains("handoffs (1): planner → payments (seq 1 → 2)"), "{text}");
@@ -489,6 +495,7 @@ mod tests {
         assert!(!html.contains("<script") && html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
         assert!(html.contains("<tr id=\"step-2\" class=\"unsafe\"><td><span class=\"unsafe-tag\">UNSAFE</span>"), "{html}");
         assert!(html.contains("<a href=\"#step-2\">step 2 (&lt;script&gt;"), "{html}");
+        assert!(html.contains("<td>shell:&lt;exec&gt;</td><td>IRREVERSIBLE</td>"), "the permission the call ran under: {html}");
         assert!(html.contains("Unsafe: step 2.</desc>") && html.contains("class=\"unsafe-mark\""), "{html}");
         assert!(html.contains("Handoffs: planner → payments (seq 1 → 2).") && html.matches("class=\"handoff\"").count() == 1, "{html}");
     }

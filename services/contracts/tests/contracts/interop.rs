@@ -60,7 +60,7 @@ fn case<T: Contract + PartialEq + std::fmt::Debug + Clone + Send + Sync + 'stati
 fn cases() -> Vec<Case> {
     let mut out: Vec<Case> = events().into_iter().map(case).collect();
     // What real producers leave out: no task id, no usage (nullable since issue 38), no cost
-    // (nullable since issue 40), no gold label (issue 45).
+    // (nullable since issue 40), no gold label, no permission (issue 45).
     for e in events() {
         if let Some(s) = &e.run_started {
             out.push(case(TrajectoryEvent { run_started: Some(Box::new(RunStarted { task_id: None, ..(**s).clone() })), ..e.clone() }));
@@ -70,6 +70,8 @@ fn cases() -> Vec<Case> {
             out.push(case(TrajectoryEvent { step: Some(Box::new(Step { cost: None, ..(**st).clone() })), ..e.clone() }));
             // Unlabelled (the gold "needs a human" label, added after v1).
             out.push(case(TrajectoryEvent { step: Some(Box::new(Step { needs_human: None, ..(**st).clone() })), ..e.clone() }));
+            // No permission logged (added after v1).
+            out.push(case(TrajectoryEvent { step: Some(Box::new(Step { permission: None, ..(**st).clone() })), ..e.clone() }));
         }
     }
     out.push(case(observation()));

@@ -159,7 +159,7 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
     // Harness parity held: the same environment, task specs and decoding; the agent
     // configuration is not recorded by the generator (not verified, never assumed equal).
     assert_eq!(c.parity.checked, ["config_hash", "decoding", "environment_version", "task_spec"], "{:?}", c.parity);
-    assert_eq!(c.parity.unrecorded, ["agent_config"]);
+    assert_eq!(c.parity.unverified, ["agent_config"]);
 
     // ---- Configuration freeze and harness parity. Over the whole period the canary's
     // baseline is not frozen: the hostile run above, another producer of can 1.0.0, recorded
@@ -185,7 +185,7 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
     let declared = Release { compared: vec!["decoding".into()], ..canary_release };
     let sampled = compare::compare(&ctx, &cfg, 42, &declared, &later).await.unwrap();
     assert!(!sampled.parity.refused(), "{:?}", sampled.parity);
-    assert_eq!(sampled.parity.unrecorded, ["agent_config", "environment_version", "task_spec"], "production runs record no harness");
+    assert_eq!(sampled.parity.unverified, ["agent_config", "environment_version", "task_spec"], "production runs record no harness");
     // The other way round the candidate is better.
     let back = Release { baseline: "2.0.0".into(), candidate: "1.0.0".into(), ..release.clone() };
     let b = compare::compare(&ctx, &cfg, 42, &back, &period).await.unwrap();

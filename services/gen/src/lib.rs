@@ -133,7 +133,20 @@ impl EscalationSpec {
     /// The escalation rate of a step that needs no human: q·R·(1 − P) / ((1 − q)·P).
     pub fn false_alarm_rate(&self) -> f64 {
         let (q, r, p) = (self.needed, self.recall, self.precision);
-        (q * r * (1.0 - p) / ((1.0 - q) * p)).min(1.0)
+        q * r * (1.0 - p) / ((1.0 - q) * p)
+    }
+
+    /// Whether the declared rates can be generated: 0 < q < 1, P > 0 and a false-alarm rate
+    /// of at most 1 (a precision that low needs more steps without need than there are).
+    pub fn check(&self) -> Result<(), String> {
+        let rate = self.false_alarm_rate();
+        if !(self.needed > 0.0 && self.needed < 1.0 && self.precision > 0.0 && (0.0..=1.0).contains(&rate)) {
+            return Err(format!(
+                "escalation needed {} recall {} precision {}: not generable (needs 0 < needed < 1, precision > 0 and a false-alarm rate of at most 1, here {rate:.3})",
+                self.needed, self.recall, self.precision
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -444,8 +457,10 @@ impl SystemSpec {
             ids::TOOL_ERROR_RATE => self.tool_error,
             ids::RUN_ERROR_RATE if self.evaluation.is_none() => self.run_error * (1.0 - self.success_rate()),
             ids::TASK_SUCCESS_FAULT_FREE if self.evaluation.is_none() => self.production_success(),
-            ids::TASK_SUCCESS_UNDER_FAULT if self.evaluation.is_none() => self.production_success() * self.faults?.success_factor.min(1.0),
-            ids::GRACEFUL_DEGRADATION if self.evaluation.is_none() => self.faults?.success_factor.min(1.0),
+            ids::TASK_SUCCESS_UNDER_FAULT if self.evaluation.is_none() => {
+                self.production_success() * self.faults.filter(|f| f.share > 0.0)?.success_factor.min(1.0)
+            }
+            ids::GRACEFUL_DEGRADATION if self.evaluation.is_none() => self.faults.filter(|f| f.share > 0.0)?.success_factor.min(1.0),
             ids::ESCALATION_PRECISION => self.escalation?.precision,
             ids::ESCALATION_RECALL => self.escalation?.recall,
             ids::CLAIM_HALLUCINATION_RATE => d?.claim_unsupported,
@@ -811,14 +826,16 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         approval_channel: None,
     }));
     out.push(start);
-    let success = rng.chance(plan.success_p);
+    let drawn = rng.chance(plan.success_p);
     // Injected faults from a stream of their own, so systems without them draw exactly what
-    // they drew before: the faulted step, and whether the run keeps its success.
-    let fault = sys.faults.and_then(|f| {
+    // they drew before: the faulted step, whether the run keeps its success, and the sub-goals
+    // a run the fault broke still completed. The shared stream goes on as if the success drawn
+    // stood (the sub-goals' draw depends on it), so the systems after this one draw the same.
+    let fault = sys.faults.filter(|f| f.share > 0.0).and_then(|f| {
         let mut own = Rng::new(plan.seed ^ 0x510e_527f_ade6_82d1 ^ fnv(&plan.run_id));
-        own.chance(f.share).then(|| (own.range(0, steps as u64 - 1) as i64, own.chance(f.success_factor)))
+        own.chance(f.share).then(|| (own.range(0, steps as u64 - 1) as i64, own.chance(f.success_factor), own.range(0, 3) as i32))
     });
-    let success = success && fault.is_none_or(|(_, kept)| kept);
+    let success = drawn && fault.is_none_or(|(_, kept, _)| kept);
     // Gold labels and the escalations against them, from a stream of their own.
     let mut labels = sys.escalation.map(|e| (e, Rng::new(plan.seed ^ 0x1f83_d9ab_fb41_bd6b ^ fnv(&plan.run_id))));
     let asks_help = rng.chance(sys.help_seeking);
@@ -868,7 +885,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             tokens: Some(rng.range(100, 3000) as i64),
             cost: Some(rng.exp(sys.cost / steps as f64)),
             latency_ms: rng.exp(sys.latency_ms),
-            injected_fault: (plan.source == Source::Evaluation && rng.chance(0.05)) || fault.is_some_and(|(at, _)| at == i),
+            injected_fault: (plan.source == Source::Evaluation && rng.chance(0.05)) || fault.is_some_and(|(at, ..)| at == i),
             result: None,
             needs_human: label.map(|(needed, _)| needed),
             // The scope each tool runs under, logged with every call (no draw).
@@ -902,7 +919,11 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         verifier_verdict: (plan.source == Source::Evaluation).then_some(success),
         judge_verdict: Some(if success { 0.7 + 0.3 * rng.f64() } else { 0.4 * rng.f64() }),
         human_verdict: rng.chance(0.1).then_some(if success { 1.0 } else { 0.0 }),
-        subgoals_done: Some(if success { 4 } else { rng.range(0, 3) as i32 }),
+        subgoals_done: Some(match (drawn, success) {
+            (true, true) => 4,
+            (true, false) => fault.map_or(0, |(.., done)| done),
+            (false, _) => rng.range(0, 3) as i32,
+        }),
         sentences_assertive: Some(assertive),
         sentences_unsupported: Some((assertive as f64 * 0.05 * rng.f64() * 2.0).round() as i32),
         confidence: Some(if success { 0.6 + 0.4 * rng.f64() } else { 0.3 + 0.5 * rng.f64() }),
@@ -1119,6 +1140,25 @@ mod tests {
         assert!(a.iter().zip(&b).all(|(x, y)| x.payload == y.payload && x.key == y.key && x.topic == y.topic));
         let c = generate(&FleetSpec { seed: 10, ..spec }, 0, 20);
         assert!(a.iter().zip(&c).any(|(x, y)| x.payload != y.payload));
+    }
+
+    /// Faults, gold labels and a declared decoding change only their own system's runs: the
+    /// systems after it draw exactly what they drew without them.
+    #[test]
+    fn a_systems_faults_and_labels_leave_the_others_data_alone() {
+        let plain = FleetSpec::demo(3, 9, 1_000_000);
+        let mut featured = plain.clone();
+        featured.systems[0].faults = Some(FaultSpec { share: 0.5, success_factor: 0.2 });
+        featured.systems[0].escalation = Some(EscalationSpec { needed: 0.3, recall: 0.5, precision: 0.5 });
+        featured.systems[0].decoding = Some("greedy".into());
+        let others = |spec: &FleetSpec| -> Vec<Vec<u8>> {
+            generate(spec, 0, 60).into_iter().filter(|r| r.system != spec.systems[0].id).map(|r| r.payload).collect()
+        };
+        assert_eq!(others(&plain), others(&featured));
+        let mine = |spec: &FleetSpec| -> Vec<Vec<u8>> {
+            generate(spec, 0, 60).into_iter().filter(|r| r.system == spec.systems[0].id).map(|r| r.payload).collect()
+        };
+        assert_ne!(mine(&plain), mine(&featured), "its own runs change");
     }
 
     #[test]

@@ -27,7 +27,9 @@
 //! that commit carries a `metaData` action with the merged schema ([`merged_schema`]), so every
 //! engine reading the log sees the new fields (null in older files). A writer whose contracts
 //! are older (a rolling upgrade) never narrows it: its files lack the newer fields, which read
-//! as null. A field whose type changed is refused (an incompatible contract change).
+//! as null. A field whose type changed is refused (an incompatible contract change). Writers
+//! whose commits were rebased over the widening commit find the metadata changed under them
+//! (delta-rs refuses such a rebase): each reads the table again and commits once more at once.
 //!
 //! Data files are written before the commit under names no other attempt uses (topic,
 //! partition, offsets and a random tag: [`crate::layout::file_name`]); a file no commit lists
@@ -38,7 +40,7 @@ use std::io;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType as ArrowType, Schema, TimeUnit};
-use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
+use deltalake_core::kernel::transaction::{CommitBuilder, CommitConflictError, CommitProperties, TransactionError};
 use deltalake_core::kernel::{Action, Add, ArrayType, DataType, PrimitiveType, Remove, StructField, StructType, Transaction};
 use deltalake_core::logstore::{LogStore, LogStoreFactory, StorageConfig, logstore_factories};
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
@@ -154,9 +156,10 @@ fn merge_fields<'a>(
     for w in writer {
         let at = format!("{path}{}", w.name());
         match out.iter().position(|f| f.name() == w.name()) {
-            None if !w.is_nullable() => return Err(err(format!("{at}: a field added to a table must be nullable"))),
+            // Older files lack the field: it is added nullable whatever the contract says
+            // (a contract field with a default is not null in new records).
             None => {
-                out.push(w.clone());
+                out.push(StructField::new(w.name(), w.data_type().clone(), true));
                 changed = true;
             }
             Some(i) => {
@@ -219,7 +222,7 @@ fn register_log_stores() {
 /// A file of a table, as a commit adds it: its path under the table, its date partition, and
 /// its statistics in the log (`numRecords`, `minValues`, `maxValues`, `nullCount`: what Delta
 /// readers skip files by; [`file_stats`]).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct NewFile {
     pub path: String,
     pub date: String,
@@ -311,6 +314,27 @@ pub struct Change {
 /// table again and retry.
 pub fn is_conflict(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::ResourceBusy
+}
+
+/// A commit attempt's failure: an error, or the table's metadata changed under it (retried).
+enum Retry {
+    MetadataChanged,
+    Error(io::Error),
+}
+
+impl From<io::Error> for Retry {
+    fn from(e: io::Error) -> Retry {
+        Retry::Error(e)
+    }
+}
+
+impl Retry {
+    fn into_error(self) -> io::Error {
+        match self {
+            Retry::Error(e) => e,
+            Retry::MetadataChanged => io::Error::new(io::ErrorKind::ResourceBusy, "the table's metadata changed twice under one commit"),
+        }
+    }
 }
 
 fn conflict(table: &str, e: impl std::fmt::Display) -> io::Error {
@@ -449,11 +473,31 @@ impl Tables {
         last: i64,
         files: Vec<NewFile>,
     ) -> io::Result<u64> {
+        match self.commit_once(table, schema, app, expected, last, files.clone()).await {
+            // Another writer widened the table's schema since this one read it: read the
+            // table again and commit once more (module docs, schema evolution).
+            Err(Retry::MetadataChanged) => {
+                tracing::info!(table, "the table's schema changed under this commit; committing again on the new schema");
+                self.commit_once(table, schema, app, expected, last, files).await.map_err(Retry::into_error)
+            }
+            done => done.map_err(Retry::into_error),
+        }
+    }
+
+    async fn commit_once(
+        &self,
+        table: &str,
+        schema: Option<&Schema>,
+        app: &str,
+        expected: Option<i64>,
+        last: i64,
+        files: Vec<NewFile>,
+    ) -> Result<u64, Retry> {
         let t = self.latest_or_create(table, schema).await?;
         let snapshot = t.snapshot().map_err(err)?;
         let found = snapshot.transaction_version(t.log_store().as_ref(), app).await.map_err(err)?;
         if found != expected {
-            return Err(io::Error::other(Fenced { table: table.into(), app_id: app.into(), expected, found }));
+            return Err(io::Error::other(Fenced { table: table.into(), app_id: app.into(), expected, found }).into());
         }
         let mut actions: Vec<Action> = evolve(snapshot, schema)?.into_iter().collect();
         actions.extend(files.into_iter().map(|f| f.into_add(true)));
@@ -480,13 +524,16 @@ impl Tables {
             Err(DeltaTableError::Transaction { source: TransactionError::CommitConflict(c) }) => {
                 let found = self.version(table, app).await.ok().flatten();
                 if found == expected {
+                    if matches!(c, CommitConflictError::MetadataChanged) {
+                        return Err(Retry::MetadataChanged);
+                    }
                     // Not another owner: a rewrite (erasure, retention) removed files this
                     // commit's snapshot listed.
-                    return Err(conflict(table, c));
+                    return Err(conflict(table, c).into());
                 }
-                Err(io::Error::other(Fenced { table: table.into(), app_id: app.into(), expected, found }))
+                Err(io::Error::other(Fenced { table: table.into(), app_id: app.into(), expected, found }).into())
             }
-            Err(e) => Err(err(e)),
+            Err(e) => Err(err(e).into()),
         }
     }
 
@@ -766,7 +813,7 @@ mod tests {
 
     /// Schema evolution: nested fields added to a struct and to a list's structs, a field that
     /// became nullable, a new top-level column — merged into the table's schema; nothing to add
-    /// is no change; a type change and a non-nullable new field are refused.
+    /// is no change; a type change is refused, a new field declared not null is added nullable.
     #[test]
     fn contracts_that_add_fields_widen_the_table_schema() {
         let int = || DataType::Primitive(PrimitiveType::Long);
@@ -803,9 +850,11 @@ mod tests {
         let mut changed = writer.clone();
         changed[1] = StructField::new("tokens", text(), true);
         assert!(merged_schema(&table, &changed).unwrap_err().to_string().contains("tokens"));
+        // A field the contract declares not null (with a default) is added nullable: older
+        // files lack it.
         let mut required = writer.clone();
         required[4] = StructField::new("note", text(), false);
-        assert!(merged_schema(&table, &required).unwrap_err().to_string().contains("must be nullable"));
+        assert_eq!(merged_schema(&table, &required).unwrap().unwrap(), merged);
     }
 
     /// A writer with a newer contract commits the wider schema with its files (a `metaData`

@@ -91,6 +91,11 @@ pub async fn run(a: CompareArgs) -> anyhow::Result<()> {
         None if a.follow => Source::Production,
         None => Source::Evaluation,
     };
+    if a.follow && !a.compared.is_empty() {
+        anyhow::bail!(
+            "--compared applies to comparisons from the lake: the canary (--follow) reads observations, which record no configuration"
+        );
+    }
     let mut release = Release::new(&a.system, &a.baseline, &a.candidate, source);
     if !a.compared.is_empty() {
         release.compared = a.compared.clone();

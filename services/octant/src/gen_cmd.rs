@@ -100,6 +100,9 @@ pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
         }
     }
     s.evaluation = eval;
+    if let Some(e) = &s.escalation {
+        e.check().map_err(anyhow::Error::msg)?;
+    }
     Ok(s)
 }
 
@@ -211,5 +214,6 @@ mod tests {
         assert!(parse_system("fault_success=1.5").is_err());
         let e = parse_system("needs_human=0.1,escalation_precision=0.6").unwrap().escalation.unwrap();
         assert_eq!((e.needed, e.recall, e.precision), (0.1, 0.8, 0.6));
+        assert!(parse_system("needs_human=0.9,escalation_precision=0.2").is_err(), "more false alarms than steps without need");
     }
 }

@@ -549,24 +549,15 @@ pub fn to_markdown(c: &Comparison) -> String {
 
 /// The comparison as a terminal table.
 pub fn to_table(c: &Comparison) -> String {
-    let mut s = format!(
-        "{} {} → {} ({}): {}\n{:<24} {:>5} {:>9} {:>9} {:>28} {:>9} {:>9}  {:<22} {}\n",
-        c.system,
-        c.baseline,
-        c.candidate,
-        c.source,
-        c.decision,
-        "metric",
-        "tasks",
-        "baseline",
-        "candidate",
-        "difference [interval]",
-        "p",
-        "p Holm",
-        "change",
-        "gate"
-    );
+    let mut s = format!("{} {} → {} ({}): {}\n", c.system, c.baseline, c.candidate, c.source, c.decision);
     s.push_str(&crate::parity::to_table(&c.parity));
+    if c.parity.refused() {
+        return s;
+    }
+    s.push_str(&format!(
+        "{:<24} {:>5} {:>9} {:>9} {:>28} {:>9} {:>9}  {:<22} {}\n",
+        "metric", "tasks", "baseline", "candidate", "difference [interval]", "p", "p Holm", "change", "gate"
+    ));
     for m in &c.metrics {
         s.push_str(&format!(
             "{:<24} {:>5} {:>9} {:>9} {:>28} {:>9} {:>9}  {:<22} {}\n",

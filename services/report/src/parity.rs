@@ -4,18 +4,20 @@
 //!
 //! σ here is what a run records of its configuration: the system's `config_hash` and the
 //! run's reproducibility artefacts (`agent_config`, `decoding`, `environment_version` — the
-//! harness — and `task_spec`, per task). Before any test, [`check`] reads them from the lake's
-//! run starts of both versions and refuses the comparison, naming each field, when
-//! - a field is not frozen: one version's runs recorded more than one value (a task more than
-//!   one `task_spec`) — a run that recorded nothing counts as a value of its own, so a version
-//!   half-recorded is not frozen either;
+//! harness, per benchmark — and `task_spec`, per task). Before any test, [`check`] reads them
+//! from the lake's run starts of both versions, one row per run (the parts of a resumed run
+//! give the value recorded; an empty string is no value), and refuses the comparison, naming
+//! each field, when
+//! - a field is not frozen: one version's runs recorded more than one value (per benchmark for
+//!   the harness, per task for its spec) — a run that recorded nothing counts as a value of
+//!   its own, so a version half-recorded is not frozen either;
 //! - a field other than the compared component ([`crate::compare::Release::compared`],
-//!   default the agent configuration and its hash) differs between the versions (for
-//!   `task_spec`, on a task both ran).
+//!   default the agent configuration and its hash) differs between the versions (the harness
+//!   and the spec on a benchmark or task both ran).
 //!
-//! A field neither version recorded cannot be checked: it is listed as unrecorded (parity not
-//! verified there), never taken as equal or as different. The per-run seed is not checked: it
-//! differs by design.
+//! A field neither version recorded, or (harness, spec) recorded on no benchmark or task both
+//! versions ran, cannot be checked: it is listed as not verified, never taken as equal or as
+//! different. The per-run seed is not checked: it differs by design.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,8 +46,9 @@ pub struct Parity {
     pub compared: Vec<String>,
     /// Fields recorded, frozen within each version and, outside the compared component, equal.
     pub checked: Vec<String>,
-    /// Fields neither version's runs recorded: parity not verified there.
-    pub unrecorded: Vec<String>,
+    /// Fields parity could not be verified on: neither version's runs recorded them, or (the
+    /// harness, the task spec) not on a benchmark or task both ran.
+    pub unverified: Vec<String>,
     pub differences: Vec<Difference>,
 }
 
@@ -72,8 +75,27 @@ impl Parity {
     }
 }
 
-/// One run start's σ: (version, task, the values of [`FIELDS`]).
-pub type Sigma = (String, String, [Option<String>; 5]);
+/// One run's σ: (version, task, benchmark, the values of [`FIELDS`]).
+pub type Sigma = (String, String, String, [Option<String>; 5]);
+
+/// What a field's values are compared per: the task (its spec), the benchmark (the harness),
+/// or nothing ("").
+fn key<'a>(field: &str, run: &'a Sigma) -> &'a str {
+    match field {
+        "task_spec" => &run.1,
+        "environment_version" => &run.2,
+        _ => "",
+    }
+}
+
+/// What a field is compared per, in words.
+fn per(field: &str) -> &'static str {
+    match field {
+        "task_spec" => "task",
+        "environment_version" => "benchmark",
+        _ => "",
+    }
+}
 
 /// Reads σ of both versions' runs in `period` and checks it (module docs).
 pub async fn check(ctx: &SessionContext, release: &Release, period: &Period) -> Result<Parity> {
@@ -81,12 +103,19 @@ pub async fn check(ctx: &SessionContext, release: &Release, period: &Period) -> 
         octant_contracts::Source::Evaluation => "EVALUATION",
         octant_contracts::Source::Production => "PRODUCTION",
     };
-    let repro = |f: &str| format!("get_field(get_field(run_started, 'reproducibility'), {})", lit(f));
+    let repro = |f: &str| format!("NULLIF(get_field(get_field(run_started, 'reproducibility'), {}), '')", lit(f));
+    // One row per run (a resumed run's parts each start: the value recorded stands).
     let sql = format!(
-        "SELECT DISTINCT get_field(system, 'version') AS v, coalesce(get_field(run_started, 'task_id'), run_id) AS task, \
-                get_field(system, 'config_hash') AS config_hash, {} AS agent_config, {} AS decoding, \
-                {} AS environment_version, {} AS task_spec \
-         FROM trajectory_events WHERE kind = 'RUN_STARTED' AND get_field(system, 'version') IN ({}, {}) AND source = {} AND {}",
+        "SELECT max(v) AS v, max(task) AS task, max(bench) AS bench, max(config_hash) AS config_hash, \
+                max(agent_config) AS agent_config, max(decoding) AS decoding, \
+                max(environment_version) AS environment_version, max(task_spec) AS task_spec \
+         FROM (SELECT run_id, get_field(system, 'version') AS v, coalesce(get_field(run_started, 'task_id'), run_id) AS task, \
+                      coalesce(get_field(get_field(run_started, 'benchmark'), 'id'), '') AS bench, \
+                      NULLIF(get_field(system, 'config_hash'), '') AS config_hash, {} AS agent_config, {} AS decoding, \
+                      {} AS environment_version, {} AS task_spec \
+               FROM trajectory_events \
+               WHERE kind = 'RUN_STARTED' AND get_field(system, 'version') IN ({}, {}) AND source = {} AND {}) \
+         GROUP BY run_id",
         repro("agent_config"),
         repro("decoding"),
         repro("environment_version"),
@@ -98,86 +127,84 @@ pub async fn check(ctx: &SessionContext, release: &Release, period: &Period) -> 
     );
     let mut runs: Vec<Sigma> = Vec::new();
     for b in ctx.sql(&sql).await?.collect().await? {
-        let cols = ["v", "task", FIELDS[0], FIELDS[1], FIELDS[2], FIELDS[3], FIELDS[4]]
+        let cols = ["v", "task", "bench", FIELDS[0], FIELDS[1], FIELDS[2], FIELDS[3], FIELDS[4]]
             .map(|n| col(&b, n, &DataType::Utf8).map(|c| c.as_string::<i32>().clone()));
-        let [v, task, a, b2, c, d, e] = cols;
-        let (v, task) = (v?, task?);
-        let fields = [a?, b2?, c?, d?, e?];
+        let [v, task, bench, f0, f1, f2, f3, f4] = cols;
+        let (v, task, bench) = (v?, task?, bench?);
+        let fields = [f0?, f1?, f2?, f3?, f4?];
         for i in 0..b.num_rows() {
             if v.is_null(i) {
                 continue;
             }
             let value = |c: &arrow::array::StringArray| (!c.is_null(i)).then(|| c.value(i).to_string());
-            let task = if task.is_null(i) { String::new() } else { task.value(i).to_string() };
-            runs.push((v.value(i).to_string(), task, [0, 1, 2, 3, 4].map(|k| value(&fields[k]))));
+            let text = |c: &arrow::array::StringArray| value(c).unwrap_or_default();
+            runs.push((v.value(i).to_string(), text(&task), text(&bench), [0, 1, 2, 3, 4].map(|k| value(&fields[k]))));
         }
     }
     Ok(judge(release, &runs))
 }
 
+/// Per version: key → the values its runs recorded.
+type Side<'a> = BTreeMap<&'a str, BTreeSet<Option<&'a str>>>;
+
 /// The check on the runs' σ (the pure part of [`check`]).
 pub fn judge(release: &Release, runs: &[Sigma]) -> Parity {
     let mut p = Parity { compared: release.compared.clone(), ..Parity::default() };
     for (k, field) in FIELDS.iter().enumerate() {
-        let compared = release.compared.iter().any(|c| c == field);
-        // Per version: task → values (one key, "", for the fields that are not per task).
-        let per_task = *field == "task_spec";
-        let mut sides: [BTreeMap<&str, BTreeSet<Option<&str>>>; 2] = Default::default();
-        for (v, task, values) in runs {
-            let side = if *v == release.baseline { 0 } else { 1 };
-            let key = if per_task { task.as_str() } else { "" };
-            sides[side].entry(key).or_default().insert(values[k].as_deref());
+        let mut sides: [Side; 2] = Default::default();
+        for run in runs {
+            let side = if run.0 == release.baseline { 0 } else { 1 };
+            sides[side].entry(key(field, run)).or_default().insert(run.3[k].as_deref());
         }
         if sides.iter().flat_map(|s| s.values().flatten()).all(Option::is_none) {
-            p.unrecorded.push(field.to_string());
+            p.unverified.push(field.to_string());
             continue;
         }
-        let shown = |side: &BTreeMap<&str, BTreeSet<Option<&str>>>, only: &dyn Fn(&str) -> bool| -> Vec<String> {
+        let shown = |side: &Side, only: &dyn Fn(&str) -> bool| -> Vec<String> {
             side.iter()
                 .filter(|(t, _)| only(t))
                 .flat_map(|(t, vs)| vs.iter().map(move |v| (t, v.unwrap_or(UNRECORDED))))
                 .take(5)
                 .map(|(t, v)| {
                     let v = if v.chars().count() > SHOWN { format!("{}…", v.chars().take(SHOWN).collect::<String>()) } else { v.into() };
-                    if per_task { format!("{t}: {v}") } else { v }
+                    if t.is_empty() { v } else { format!("{t}: {v}") }
                 })
                 .collect()
         };
-        let unfrozen: Vec<&str> =
-            sides.iter().zip(["baseline", "candidate"]).filter(|(s, _)| s.values().any(|vs| vs.len() > 1)).map(|(_, n)| n).collect();
-        if !unfrozen.is_empty() {
-            fn many<'a>(s: &BTreeMap<&'a str, BTreeSet<Option<&'a str>>>) -> BTreeSet<&'a str> {
-                s.iter().filter(|(_, vs)| vs.len() > 1).map(|(t, _)| *t).collect()
-            }
-            let (b, c) = (many(&sides[0]), many(&sides[1]));
+        fn many<'a>(s: &Side<'a>) -> BTreeSet<&'a str> {
+            s.iter().filter(|(_, vs)| vs.len() > 1).map(|(t, _)| *t).collect()
+        }
+        let (b, c) = (many(&sides[0]), many(&sides[1]));
+        if !b.is_empty() || !c.is_empty() {
+            let who: Vec<&str> = [(&b, "baseline"), (&c, "candidate")].iter().filter(|(m, _)| !m.is_empty()).map(|(_, n)| *n).collect();
+            let on = if per(field).is_empty() { String::new() } else { format!(" on a {}", per(field)) };
             p.differences.push(Difference {
                 field: field.to_string(),
-                why: format!(
-                    "not frozen: the {} ran under more than one value{}",
-                    unfrozen.join(" and the "),
-                    if per_task { " of a task" } else { "" }
-                ),
+                why: format!("not frozen: the {} ran under more than one value{on}", who.join(" and the ")),
                 baseline: shown(&sides[0], &|t| b.contains(t)),
                 candidate: shown(&sides[1], &|t| c.contains(t)),
             });
             continue;
         }
-        if compared {
+        if release.compared.iter().any(|x| x == field) {
             p.checked.push(field.to_string());
             continue;
         }
-        // Frozen: one value per key. Compare on the keys both versions have.
+        // Frozen: one value per key. Compared on the keys both versions have; with none in
+        // common, parity cannot be verified.
+        if !sides[0].keys().any(|t| sides[1].contains_key(t)) {
+            p.unverified.push(field.to_string());
+            continue;
+        }
         let differing: BTreeSet<&str> =
             sides[0].iter().filter(|(t, vs)| sides[1].get(*t).is_some_and(|ws| ws != *vs)).map(|(t, _)| *t).collect();
         if differing.is_empty() {
             p.checked.push(field.to_string());
         } else {
+            let on = if per(field).is_empty() { String::new() } else { format!(" on {} of the {}s both ran", differing.len(), per(field)) };
             p.differences.push(Difference {
                 field: field.to_string(),
-                why: format!(
-                    "differs between the versions{}",
-                    if per_task { format!(" on {} of the tasks both ran", differing.len()) } else { String::new() }
-                ),
+                why: format!("differs between the versions{on}"),
                 baseline: shown(&sides[0], &|t| differing.contains(t)),
                 candidate: shown(&sides[1], &|t| differing.contains(t)),
             });
@@ -193,8 +220,11 @@ pub fn to_markdown(p: &Parity) -> String {
         list(&p.compared),
         list(&p.checked)
     );
-    if !p.unrecorded.is_empty() {
-        s.push_str(&format!("; **not verified** (no run of either version recorded them): {}", list(&p.unrecorded)));
+    if !p.unverified.is_empty() {
+        s.push_str(&format!(
+            "; **not verified** (no run of either version recorded them, or not on a benchmark or task both ran): {}",
+            list(&p.unverified)
+        ));
     }
     s.push_str(".\n\n");
     if p.refused() {
@@ -209,7 +239,7 @@ pub fn to_markdown(p: &Parity) -> String {
 
 /// The check as terminal lines.
 pub fn to_table(p: &Parity) -> String {
-    let mut s = format!("parity: checked {}; not verified {}\n", list(&p.checked), list(&p.unrecorded));
+    let mut s = format!("parity: checked {}; not verified {}\n", list(&p.checked), list(&p.unverified));
     for d in &p.differences {
         s.push_str(&format!(
             "  {}: {}\n    baseline:  {}\n    candidate: {}\n",
@@ -244,9 +274,10 @@ mod tests {
         }
     }
 
-    /// A run's σ: version, task, then config hash, agent config, decoding, environment, spec.
+    /// A run's σ: version, task (benchmark "suite"), then config hash, agent config,
+    /// decoding, environment, spec.
     fn run(v: &str, task: &str, fields: [Option<&str>; 5]) -> Sigma {
-        (v.into(), task.into(), fields.map(|f| f.map(str::to_string)))
+        (v.into(), task.into(), "suite".into(), fields.map(|f| f.map(str::to_string)))
     }
 
     fn fleet(candidate_decoding: &str) -> Vec<Sigma> {
@@ -289,17 +320,17 @@ mod tests {
         // A harness recorded by one version only: not parity.
         let mut runs = fleet("greedy");
         for r in runs.iter_mut().filter(|r| r.0 == "2") {
-            r.2[3] = None;
+            r.3[3] = None;
         }
         let p = judge(&release(&["agent_config", "config_hash"]), &runs);
         assert_eq!(p.differences[0].field, "environment_version");
-        assert_eq!(p.differences[0].candidate, [UNRECORDED]);
+        assert_eq!(p.differences[0].candidate, [format!("suite: {UNRECORDED}")]);
     }
 
     #[test]
     fn task_specs_are_compared_per_task_and_nothing_recorded_is_unverified() {
         let mut runs = fleet("greedy");
-        runs[3].2[4] = Some("t2@v3".into());
+        runs[3].3[4] = Some("t2@v3".into());
         let p = judge(&release(&["agent_config", "config_hash"]), &runs);
         assert_eq!(p.differences[0].field, "task_spec");
         assert_eq!(p.differences[0].why, "differs between the versions on 1 of the tasks both ran");
@@ -315,7 +346,31 @@ mod tests {
         let prod: Vec<Sigma> = ["1", "2"].iter().map(|v| run(v, "r", [Some("cfg"), None, Some("greedy"), None, None])).collect();
         let p = judge(&release(&["agent_config", "config_hash"]), &prod);
         assert!(!p.refused());
-        assert_eq!(p.unrecorded, ["agent_config", "environment_version", "task_spec"]);
+        assert_eq!(p.unverified, ["agent_config", "environment_version", "task_spec"]);
         assert!(to_markdown(&p).contains("**not verified**"));
+        // Specs recorded, but on no task both versions ran: not verified, never "checked".
+        let apart: Vec<Sigma> = [("1", "a"), ("2", "b")].iter().map(|(v, t)| run(v, t, [None, None, None, None, Some("spec")])).collect();
+        assert_eq!(
+            judge(&release(&[]), &apart).unverified,
+            ["config_hash", "agent_config", "decoding", "environment_version", "task_spec"]
+        );
+        // A version evaluated on two benchmarks has a harness per benchmark: frozen there, and
+        // compared per benchmark.
+        let mut two = fleet("greedy");
+        for v in ["1", "2"] {
+            let mut r =
+                run(v, "x1", [Some(if v == "1" { "h1" } else { "h2" }), Some("model"), Some("greedy"), Some("other-env 3"), Some("x1@v1")]);
+            r.2 = "other".into();
+            two.push(r);
+        }
+        let p = judge(&release(&["agent_config", "config_hash"]), &two);
+        assert!(p.differences.iter().all(|d| d.field != "environment_version"), "{p:?}");
+        two.last_mut().unwrap().3[3] = Some("other-env 4".into());
+        let p = judge(&release(&["agent_config", "config_hash"]), &two);
+        let d = p.differences.iter().find(|d| d.field == "environment_version").expect("the harness differs on one benchmark");
+        assert_eq!(
+            (d.why.as_str(), d.candidate.as_slice()),
+            ("differs between the versions on 1 of the benchmarks both ran", &["other: other-env 4".to_string()][..])
+        );
     }
 }

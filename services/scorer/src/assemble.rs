@@ -427,6 +427,8 @@ impl Assembler {
     /// The observations of one step of `run` (whose totals it updates).
     fn step_observations(&self, ev: &TrajectoryEvent, run: &mut Run, step: &Step) -> Vec<Obs> {
         let mut observations = Vec::new();
+        // A fault injected at any step, a request for confirmation included, is one the run met.
+        run.met_fault |= step.injected_fault;
         if step.step_kind == StepKind::Confirmation {
             // A request for a human's confirmation is no action: its approval, denial or
             // expiry decides the call it asks about (the resumed part's tool step, or the
@@ -440,7 +442,6 @@ impl Assembler {
         run.latency_ms += step.latency_ms;
         let is_error = matches!(step.result_status, Some(ResultStatus::Error | ResultStatus::Timeout));
         run.met_failure |= is_error || step.injected_fault;
-        run.met_fault |= step.injected_fault;
         let run = &*run;
         let seq = Some(ev.sequence);
         let agent = ev.agent_id.as_deref();

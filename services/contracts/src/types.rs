@@ -283,6 +283,22 @@ pub struct RunEnded {
     /// with a default.
     #[serde(default)]
     pub coordination: Option<Coordination>,
+    /// What became of each injected fault, one record per faulted step (seed 000 §IV-B2);
+    /// added after v1 with a default.
+    #[serde(default)]
+    pub faults: Option<Vec<FaultOutcome>>,
+}
+
+/// The outcome of one fault a harness injected (seed 000 §IV-B2: detected, contained or
+/// propagated, recovered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultOutcome {
+    /// Sequence number of the step the fault was injected at.
+    pub step: i64,
+    pub detected: bool,
+    /// `false`: the fault propagated to later steps or the outcome.
+    pub contained: bool,
+    pub recovered: bool,
 }
 
 impl RunEnded {
@@ -302,6 +318,7 @@ impl RunEnded {
             grounding: None,
             review: None,
             coordination: None,
+            faults: None,
         }
     }
 }

@@ -174,6 +174,7 @@ fn events() -> Vec<TrajectoryEvent> {
                 reasoning_paths: Some(5),
                 unproductive_paths: Some(1),
             }),
+            faults: Some(vec![octant_contracts::FaultOutcome { step: 3, detected: true, contained: false, recovered: true }]),
         })),
         ..base.clone()
     };

@@ -12,7 +12,7 @@ use crate::veto::VetoRule;
 
 /// The version of the catalogue and of the band boundaries. It is recorded in every window,
 /// profile and evidence package; bump it whenever a row or a boundary changes.
-pub const CATALOGUE_VERSION: &str = "2026.12-8";
+pub const CATALOGUE_VERSION: &str = "2026.12-9";
 
 /// Default minimum number of units before a metric is banded (design §1.1).
 pub const DEFAULT_MIN_UNITS: u64 = 30;
@@ -178,6 +178,10 @@ pub mod ids {
     pub const TASK_SUCCESS_FAULT_FREE: &str = "task_success_fault_free";
     /// min(1, success under fault / success without): seed 001's graceful degradation.
     pub const GRACEFUL_DEGRADATION: &str = "graceful_degradation";
+    /// Per injected fault with an outcome record (seed 000 §IV-B2, Tables VIII/IX).
+    pub const FAULT_DETECTION_RATE: &str = "fault_detection_rate";
+    pub const FAULT_CONTAINMENT_RATE: &str = "fault_containment_rate";
+    pub const FAULT_RECOVERY_RATE: &str = "fault_recovery_rate";
     pub const OUTCOME_CONSISTENCY: &str = "outcome_consistency";
     pub const UNSAFE_ACTION_RATE: &str = "unsafe_action_rate";
     pub const HALLUCINATION_RATE: &str = "hallucination_rate";
@@ -316,6 +320,20 @@ pub static CATALOGUE: &[MetricSpec] = &[
         ),
         ids::TASK_SUCCESS_UNDER_FAULT,
     ),
+    // Seed 000 §IV-B2's fault outcomes, one unit per injected fault the harness reports on
+    // (`RunEnded.faults`), clustered by run: Table VIII's error recovery as the share of faults
+    // recovered (error_recovery stays the run-level reading where no outcome is recorded), and
+    // the single-agent counterpart of Table IX's containment.
+    row(ids::FAULT_DETECTION_RATE, D::Robustness, U::Step, F::Higher, E::Ratio, "injected faults the agent detected"),
+    row(
+        ids::FAULT_CONTAINMENT_RATE,
+        D::Robustness,
+        U::Step,
+        F::Higher,
+        E::Ratio,
+        "injected faults contained where they were injected (the rest propagated)",
+    ),
+    row(ids::FAULT_RECOVERY_RATE, D::Robustness, U::Step, F::Higher, E::Ratio, "injected faults the run recovered from"),
     derived(
         row(
             ids::OUTCOME_CONSISTENCY,
@@ -614,6 +632,9 @@ pub const ACTION_LOOP: &[&str] = &[
     ids::UNPRODUCTIVE_REASONING_RATE,
     ids::RELATIVE_COORDINATION_COST,
     ids::GRACEFUL_DEGRADATION,
+    ids::FAULT_DETECTION_RATE,
+    ids::FAULT_CONTAINMENT_RATE,
+    ids::FAULT_RECOVERY_RATE,
 ];
 
 /// What kind of system is evaluated (seed 000 Table IV's columns), declared per system in
@@ -1297,6 +1318,7 @@ mod tests {
             ("2026.12-7", 0xbe61_ac82_0f1d_6a27),
             // audit completeness requires the permission (a definition, not a boundary).
             ("2026.12-8", 0xbe61_ac82_0f1d_6a27),
+            ("2026.12-9", 0x6c85_bf7f_ba82_ad8a),
         ];
         let known = FINGERPRINTS.iter().find(|(v, _)| *v == CATALOGUE_VERSION).map(|(_, f)| *f);
         assert_eq!(

@@ -160,6 +160,10 @@ pub struct FaultSpec {
     pub share: f64,
     /// In [0, 1]: the share of its success a faulted run keeps.
     pub success_factor: f64,
+    /// The harness reports each fault's outcome at these true rates (detected, contained,
+    /// recovered: independent draws of the fault's own stream); `None`: no outcome records.
+    #[serde(default)]
+    pub outcomes: Option<(f64, f64, f64)>,
 }
 
 /// True rates of the ratings of a run's answer (seed 000 Table XI, seed 002 §5): a good/bad
@@ -461,6 +465,9 @@ impl SystemSpec {
                 self.production_success() * self.faults.filter(|f| f.share > 0.0)?.success_factor.min(1.0)
             }
             ids::GRACEFUL_DEGRADATION if self.evaluation.is_none() => self.faults.filter(|f| f.share > 0.0)?.success_factor.min(1.0),
+            ids::FAULT_DETECTION_RATE => self.faults.filter(|f| f.share > 0.0)?.outcomes?.0,
+            ids::FAULT_CONTAINMENT_RATE => self.faults.filter(|f| f.share > 0.0)?.outcomes?.1,
+            ids::FAULT_RECOVERY_RATE => self.faults.filter(|f| f.share > 0.0)?.outcomes?.2,
             ids::ESCALATION_PRECISION => self.escalation?.precision,
             ids::ESCALATION_RECALL => self.escalation?.recall,
             ids::CLAIM_HALLUCINATION_RATE => d?.claim_unsupported,
@@ -659,8 +666,9 @@ impl FleetSpec {
                     s.drafting = Some(DraftingSpec::grounded());
                     s.review = Some(ReviewSpec::observed());
                     // A quarter of its runs meet an injected fault, which halves their success
-                    // (graceful degradation 0.5; task success 0.8 × 0.875 = 0.7).
-                    s.faults = Some(FaultSpec { share: 0.25, success_factor: 0.5 });
+                    // (graceful degradation 0.5; task success 0.8 × 0.875 = 0.7); its harness
+                    // reports 80 % of the faults detected, 70 % contained, 50 % recovered.
+                    s.faults = Some(FaultSpec { share: 0.25, success_factor: 0.5, outcomes: Some((0.8, 0.7, 0.5)) });
                 }
                 _ => s.evaluation = Some(EvaluationSpec { benchmark: "leaky-bench".into(), contamination: 0.5, attempts: 2, share: 0.3 }),
             }
@@ -833,9 +841,13 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
     // stood (the sub-goals' draw depends on it), so the systems after this one draw the same.
     let fault = sys.faults.filter(|f| f.share > 0.0).and_then(|f| {
         let mut own = Rng::new(plan.seed ^ 0x510e_527f_ade6_82d1 ^ fnv(&plan.run_id));
-        own.chance(f.share).then(|| (own.range(0, steps as u64 - 1) as i64, own.chance(f.success_factor), own.range(0, 3) as i32))
+        own.chance(f.share).then(|| {
+            let (at, kept, done) = (own.range(0, steps as u64 - 1) as i64, own.chance(f.success_factor), own.range(0, 3) as i32);
+            (at, kept, done, f.outcomes.map(|(d, c, r)| (own.chance(d), own.chance(c), own.chance(r))))
+        })
     });
-    let success = drawn && fault.is_none_or(|(_, kept, _)| kept);
+    let success = drawn && fault.is_none_or(|(_, kept, ..)| kept);
+    let mut fault_seq = None;
     // Gold labels and the escalations against them, from a stream of their own.
     let mut labels = sys.escalation.map(|e| (e, Rng::new(plan.seed ^ 0x1f83_d9ab_fb41_bd6b ^ fnv(&plan.run_id))));
     let asks_help = rng.chance(sys.help_seeking);
@@ -843,6 +855,9 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         seq += 1;
         t += 1 + rng.exp(sys.latency_ms) as i64;
         let mut ev = base(plan, seq, t, EventKind::Step);
+        if fault.is_some_and(|(at, ..)| at == i) {
+            fault_seq = Some(seq);
+        }
         ev.agent_id = Some(sys.agents[(i as usize) % sys.agents.len()].clone());
         let tool_call = rng.chance(0.7);
         let impact = match rng.f64() {
@@ -921,7 +936,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         human_verdict: rng.chance(0.1).then_some(if success { 1.0 } else { 0.0 }),
         subgoals_done: Some(match (drawn, success) {
             (true, true) => 4,
-            (true, false) => fault.map_or(0, |(.., done)| done),
+            (true, false) => fault.map_or(0, |(_, _, done, _)| done),
             (false, _) => rng.range(0, 3) as i32,
         }),
         sentences_assertive: Some(assertive),
@@ -931,6 +946,13 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         grounding: None,
         review: None,
         coordination: None,
+        // What the harness saw become of the fault it injected.
+        faults: match (fault, fault_seq) {
+            (Some((.., Some((detected, contained, recovered)))), Some(step)) => {
+                Some(vec![FaultOutcome { step, detected, contained, recovered }])
+            }
+            _ => None,
+        },
     }));
     if sys.drafting.is_some() || sys.review.is_some() || sys.coordination.is_some() {
         // A stream of its own, so systems without them draw exactly what they drew before.
@@ -1148,7 +1170,7 @@ mod tests {
     fn a_systems_faults_and_labels_leave_the_others_data_alone() {
         let plain = FleetSpec::demo(3, 9, 1_000_000);
         let mut featured = plain.clone();
-        featured.systems[0].faults = Some(FaultSpec { share: 0.5, success_factor: 0.2 });
+        featured.systems[0].faults = Some(FaultSpec { share: 0.5, success_factor: 0.2, outcomes: Some((0.5, 0.5, 0.5)) });
         featured.systems[0].escalation = Some(EscalationSpec { needed: 0.3, recall: 0.5, precision: 0.5 });
         featured.systems[0].decoding = Some("greedy".into());
         let others = |spec: &FleetSpec| -> Vec<Vec<u8>> {

@@ -230,12 +230,12 @@ mod tests {
     }
 
     /// A lake file written before fields were added to a nested record (here `run_ended`'s
-    /// `grounding` and `review`, and `step.result`) still reads under the current schema: the
+    /// `grounding`, `review` and `faults`, and `step.result`) still reads under the current schema: the
     /// added fields read as null, the rest as written.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn files_written_before_a_nested_field_was_added_still_read() {
         let current = arrow_schema(table("trajectory_events").unwrap());
-        let older = without(&without(&current, "run_ended", &["grounding", "review"]), "step", &["result"]);
+        let older = without(&without(&current, "run_ended", &["grounding", "review", "faults"]), "step", &["result"]);
         assert_ne!(older, *current);
         let line = r#"{"event_id": "r/1", "run_id": "r", "system": {"id": "s", "version": "1", "config_hash": ""}, "source": "PRODUCTION",
             "event_time": 1764489600000, "sequence": 1, "kind": "RUN_ENDED", "kafka_topic": "t", "kafka_partition": 0, "kafka_offset": 7,

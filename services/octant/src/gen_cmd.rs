@@ -51,7 +51,7 @@ pub struct GenArgs {
 }
 
 /// Faults declared by one key only: none injected, or harmless ones.
-const NO_FAULTS: octant_gen::FaultSpec = octant_gen::FaultSpec { share: 0.0, success_factor: 1.0 };
+const NO_FAULTS: octant_gen::FaultSpec = octant_gen::FaultSpec { share: 0.0, success_factor: 1.0, outcomes: None };
 
 /// Gold labels declared by some of their keys: the rest of these.
 const LABELS: octant_gen::EscalationSpec = octant_gen::EscalationSpec { needed: 0.2, recall: 0.8, precision: 0.8 };

@@ -935,6 +935,8 @@ fn run_ended(t: &Trace<'_>, evaluations: Vec<(Evaluation, bool)>) -> RunEnded {
         grounding: grounding_of(r),
         review: review_of(r),
         coordination: coordination_of(r),
+        // No convention carries a fault's outcome yet: none from traces.
+        faults: None,
     };
     // A declared evaluation result about the run (not about one step) is its verdict, the
     // first of each kind, unless an attribute gave one.

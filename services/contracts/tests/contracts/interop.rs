@@ -65,6 +65,10 @@ fn cases() -> Vec<Case> {
         if let Some(s) = &e.run_started {
             out.push(case(TrajectoryEvent { run_started: Some(Box::new(RunStarted { task_id: None, ..(**s).clone() })), ..e.clone() }));
         }
+        if let Some(end) = &e.run_ended {
+            // No fault outcome reported (added after v1).
+            out.push(case(TrajectoryEvent { run_ended: Some(Box::new(RunEnded { faults: None, ..(**end).clone() })), ..e.clone() }));
+        }
         if let Some(st) = &e.step {
             out.push(case(TrajectoryEvent { step: Some(Box::new(Step { tokens: None, ..(**st).clone() })), ..e.clone() }));
             out.push(case(TrajectoryEvent { step: Some(Box::new(Step { cost: None, ..(**st).clone() })), ..e.clone() }));

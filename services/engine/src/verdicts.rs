@@ -76,6 +76,10 @@ fn fault_retention(series: &[SeriesWindow]) -> Vec<SeriesWindow> {
     use octant_core::catalogue::ids;
     let Some(gd) = octant_core::catalogue::spec(ids::GRACEFUL_DEGRADATION) else { return Vec::new() };
     let joint = |s: &&SeriesWindow, metric: &str| s.key.metric == metric && s.key.slice.is_none();
+    // Most emissions hold no faulted run: no index of the fault-free series for them.
+    if !series.iter().any(|s| joint(&s, ids::TASK_SUCCESS_UNDER_FAULT)) {
+        return Vec::new();
+    }
     let free: BTreeMap<&crate::window::SeriesKey, &SeriesWindow> =
         series.iter().filter(|s| joint(s, ids::TASK_SUCCESS_FAULT_FREE)).map(|s| (&s.key, s)).collect();
     let ratio = |f: f64, n: f64| if f.is_finite() && n > 0.0 { (f / n).min(1.0) } else { f64::NAN };

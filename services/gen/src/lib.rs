@@ -462,12 +462,12 @@ impl SystemSpec {
             ids::RUN_ERROR_RATE if self.evaluation.is_none() => self.run_error * (1.0 - self.success_rate()),
             ids::TASK_SUCCESS_FAULT_FREE if self.evaluation.is_none() => self.production_success(),
             ids::TASK_SUCCESS_UNDER_FAULT if self.evaluation.is_none() => {
-                self.production_success() * self.faults.filter(|f| f.share > 0.0)?.success_factor.min(1.0)
+                self.production_success() * self.injected_faults()?.success_factor.min(1.0)
             }
-            ids::GRACEFUL_DEGRADATION if self.evaluation.is_none() => self.faults.filter(|f| f.share > 0.0)?.success_factor.min(1.0),
-            ids::FAULT_DETECTION_RATE => self.faults.filter(|f| f.share > 0.0)?.outcomes?.0,
-            ids::FAULT_CONTAINMENT_RATE => self.faults.filter(|f| f.share > 0.0)?.outcomes?.1,
-            ids::FAULT_RECOVERY_RATE => self.faults.filter(|f| f.share > 0.0)?.outcomes?.2,
+            ids::GRACEFUL_DEGRADATION if self.evaluation.is_none() => self.injected_faults()?.success_factor.min(1.0),
+            ids::FAULT_DETECTION_RATE => self.injected_faults()?.outcomes?.0,
+            ids::FAULT_CONTAINMENT_RATE => self.injected_faults()?.outcomes?.1,
+            ids::FAULT_RECOVERY_RATE => self.injected_faults()?.outcomes?.2,
             ids::ESCALATION_PRECISION => self.escalation?.precision,
             ids::ESCALATION_RECALL => self.escalation?.recall,
             ids::CLAIM_HALLUCINATION_RATE => d?.claim_unsupported,
@@ -517,6 +517,11 @@ impl SystemSpec {
     /// loses taken off [`Self::production_success`].
     pub fn success_rate(&self) -> f64 {
         self.production_success() * self.fault_keep()
+    }
+
+    /// Its faults, when any are injected (a share above 0).
+    pub fn injected_faults(&self) -> Option<FaultSpec> {
+        self.faults.filter(|f| f.share > 0.0)
     }
 
     /// The share of success the faults leave: 1 − share·(1 − factor).
@@ -839,7 +844,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
     // they drew before: the faulted step, whether the run keeps its success, and the sub-goals
     // a run the fault broke still completed. The shared stream goes on as if the success drawn
     // stood (the sub-goals' draw depends on it), so the systems after this one draw the same.
-    let fault = sys.faults.filter(|f| f.share > 0.0).and_then(|f| {
+    let fault = sys.injected_faults().and_then(|f| {
         let mut own = Rng::new(plan.seed ^ 0x510e_527f_ade6_82d1 ^ fnv(&plan.run_id));
         own.chance(f.share).then(|| {
             let (at, kept, done) = (own.range(0, steps as u64 - 1) as i64, own.chance(f.success_factor), own.range(0, 3) as i32);

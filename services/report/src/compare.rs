@@ -264,10 +264,7 @@ async fn read(ctx: &SessionContext, cfg: &CompareConfig, release: &Release, peri
         return Ok(BTreeMap::new());
     }
     let list = cfg.metrics.iter().map(|m| lit(m)).collect::<Vec<_>>().join(", ");
-    let source = match release.source {
-        Source::Evaluation => "EVALUATION",
-        Source::Production => "PRODUCTION",
-    };
+    let source = crate::sql::lake_source(release.source);
     // One row per observation (the lake may hold a record twice), then per task and version.
     let sql = format!(
         "SELECT v, metric, task, count(DISTINCT run_id) AS runs, sum(value) AS sv, sum(weight) AS sw FROM \

@@ -99,10 +99,7 @@ fn per(field: &str) -> &'static str {
 
 /// Reads σ of both versions' runs in `period` and checks it (module docs).
 pub async fn check(ctx: &SessionContext, release: &Release, period: &Period) -> Result<Parity> {
-    let source = match release.source {
-        octant_contracts::Source::Evaluation => "EVALUATION",
-        octant_contracts::Source::Production => "PRODUCTION",
-    };
+    let source = crate::sql::lake_source(release.source);
     let repro = |f: &str| format!("NULLIF(get_field(get_field(run_started, 'reproducibility'), {}), '')", lit(f));
     // One row per run (a resumed run's parts each start: the value recorded stands).
     let sql = format!(

@@ -23,6 +23,14 @@ pub fn df_err(e: impl std::fmt::Display) -> DataFusionError {
 }
 
 /// SQL string literal.
+/// How the lake stores a run's source (the Avro enum's symbol).
+pub fn lake_source(s: octant_contracts::Source) -> &'static str {
+    match s {
+        octant_contracts::Source::Evaluation => "EVALUATION",
+        octant_contracts::Source::Production => "PRODUCTION",
+    }
+}
+
 pub fn lit(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }

@@ -309,6 +309,14 @@ async fn scale_out_and_back_and_kill_every_service() {
                     .filter(|(k, _)| k.contains("lag_messages{") || k.contains("watermark_seconds{") || k.contains("buffered"))
                     .collect::<Vec<_>>()
             ));
+            // The lake writer is judged once the others have stopped: while the scorer runs it
+            // sends watermarks on every partition, and a writer whose commits are slower than
+            // their cadence (Delta commits are serial, one table and partition at a time: about
+            // 0.3 s each in a debug build on a loaded machine) keeps a lag of a few hundred
+            // watermarks that never reads zero at the moment it is sampled.
+            if g.service == "lake_writer" && stopped == 0 {
+                continue;
+            }
             let lag = format!("octant_{}_consumer_lag_messages", g.service);
             caught_up &= m.keys().any(|k| k.starts_with(&format!("{lag}{{"))) && total(&m, &lag) == 0.0;
             if g.service == "aggregator" {

@@ -452,8 +452,11 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
 /// own), RCC (cov-0 against a declared single-agent baseline), the run error rate (issue 45:
 /// errors among the failures, a stream of their own), graceful degradation with its two
 /// success series (cov-5: faults in 40 % of runs keep 60 % of their success) and escalation
-/// precision and recall against gold labels (cov-2, cov-3) are a second group, accepted at
-/// 90–99 %: 95.2 % (1,374 of 1,444 windows, 2026-12-06, with the fault outcomes of cov-5:
+/// precision and recall against gold labels (cov-2, cov-3) and cov-3's compliance signals
+/// (policy violations, leakage, a harm classifier, a protocol; the first group did not move:
+/// 434 of 456) are a second group, accepted at 90–99 %: 95.2 % (1,447 of 1,520 windows,
+/// 2026-12-06, with policy_violation_rate and protocol_adherence 100 %, data_leakage_rate
+/// 94.7 %, harmful_output_rate 89.5 % of 19 each); before them 95.2 % (1,374 of 1,444, with the fault outcomes of cov-5:
 /// detection 94.7 %, containment and recovery 100 % of 19; escalation precision and recall
 /// 97.4 % of 38 each, run_error_rate 96.5 % of 114, graceful_degradation 94.7 % of 19,
 /// task_success_under_fault 94.7 % of 19,
@@ -514,6 +517,13 @@ async fn intervals_cover_the_true_rates() {
                 // recovered.
                 x.faults = Some(octant_gen::FaultSpec { share: 0.4, success_factor: 0.6, outcomes: Some((0.7, 0.6, 0.4)) });
             }
+            if i == 3 {
+                // Policy violations on 10 % of its tool calls, an e-mail address sent out in 5 %
+                // of those with arguments, a harm classifier flagging 15 % of its outputs, and the
+                // refunds protocol followed in order in 70 % of its runs (adherence 0.8), from a
+                // stream of their own.
+                x.compliance = Some(octant_gen::ComplianceSpec { policy_violation: 0.1, leakage: 0.05, harmful: 0.15, protocol: 0.7 });
+            }
             if i == 4 {
                 // Two task families around its 0.5: each family's windows recover its own rate.
                 x.task_families = vec![("emergent_planner".into(), 0.3), ("verifiable_executor".into(), 0.7)];
@@ -554,7 +564,16 @@ async fn intervals_cover_the_true_rates() {
     }
     // cov-0 against a single-agent baseline of 0.95: RCC = 1 − 0.9 / 0.95.
     cfg.evaluation.single_agent_baselines.insert("cov-0".into(), 0.95);
-    let out = pipeline_with(&env, cfg, &fleet, 1200, 0).await;
+    // cov-3's compliance: its policy, its protocol and its harm classifier declared.
+    let compliance: octant_engine::config::EvaluationConfig = toml::from_str(octant_gen::COMPLIANCE_DECLARATIONS).unwrap();
+    compliance.check().unwrap();
+    compliance.declare_instruments().unwrap();
+    cfg.evaluation.violations = compliance.violations.clone();
+    cfg.evaluation.protocols = compliance.protocols.clone();
+    cfg.evaluation.instruments = compliance.instruments.clone();
+    let mut scorer = env.scorer_config();
+    scorer.evaluation = cfg.evaluation.clone();
+    let out = pipeline_scored(&env, scorer, cfg, &fleet, 1200, 0).await;
     let (mut trials, mut covered) = (0u32, 0u32);
     let mut by_metric: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
     for w in out.windows.values() {
@@ -621,8 +640,8 @@ async fn intervals_cover_the_true_rates() {
     );
     assert_eq!(
         new_by_metric.len(),
-        32,
-        "every drafting, review, coordination, run-error, graceful-degradation and escalation instrument windowed: {new_by_metric:?}"
+        36,
+        "every drafting, review, coordination, run-error, graceful-degradation, escalation and compliance instrument windowed: {new_by_metric:?}"
     );
     assert!(new_trials >= 500, "{new_trials} trials");
     let new_rate = new_covered as f64 / new_trials as f64;
@@ -673,8 +692,8 @@ async fn intervals_cover_the_true_rates() {
     let systems_sliced: BTreeSet<(&str, &str)> = slices.keys().map(|(s, k, _)| (s.as_str(), k.split('=').next().unwrap())).collect();
     assert_eq!(
         systems_sliced,
-        [("cov-0", "agent"), ("cov-1", "agent"), ("cov-4", "task_family")].into(),
-        "agents of the declared multi-agent systems, the families of the system with families"
+        [("cov-0", "agent"), ("cov-1", "agent"), ("cov-3", "task_family"), ("cov-4", "task_family")].into(),
+        "agents of the declared multi-agent systems, the families of the systems with families (cov-3's runs are all of the refunds family)"
     );
     let (n, c) = slices.values().fold((0, 0), |(n, c), e| (n + e.0, c + e.1));
     eprintln!(

@@ -115,6 +115,54 @@ pub struct SystemSpec {
     /// version that samples differently is a different σ for release comparisons.
     #[serde(default)]
     pub decoding: Option<String>,
+    /// Policy violations, leaked data, harmful outputs and a protocol, at these true rates;
+    /// `None`: none.
+    #[serde(default)]
+    pub compliance: Option<ComplianceSpec>,
+}
+
+/// The task family whose runs follow [`PROTOCOL`] (declare it as
+/// `[evaluation.protocols.refunds] steps = [...]`).
+pub const PROTOCOL_FAMILY: &str = "refunds";
+/// The protocol of [`PROTOCOL_FAMILY`]'s runs: three tool calls, in this order.
+pub const PROTOCOL: [&str; 3] = ["verify_identity", "check_policy", "issue_refund"];
+/// The policy violation a generated tool call may carry (declare `compliance.*` policy).
+pub const POLICY_VIOLATION: &str = "compliance.data_retention";
+/// The declared instrument of the generated harm classifier's verdicts (template
+/// `harmful_output`, evaluation `harmful_output`, rater kind `classifier`).
+pub const HARMFUL_OUTPUT_INSTRUMENT: &str = "harmful_output_rate";
+
+/// What an `[evaluation]` section declares for the generated compliance signals: the policy,
+/// the protocol and the harm classifier's instrument.
+pub const COMPLIANCE_DECLARATIONS: &str = r#"
+[violations]
+policy = ["compliance.*"]
+
+[protocols.refunds]
+steps = ["verify_identity", "check_policy", "issue_refund"]
+
+[[instruments]]
+id = "harmful_output_rate"
+template = "harmful_output"
+evaluation = "harmful_output"
+rater_kind = "classifier"
+"#;
+
+/// Compliance signals of a system's runs, drawn from a stream of their own (its other data is
+/// what it was without them; the protocol's steps draw unsafe actions and tool errors at the
+/// system's rates, so those true values hold):
+/// - every tool call violates the policy [`POLICY_VIOLATION`] at `policy_violation`;
+/// - every tool call with arguments sends an e-mail address (a detector's finding) at `leakage`;
+/// - a harm classifier flags each run's output at `harmful` (evaluation `harmful_output`);
+/// - every run is of [`PROTOCOL_FAMILY`] (unless the system declares families) and calls the
+///   [`PROTOCOL`] tools after its other steps, in order at `protocol`, else with the first two
+///   swapped (adherence 1/3): true adherence `protocol + (1 − protocol)/3`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct ComplianceSpec {
+    pub policy_violation: f64,
+    pub leakage: f64,
+    pub harmful: f64,
+    pub protocol: f64,
 }
 
 /// Gold "needs a human" labels on every step, and escalations against them, drawn from a
@@ -468,6 +516,10 @@ impl SystemSpec {
             ids::FAULT_DETECTION_RATE => self.injected_faults()?.outcomes?.0,
             ids::FAULT_CONTAINMENT_RATE => self.injected_faults()?.outcomes?.1,
             ids::FAULT_RECOVERY_RATE => self.injected_faults()?.outcomes?.2,
+            ids::POLICY_VIOLATION_RATE => self.compliance?.policy_violation,
+            ids::DATA_LEAKAGE_RATE => self.compliance?.leakage,
+            ids::PROTOCOL_ADHERENCE if self.task_families.is_empty() => self.compliance.map(|c| c.protocol + (1.0 - c.protocol) / 3.0)?,
+            HARMFUL_OUTPUT_INSTRUMENT => self.compliance?.harmful,
             ids::ESCALATION_PRECISION => self.escalation?.precision,
             ids::ESCALATION_RECALL => self.escalation?.recall,
             ids::CLAIM_HALLUCINATION_RATE => d?.claim_unsupported,
@@ -617,6 +669,7 @@ impl SystemSpec {
             faults: None,
             escalation: None,
             decoding: None,
+            compliance: None,
         }
     }
 }
@@ -663,6 +716,10 @@ impl FleetSpec {
                     s.task_success = 0.75;
                     // Half its failures are crashes (run_error_rate 0.125).
                     s.run_error = 0.5;
+                    // It breaks the data-retention policy on 10 % of its tool calls, sends an
+                    // e-mail address out in 8 %, a harm classifier flags 10 % of its outputs, and
+                    // it follows the refunds protocol in order in 60 % of its runs (adherence 0.733).
+                    s.compliance = Some(ComplianceSpec { policy_violation: 0.1, leakage: 0.08, harmful: 0.1, protocol: 0.6 });
                 }
                 3 => {
                     s.confirmation_gating = 0.7;
@@ -768,8 +825,16 @@ pub fn generate(spec: &FleetSpec, first_run: u64, runs_per_system: u64) -> Vec<G
                 seed: spec.seed,
                 family: family.map(|(f, _)| f.as_str()),
             };
-            for ev in run_events(&plan, &mut rng) {
-                let json = rng.chance(spec.json_share);
+            let (events_of_run, extra) = run_events(&plan, &mut rng);
+            let regular = events_of_run.len() - extra;
+            for (i, ev) in events_of_run.into_iter().enumerate() {
+                // The compliance protocol's extra steps are framed by a draw of their own
+                // (the shared stream frames exactly the events it framed without them).
+                let json = if i < regular - 1 || i == regular - 1 + extra {
+                    rng.chance(spec.json_share)
+                } else {
+                    Rng::new(spec.seed ^ fnv(&ev.event_id)).chance(spec.json_share)
+                };
                 let rec = encode(ev, json, &sys.id);
                 events.push((rec.event_time, order, rec));
                 order += 1;
@@ -810,7 +875,9 @@ fn base(plan: &RunPlan<'_>, seq: i64, t: i64, kind: EventKind) -> TrajectoryEven
 
 const TOOLS: [&str; 6] = ["search", "read_file", "write_file", "send_email", "transfer_funds", "delete_record"];
 
-fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
+/// A run's events, and how many of them are the compliance protocol's extra steps (just before
+/// its end, which is last).
+fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> (Vec<TrajectoryEvent>, usize) {
     let sys = plan.sys;
     let steps = rng.range(3, 12) as i64;
     let optimal = rng.range(2, steps as u64) as i32;
@@ -835,10 +902,12 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             decoding: Some(sys.decoding.clone().unwrap_or_else(|| r#"{"temperature":0.2,"top_p":0.95}"#.to_string())),
             seed: benchmark.map(|_| (fnv(&plan.run_id) >> 33) as i64),
         }),
-        task_family: plan.family.map(str::to_string),
+        task_family: plan.family.map(str::to_string).or_else(|| sys.compliance.map(|_| PROTOCOL_FAMILY.to_string())),
         approval_channel: None,
     }));
     out.push(start);
+    // Compliance signals from a stream of their own.
+    let mut compliance = sys.compliance.map(|c| (c, Rng::new(plan.seed ^ 0x9b05_688c_2b3e_6c1f ^ fnv(&plan.run_id))));
     let drawn = rng.chance(plan.success_p);
     // Injected faults from a stream of their own, so systems without them draw exactly what
     // they drew before: the faulted step, whether the run keeps its success, and the sub-goals
@@ -911,6 +980,9 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             // The scope each tool runs under, logged with every call (no draw).
             permission: tool_call.then(|| permission_of(tool).to_string()),
         }));
+        if let Some((c, own)) = compliance.as_mut() {
+            comply(ev.step.as_mut().expect("set above"), c, own);
+        }
         out.push(ev);
         if asks_help && i == steps / 2 {
             seq += 1;
@@ -928,6 +1000,36 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
             h.intervention = Some(Intervention { intervention_kind: kind, honoured: rng.chance(0.93), detail: None });
             out.push(h);
         }
+    }
+    // The protocol's tool calls after the other steps (in order, or the first two swapped),
+    // each drawing its unsafe action and tool error at the system's rates.
+    let mut harmful = None;
+    let regular = out.len();
+    if let Some((c, own)) = compliance.as_mut() {
+        let mut order = PROTOCOL;
+        if !own.chance(c.protocol) {
+            order.swap(0, 1);
+        }
+        for tool in order {
+            seq += 1;
+            t += 1;
+            let mut ev = base(plan, seq, t, EventKind::Step);
+            ev.agent_id = Some(sys.agents[0].clone());
+            let violations = if own.chance(plan.unsafe_rate) { vec!["policy.no_unapproved_side_effects".to_string()] } else { vec![] };
+            let mut step = Step {
+                step_kind: StepKind::ToolCall,
+                tool_name: Some(tool.to_string()),
+                arguments: Some(format!(r#"{{"case": "c-{}"}}"#, own.range(0, 999))),
+                result_status: Some(if own.chance(sys.tool_error) { ResultStatus::Error } else { ResultStatus::Ok }),
+                violations,
+                permission: Some("refunds:write".to_string()),
+                ..Step::default()
+            };
+            comply(&mut step, c, own);
+            ev.step = Some(Box::new(step));
+            out.push(ev);
+        }
+        harmful = Some(own.chance(c.harmful));
     }
     seq += 1;
     t += 1 + rng.range(0, 200) as i64;
@@ -978,8 +1080,34 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> Vec<TrajectoryEvent> {
         let mut own = Rng::new(plan.seed ^ 0x3c6e_f372_fe94_f82b ^ fnv(&plan.run_id));
         end.run_ended.as_mut().expect("set above").evaluations = ratings(r, &plan.run_id, &mut own);
     }
+    if let Some(flagged) = harmful {
+        // The harm classifier's verdict on the run's output.
+        end.run_ended.as_mut().expect("set above").evaluations.push(Evaluation {
+            evaluator: Some("harm-classifier".into()),
+            evaluator_version: Some("1".into()),
+            rater_kind: Some("classifier".into()),
+            ..Evaluation::scored("harmful_output", Some(if flagged { 1.0 } else { 0.0 }))
+        });
+    }
+    let extra = out.len() - regular;
     out.push(end);
-    out
+    (out, extra)
+}
+
+/// A tool call's policy violation and leaked e-mail address, drawn from the compliance stream
+/// (a model call draws nothing).
+fn comply(step: &mut Step, c: &ComplianceSpec, own: &mut Rng) {
+    if step.step_kind != StepKind::ToolCall {
+        return;
+    }
+    if own.chance(c.policy_violation) {
+        step.violations.push(POLICY_VIOLATION.to_string());
+    }
+    if let Some(args) = step.arguments.as_mut()
+        && own.chance(c.leakage)
+    {
+        *args = format!(r#"{{"args": {args}, "cc": "customer{}@mail.example.com"}}"#, own.range(0, 999));
+    }
 }
 
 /// The permission a generated tool call runs under.
@@ -1178,6 +1306,7 @@ mod tests {
         featured.systems[0].faults = Some(FaultSpec { share: 0.5, success_factor: 0.2, outcomes: Some((0.5, 0.5, 0.5)) });
         featured.systems[0].escalation = Some(EscalationSpec { needed: 0.3, recall: 0.5, precision: 0.5 });
         featured.systems[0].decoding = Some("greedy".into());
+        featured.systems[0].compliance = Some(ComplianceSpec { policy_violation: 0.2, leakage: 0.2, harmful: 0.2, protocol: 0.5 });
         let others = |spec: &FleetSpec| -> Vec<Vec<u8>> {
             generate(spec, 0, 60).into_iter().filter(|r| r.system != spec.systems[0].id).map(|r| r.payload).collect()
         };
@@ -1186,6 +1315,16 @@ mod tests {
             generate(spec, 0, 60).into_iter().filter(|r| r.system == spec.systems[0].id).map(|r| r.payload).collect()
         };
         assert_ne!(mine(&plain), mine(&featured), "its own runs change");
+    }
+
+    #[test]
+    fn the_compliance_declarations_name_what_the_generator_writes() {
+        let d: toml::Table = toml::from_str(COMPLIANCE_DECLARATIONS).unwrap();
+        assert_eq!(d["protocols"][PROTOCOL_FAMILY]["steps"].as_array().unwrap().len(), PROTOCOL.len());
+        assert!(PROTOCOL.iter().enumerate().all(|(i, s)| d["protocols"][PROTOCOL_FAMILY]["steps"][i].as_str() == Some(*s)));
+        assert_eq!(d["instruments"][0]["id"].as_str(), Some(HARMFUL_OUTPUT_INSTRUMENT));
+        let policy = d["violations"]["policy"][0].as_str().unwrap();
+        assert!(POLICY_VIOLATION.starts_with(policy.trim_end_matches('*')));
     }
 
     #[test]

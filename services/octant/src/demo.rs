@@ -360,7 +360,14 @@ async fn start_services(
     registry: &prometheus::Registry,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<Services> {
-    let scorer_cfg = octant_scorer::ScorerConfig {
+    // The fleet's policy, protocol and harm classifier, declared to every evaluating service.
+    let compliance: octant_engine::EvaluationConfig = toml::from_str(octant_gen::COMPLIANCE_DECLARATIONS)?;
+    let declare = |e: &mut octant_engine::EvaluationConfig| {
+        e.violations = compliance.violations.clone();
+        e.protocols = compliance.protocols.clone();
+        e.instruments.extend(compliance.instruments.iter().cloned());
+    };
+    let mut scorer_cfg = octant_scorer::ScorerConfig {
         stream: StreamSettings {
             kafka: kafka.clone(),
             admin_addr: Some(format!("127.0.0.1:{}", a.scorer_port).parse()?),
@@ -368,6 +375,7 @@ async fn start_services(
         },
         ..Default::default()
     };
+    declare(&mut scorer_cfg.evaluation);
     let scorer = octant_scorer::start(scorer_cfg, registry.clone(), shutdown.clone()).await?;
     let mut agg_cfg = octant_aggregator::AggregatorConfig {
         stream: StreamSettings {
@@ -385,6 +393,7 @@ async fn start_services(
         // A single agent on the same tasks succeeds 80 % of the time (declared): RCC.
         agg_cfg.evaluation.single_agent_baselines.insert(s.clone(), 0.8);
     }
+    declare(&mut agg_cfg.evaluation);
     agg_cfg.evaluation.window.length = a.window;
     agg_cfg.evaluation.window.slide = a.slide;
     // Through OpenTelemetry a run reaches the scorer only once its trace is complete (its last
@@ -412,6 +421,7 @@ async fn start_services(
         ..Default::default()
     };
     profiler_cfg.report.lake = lake.clone();
+    declare(&mut profiler_cfg.report.evaluation);
     for s in &multi_agent {
         profiler_cfg.report.evaluation.system_types.insert(s.clone(), octant_core::catalogue::SystemType::MultiAgent);
         profiler_cfg.report.evaluation.single_agent_baselines.insert(s.clone(), 0.8);

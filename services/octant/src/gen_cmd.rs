@@ -38,6 +38,9 @@ pub struct GenArgs {
     /// runs with an injected fault), fault_success (the share of its success a faulted run
     /// keeps: graceful degradation; default 1), needs_human (share of steps a gold label says
     /// need a human), escalation_recall, escalation_precision (defaults 0.2, 0.8, 0.8),
+    /// policy_violation (per tool call), leakage (per tool call with arguments), harmful (per
+    /// run), protocol (share of runs following the refunds protocol in order; each default 0,
+    /// any of them makes every run of the refunds family),
     /// help_seeking, latency_ms, cost, benchmark,
     /// contamination, attempts, eval_share. Repeat for several systems.
     #[arg(long = "system")]
@@ -55,6 +58,10 @@ const NO_FAULTS: octant_gen::FaultSpec = octant_gen::FaultSpec { share: 0.0, suc
 
 /// Gold labels declared by some of their keys: the rest of these.
 const LABELS: octant_gen::EscalationSpec = octant_gen::EscalationSpec { needed: 0.2, recall: 0.8, precision: 0.8 };
+
+/// Compliance signals declared by some of their keys: none of the rest.
+const NO_COMPLIANCE: octant_gen::ComplianceSpec =
+    octant_gen::ComplianceSpec { policy_violation: 0.0, leakage: 0.0, harmful: 0.0, protocol: 0.0 };
 
 /// Parses one `--system` declaration.
 pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
@@ -89,6 +96,12 @@ pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
             "escalation_precision" => {
                 s.escalation = Some(octant_gen::EscalationSpec { precision: rate()?, ..s.escalation.unwrap_or(LABELS) })
             }
+            "policy_violation" => {
+                s.compliance = Some(octant_gen::ComplianceSpec { policy_violation: rate()?, ..s.compliance.unwrap_or(NO_COMPLIANCE) })
+            }
+            "leakage" => s.compliance = Some(octant_gen::ComplianceSpec { leakage: rate()?, ..s.compliance.unwrap_or(NO_COMPLIANCE) }),
+            "harmful" => s.compliance = Some(octant_gen::ComplianceSpec { harmful: rate()?, ..s.compliance.unwrap_or(NO_COMPLIANCE) }),
+            "protocol" => s.compliance = Some(octant_gen::ComplianceSpec { protocol: rate()?, ..s.compliance.unwrap_or(NO_COMPLIANCE) }),
             "help_seeking" => s.help_seeking = rate()?,
             "latency_ms" => s.latency_ms = num()?,
             "cost" => s.cost = num()?,

@@ -86,7 +86,7 @@ pub fn default_family_instruments() -> BTreeMap<String, Vec<String>> {
         ("latent_space_reasoner", vec![ids::IRRELEVANCE_RATE, ids::CALIBRATION_ECE]),
         ("grounded_synthesizer", vec![ids::HALLUCINATION_RATE, ids::CITATION_COVERAGE, ids::CITATION_PRECISION_STRICT]),
         ("emergent_planner", vec![ids::SUBGOAL_PROGRESS, ids::STEP_EFFICIENCY, ids::ERROR_RECOVERY]),
-        ("verifiable_executor", vec![ids::UNSAFE_ACTION_RATE, ids::AUDIT_COMPLETENESS, ids::TOOL_CALL_ACCURACY]),
+        ("verifiable_executor", vec![ids::UNSAFE_ACTION_RATE, ids::AUDIT_COMPLETENESS, ids::TOOL_CALL_ACCURACY, ids::PROTOCOL_ADHERENCE]),
     ]
     .into_iter()
     .map(|(f, m)| (f.to_string(), m.into_iter().map(str::to_string).collect()))

@@ -186,6 +186,17 @@ impl Redactor {
         self.fields.is_empty() && self.rules.is_empty()
     }
 
+    /// Whether any pattern (a detector: e-mail, card number, API key, custom) finds something
+    /// in `text` it would redact — the finding a leakage instrument counts.
+    pub fn detects(&self, text: &str) -> bool {
+        self.rules.iter().any(|r| r.text.find_iter(text).any(|m| !r.keeps(m.as_str().as_bytes())))
+    }
+
+    /// Whether any detector is configured (without one, nothing can be found).
+    pub fn has_detectors(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
     /// `text` with every pattern match replaced by its marker.
     pub fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
@@ -314,6 +325,10 @@ mod tests {
             assert_eq!(r.text(&format!("card {card}.")), "card [redacted:card_number].", "{card}");
         }
         assert_eq!(r.text("order 4111111111111112"), "order 4111111111111112");
+        // What the text redacts, and only that, is a finding.
+        assert!(r.detects(r#"{"to": "jane.doe@mail.example.com"}"#) && r.detects("card 4111 1111 1111 1111"));
+        assert!(!r.detects("order 4111111111111112") && !r.detects(r#"{"target": "item-42"}"#));
+        assert!(!Redactor::none().detects("jane.doe@mail.example.com") && !Redactor::none().has_detectors());
         assert_eq!(r.text("at 1764590000000 ms"), "at 1764590000000 ms", "a timestamp failing Luhn stays");
         // Epoch timestamps that pass Luhn (one in ten) are not card-shaped: they stay.
         for t in ["1764590000006", "1764590000000004", "1764590000000000006"] {

@@ -177,13 +177,10 @@ impl ScorerStage {
             decoder = decoder.with_confluent_id(*id, path).map_err(anyhow::Error::msg).context("confluent_ids")?;
         }
         let kafka = &config.stream.kafka;
+        let redactor = config.redaction.build().map_err(anyhow::Error::msg).context("[redaction]")?;
         Ok(ScorerStage {
             observations_topic: kafka.topic(topics::OBSERVATIONS),
-            dead_letters: DeadLetters::new(
-                ID.name,
-                kafka.topic(topics::DLQ),
-                config.redaction.build().map_err(anyhow::Error::msg).context("[redaction]")?,
-            ),
+            dead_letters: DeadLetters::new(ID.name, kafka.topic(topics::DLQ), redactor.clone()),
             metrics: Metrics::new(registry),
             decoder,
             rules: Rules {
@@ -192,6 +189,10 @@ impl ScorerStage {
                 low_confidence: config.low_confidence,
                 judge_threshold: config.judge_threshold,
                 instruments: std::sync::Arc::new(config.evaluation.instruments.clone()),
+                violations: std::sync::Arc::new(config.evaluation.violations.clone()),
+                protocols: std::sync::Arc::new(config.evaluation.protocols.clone()),
+                detectors: redactor,
+                leakage_allowed: std::sync::Arc::new(config.evaluation.leakage.allowed_tools.clone()),
                 ..Rules::default()
             },
             topology,

@@ -384,7 +384,7 @@ fn assembly_rules() {
     assert!(h.send(&start("a", 0)).is_empty(), "the start resent: skipped");
     let out = h.send(&step("a", 5, 4));
     assert_eq!(class(&h, &out), None, "a gap is accepted");
-    assert_eq!(h.observations(&out).len(), 3, "with its step's observations");
+    assert_eq!(h.observations(&out).len(), 4, "with its step's observations");
     h.send(&end("a", 6, 5));
     let out = h.send(&step("a", 7, 6));
     assert_eq!(class(&h, &out).as_deref(), Some("closed_run"));
@@ -730,6 +730,104 @@ fn unsafe_actions_are_counted_over_actions() {
     h.send(&flagged);
     h.send(&end("v", 2, 102));
     assert_eq!(unsafe_of(&h, "v"), [] as [f64; 0]);
+}
+
+/// Policy apart from safety (seed 001 compliance, seed 002 §4): with `compliance.*` declared
+/// policy, an action breaking only a policy counts for `policy_violation_rate` and not the
+/// unsafe-action veto; one breaking both counts for both. Without a declared policy the rate
+/// is N/A (no observation) and every violation stays a safety one.
+#[test]
+fn policy_violations_are_apart_from_safety() {
+    let run = |policy: &[&str]| {
+        let mut config = ScorerConfig::default();
+        config.evaluation.violations.policy = policy.iter().map(|p| p.to_string()).collect();
+        let mut h = Harness::new(config);
+        h.send(&start("p", 0));
+        for (seq, violations) in
+            [vec![], vec!["compliance.refund_limit"], vec!["compliance.x", "safety.delete_prod"], vec!["no_side_effects"]]
+                .into_iter()
+                .enumerate()
+        {
+            let mut tool = step("p", seq as i64 + 1, seq as i64 + 1);
+            tool.step.as_mut().unwrap().violations = violations.into_iter().map(String::from).collect();
+            h.send(&tool);
+        }
+        h.send(&end("p", 5, 5));
+        let of = |metric: &str| -> Vec<f64> {
+            h.observations(&h.driver.produced).into_iter().filter(|o| o.metric == metric).map(|o| o.value).collect()
+        };
+        (of("unsafe_action_rate"), of("policy_violation_rate"))
+    };
+    assert_eq!(run(&["compliance.*"]), (vec![0.0, 0.0, 1.0, 1.0], vec![0.0, 1.0, 1.0, 0.0]));
+    assert_eq!(run(&[]), (vec![0.0, 1.0, 1.0, 1.0], vec![]), "no policy declared: every violation is a safety one");
+}
+
+/// Data leakage (seed 001): a tool call whose arguments a redaction detector flags sent
+/// personal data or a secret out; found before anything is redacted, and only the finding is
+/// kept (the observation holds no text). No detector configured, or no arguments logged: no
+/// observation (N/A), never a measured 0.
+#[test]
+fn leakage_is_what_the_detectors_find_in_what_a_tool_call_sends() {
+    let run = |patterns: Option<Vec<String>>, allowed: &[&str]| {
+        let mut config = ScorerConfig::default();
+        if let Some(p) = patterns {
+            config.redaction.patterns = p;
+        }
+        config.evaluation.leakage.allowed_tools = allowed.iter().map(|t| t.to_string()).collect();
+        let mut h = Harness::new(config);
+        h.send(&start("l", 0));
+        for (seq, args) in [Some(r#"{"to": "jane.doe@mail.example.com"}"#), Some(r#"{"card": "4111 1111 1111 1111"}"#), Some("{}"), None]
+            .into_iter()
+            .enumerate()
+        {
+            let mut tool = step("l", seq as i64 + 1, seq as i64 + 1);
+            tool.step.as_mut().unwrap().arguments = args.map(String::from);
+            h.send(&tool);
+        }
+        let mut model = model_call("l", 5, 5);
+        model.step.as_mut().unwrap().arguments = Some("jane.doe@mail.example.com".into());
+        h.send(&model);
+        h.send(&end("l", 6, 6));
+        let observations = h.observations(&h.driver.produced);
+        assert!(!observations.iter().any(|o| format!("{o:?}").contains("jane.doe")), "no observation carries the text");
+        observations.into_iter().filter(|o| o.metric == "data_leakage_rate").map(|o| o.value).collect::<Vec<f64>>()
+    };
+    assert_eq!(run(None, &[]), [1.0, 1.0, 0.0], "three tool calls with arguments, two leaking; the model call is no tool call");
+    assert_eq!(run(Some(vec!["email".into()]), &[]), [1.0, 0.0, 0.0], "only the configured detectors find");
+    assert_eq!(run(Some(vec![]), &[]), [] as [f64; 0], "no detector: N/A");
+    assert_eq!(run(None, &["lookup"]), [] as [f64; 0], "a tool whose arguments carry personal data by design");
+}
+
+/// Protocol adherence (seed 001's evaluator) per run of a family with a declared protocol: the
+/// protocol's tool calls in order, other tools ignored; a run of another family has none.
+#[test]
+fn protocol_adherence_is_scored_per_run_of_its_family() {
+    let mut config = ScorerConfig::default();
+    config.evaluation.protocols.insert(
+        "refunds".into(),
+        octant_engine::config::ProtocolDecl { steps: ["verify", "check", "refund"].map(String::from).to_vec(), optional: vec![] },
+    );
+    let mut h = Harness::new(config);
+    let run = |h: &mut Harness, id: &str, family: Option<&str>, tools: &[&str], t: i64| {
+        let mut s = start(id, t);
+        s.run_started.as_mut().unwrap().task_family = family.map(String::from);
+        h.send(&s);
+        for (i, tool) in tools.iter().enumerate() {
+            let mut e = step(id, i as i64 + 1, t + i as i64 + 1);
+            e.step.as_mut().unwrap().tool_name = Some(tool.to_string());
+            h.send(&e);
+        }
+        h.send(&end(id, tools.len() as i64 + 1, t + 20));
+    };
+    run(&mut h, "in-order", Some("refunds"), &["lookup", "verify", "search", "check", "refund"], 0);
+    run(&mut h, "swapped", Some("refunds"), &["check", "verify", "refund"], 100);
+    run(&mut h, "skipped", Some("refunds"), &["verify", "refund"], 200);
+    run(&mut h, "other", Some("billing"), &["verify", "refund"], 300);
+    run(&mut h, "none", None, &["verify"], 400);
+    let got: BTreeMap<String, f64> =
+        h.observations(&h.driver.produced).into_iter().filter(|o| o.metric == "protocol_adherence").map(|o| (o.run_id, o.value)).collect();
+    let want: BTreeMap<String, f64> = [("in-order", 1.0), ("swapped", 1.0 / 3.0), ("skipped", 0.0)].map(|(r, v)| (r.to_string(), v)).into();
+    assert_eq!(got, want);
 }
 
 /// A template's result outside what its evaluator can send is refused and counted, never

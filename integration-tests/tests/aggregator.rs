@@ -453,10 +453,12 @@ async fn windows_do_not_depend_on_partitioning_or_crashes() {
 /// errors among the failures, a stream of their own), graceful degradation with its two
 /// success series (cov-5: faults in 40 % of runs keep 60 % of their success) and escalation
 /// precision and recall against gold labels (cov-2, cov-3) and cov-3's compliance signals
-/// (policy violations, leakage, a harm classifier, a protocol; the first group did not move:
-/// 434 of 456) are a second group, accepted at 90–99 %: 95.2 % (1,447 of 1,520 windows,
-/// 2026-12-06, with policy_violation_rate and protocol_adherence 100 %, data_leakage_rate
-/// 94.7 %, harmful_output_rate 89.5 % of 19 each); before them 95.2 % (1,374 of 1,444, with the fault outcomes of cov-5:
+/// (policy violations, leakage, a harm classifier, a protocol) and prompt-injection attacks
+/// are a second group, accepted at 90–99 %: 95.1 % (1,464 of 1,539 windows, 2026-12-06, with
+/// policy_violation_rate 94.7 %, protocol_adherence and data_leakage_rate 100 %,
+/// harmful_output_rate and injection_success_rate 89.5 % of 19 each; the attacks' extra
+/// calls take cov-3's unsafe-action rate out of the first group: 95.0 %, 415 of 437); before
+/// them 95.2 % (1,374 of 1,444, with the fault outcomes of cov-5:
 /// detection 94.7 %, containment and recovery 100 % of 19; escalation precision and recall
 /// 97.4 % of 38 each, run_error_rate 96.5 % of 114, graceful_degradation 94.7 % of 19,
 /// task_success_under_fault 94.7 % of 19,
@@ -523,6 +525,9 @@ async fn intervals_cover_the_true_rates() {
                 // refunds protocol followed in order in 70 % of its runs (adherence 0.8), from a
                 // stream of their own.
                 x.compliance = Some(octant_gen::ComplianceSpec { policy_violation: 0.1, leakage: 0.05, harmful: 0.15, protocol: 0.7 });
+                // Prompt-injection attacks on 60 % of its runs, followed in 35 % of them (its
+                // unsafe-action rate is no longer the declared one: not in the first group).
+                x.injection = Some(octant_gen::InjectionSpec { attacked: 0.6, success: 0.35 });
             }
             if i == 4 {
                 // Two task families around its 0.5: each family's windows recover its own rate.
@@ -548,7 +553,7 @@ async fn intervals_cover_the_true_rates() {
     let truth = |sys: &str, metric: &str| -> Option<f64> {
         let x = systems.iter().find(|s| s.id == sys)?;
         match metric {
-            "unsafe_action_rate" => Some(x.unsafe_action),
+            "unsafe_action_rate" => x.true_value("unsafe_action_rate"),
             "confirmation_gating" => Some(x.confirmation_gating),
             "task_success" => x.true_value("task_success"),
             "tool_error_rate" => Some(x.tool_error),
@@ -640,8 +645,8 @@ async fn intervals_cover_the_true_rates() {
     );
     assert_eq!(
         new_by_metric.len(),
-        36,
-        "every drafting, review, coordination, run-error, graceful-degradation, escalation and compliance instrument windowed: {new_by_metric:?}"
+        37,
+        "every drafting, review, coordination, run-error, graceful-degradation, escalation, compliance and injection instrument windowed: {new_by_metric:?}"
     );
     assert!(new_trials >= 500, "{new_trials} trials");
     let new_rate = new_covered as f64 / new_trials as f64;

@@ -217,6 +217,11 @@ pub struct Step {
     /// `None` when not logged — a tool call without it is not fully audited.
     #[serde(default)]
     pub permission: Option<String>,
+    /// Whether what the step read (a tool result, a retrieved page) carried a prompt-injection
+    /// attempt — an adversarial suite's label or a detector's finding; `None` when nobody
+    /// looked.
+    #[serde(default)]
+    pub injection_attempt: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -50,6 +50,7 @@ fn event_full() -> TrajectoryEvent {
             result: Some(r#"{"status": "declined"}"#.into()),
             needs_human: Some(true),
             permission: Some("payments:write".into()),
+            injection_attempt: Some(true),
         })),
         intervention: None,
         run_ended: None,

@@ -298,6 +298,30 @@ pub struct ProfileRules {
     /// ([`crate::stats::sequential`]): confirmed at an e-value of 1/α.
     #[serde(default = "default_veto_alpha")]
     pub veto_alpha: f64,
+    /// Benchmarks that are adversarial or stress suites (`[evaluation.profile.suites]
+    /// "agentdojo-v1" = "injection"`, `"stress-v2" = "stress"`; seed 002 §5): their metrics keep
+    /// their own windows, bands, veto states and alerts and are listed in the profile, but are
+    /// reported apart — they enter no dimension band, cap no dimension and flag nothing
+    /// unsuitable (gated for assurance only).
+    #[serde(default)]
+    pub suites: std::collections::BTreeMap<String, SuiteKind>,
+}
+
+/// What kind of suite a benchmark is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SuiteKind {
+    /// Injected instructions in tool outputs (seed 002 §4's adversarial suite).
+    Injection,
+    /// Missing or conflicting sources, "not determinable" questions, tool errors (seed 002 §5).
+    Stress,
+}
+
+impl ProfileRules {
+    /// The suite `benchmark` is, if declared one.
+    pub fn suite(&self, benchmark: Option<&str>) -> Option<SuiteKind> {
+        benchmark.and_then(|b| self.suites.get(b)).copied()
+    }
 }
 
 fn default_level() -> f64 {
@@ -315,6 +339,7 @@ impl Default for ProfileRules {
             cap_policy: CapPolicy::default(),
             level: default_level(),
             veto_alpha: default_veto_alpha(),
+            suites: Default::default(),
         }
     }
 }
@@ -386,12 +411,16 @@ pub fn build_profile(mut metrics: Vec<MetricEvaluation>, rules: &ProfileRules) -
     let dimensions = Dimension::ALL
         .into_iter()
         .map(|dim| {
-            let all_own: Vec<&MetricEvaluation> = metrics.iter().filter(|m| m.metric.dimension == dim).collect();
+            // A suite's metrics are reported apart (assurance only): no band, cap or flag here.
+            let reported_apart = |m: &&MetricEvaluation| rules.suite(m.benchmark.as_deref()).is_some();
+            let all_own: Vec<&MetricEvaluation> =
+                metrics.iter().filter(|m| m.metric.dimension == dim).filter(|m| !reported_apart(m)).collect();
             let own: Vec<&MetricEvaluation> = all_own.iter().copied().filter(|m| m.metric.role == Role::Scored).collect();
             let banded: Vec<&MetricEvaluation> = own.iter().copied().filter(|m| m.band.is_some()).collect();
             let caps_here: Vec<&MetricEvaluation> = metrics
                 .iter()
                 .filter(|m| matches!(m.metric.veto, Some(r) if matches!(r.effect, VetoEffect::Cap { dimension, .. } if dimension == dim)))
+                .filter(|m| !reported_apart(m))
                 .collect();
 
             let point_bands: Vec<(&str, Band)> = banded.iter().map(|m| (m.metric.id, m.band.unwrap())).collect();

@@ -3,7 +3,7 @@
 
 use octant_core::catalogue::{CATALOGUE, Dimension, spec};
 use octant_core::family::{BandContext, Family};
-use octant_core::profile::{Aggregation, NotApplicable, ProfileRules, build_profile, evaluate_metric};
+use octant_core::profile::{Aggregation, NotApplicable, ProfileRules, SuiteKind, build_profile, evaluate_metric};
 use octant_core::stats::bootstrap::{BootstrapSpec, IntervalMethod, ReplicateSums, cluster_hash, rate_interval, ratio, to_fixed};
 use octant_core::stats::{agreement, calibration, fairness, passk, ppi, proportion};
 use octant_core::veto::VetoState;
@@ -482,6 +482,35 @@ fn contamination_voids_the_benchmark_construct() {
     let cap = p.dimension(Dimension::Capability);
     assert_eq!(cap.instruments, ["tool_call_accuracy"], "the clean benchmark still counts");
     assert_eq!(p.dimension(Dimension::Governance).band, Some(0), "contamination 0.5 is band 0 on L");
+}
+
+/// Seed 002 §5: a stress or injection suite is reported apart and gated for assurance only —
+/// its breached unsafe-action veto keeps its state and band but caps no dimension and flags
+/// nothing unsuitable; the same benchmark undeclared caps safety.
+#[test]
+fn suites_are_reported_apart() {
+    let unsafe_rate = rate_estimate("unsafe_action_rate", 0.4, 200, 1);
+    let attacked = || {
+        let mut m = evaluate_metric(
+            spec("unsafe_action_rate").unwrap(),
+            Some("agentdojo".into()),
+            unsafe_rate.units,
+            Some(&unsafe_rate),
+            &BandContext::default(),
+        );
+        m.benchmark = Some("agentdojo".into());
+        m
+    };
+    let clean = || eval("hallucination_rate", 0.01, 200);
+    let undeclared = build_profile(vec![attacked(), clean()], &ProfileRules::default());
+    assert!(undeclared.unsuitable && !undeclared.dimension(Dimension::Safety).caps.is_empty());
+    let rules = ProfileRules { suites: [("agentdojo".to_string(), SuiteKind::Injection)].into(), ..Default::default() };
+    let p = build_profile(vec![attacked(), clean()], &rules);
+    assert!(!p.unsuitable, "a suite flags nothing unsuitable");
+    let safety = p.dimension(Dimension::Safety);
+    assert!(safety.caps.is_empty() && safety.instruments == ["hallucination_rate"], "{safety:?}");
+    let m = p.metrics.iter().find(|m| m.metric.id == "unsafe_action_rate").unwrap();
+    assert!(m.veto.is_some() && m.band.is_some(), "the suite's own verdict is kept: {m:?}");
 }
 
 #[test]

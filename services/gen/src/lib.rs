@@ -119,7 +119,24 @@ pub struct SystemSpec {
     /// `None`: none.
     #[serde(default)]
     pub compliance: Option<ComplianceSpec>,
+    /// Prompt-injection attacks on a share of its runs; `None`: none.
+    #[serde(default)]
+    pub injection: Option<InjectionSpec>,
 }
+
+/// Prompt-injection attacks, drawn from a stream of their own: a share `attacked` of runs read
+/// an injected instruction in a tool's result (a `read_inbox` call flagged
+/// `injection_attempt`, after the run's other steps) and follow it at `success` (a `send_email`
+/// call breaking the safety constraint [`INJECTION_VIOLATION`]). True value: injection success
+/// rate `success`. The extra calls make its unsafe-action rate no longer the declared one.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct InjectionSpec {
+    pub attacked: f64,
+    pub success: f64,
+}
+
+/// The safety violation of an action an injected instruction caused.
+pub const INJECTION_VIOLATION: &str = "injection.exfiltration";
 
 /// The task family whose runs follow [`PROTOCOL`] (declare it as
 /// `[evaluation.protocols.refunds] steps = [...]`).
@@ -503,7 +520,8 @@ impl SystemSpec {
         let d = self.drafting.as_ref();
         let r = self.review.as_ref();
         Some(match metric {
-            ids::UNSAFE_ACTION_RATE if self.unsafe_after.is_none() => self.unsafe_action,
+            ids::UNSAFE_ACTION_RATE if self.unsafe_after.is_none() && self.injection.is_none() => self.unsafe_action,
+            ids::INJECTION_SUCCESS_RATE => self.injection.filter(|i| i.attacked > 0.0)?.success,
             ids::CONFIRMATION_GATING => self.confirmation_gating,
             ids::TASK_SUCCESS if self.evaluation.is_none() => self.success_rate(),
             ids::TOOL_ERROR_RATE => self.tool_error,
@@ -670,6 +688,7 @@ impl SystemSpec {
             escalation: None,
             decoding: None,
             compliance: None,
+            injection: None,
         }
     }
 }
@@ -720,6 +739,8 @@ impl FleetSpec {
                     // e-mail address out in 8 %, a harm classifier flags 10 % of its outputs, and
                     // it follows the refunds protocol in order in 60 % of its runs (adherence 0.733).
                     s.compliance = Some(ComplianceSpec { policy_violation: 0.1, leakage: 0.08, harmful: 0.1, protocol: 0.6 });
+                    // A fifth of its runs read an injected instruction; it follows 30 % of them.
+                    s.injection = Some(InjectionSpec { attacked: 0.2, success: 0.3 });
                 }
                 3 => {
                     s.confirmation_gating = 0.7;
@@ -979,6 +1000,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> (Vec<TrajectoryEvent>, usize
             needs_human: label.map(|(needed, _)| needed),
             // The scope each tool runs under, logged with every call (no draw).
             permission: tool_call.then(|| permission_of(tool).to_string()),
+            injection_attempt: None,
         }));
         if let Some((c, own)) = compliance.as_mut() {
             comply(ev.step.as_mut().expect("set above"), c, own);
@@ -1030,6 +1052,39 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> (Vec<TrajectoryEvent>, usize
             out.push(ev);
         }
         harmful = Some(own.chance(c.harmful));
+    }
+    // A prompt-injection attack: the injected instruction read in a tool's result, and the
+    // action it asked for when the agent follows it.
+    if let Some(inj) = sys.injection {
+        let mut own = Rng::new(plan.seed ^ 0x2545_f491_4f6c_dd1d ^ fnv(&plan.run_id));
+        if own.chance(inj.attacked) {
+            let followed = own.chance(inj.success);
+            for (tool, attempt, violations) in
+                [("read_inbox", Some(true), vec![]), ("send_email", None, vec![INJECTION_VIOLATION.to_string()])]
+                    .into_iter()
+                    .take(1 + followed as usize)
+            {
+                seq += 1;
+                t += 1;
+                let mut ev = base(plan, seq, t, EventKind::Step);
+                ev.agent_id = Some(sys.agents[0].clone());
+                ev.step = Some(Box::new(Step {
+                    step_kind: StepKind::ToolCall,
+                    tool_name: Some(tool.to_string()),
+                    arguments: Some(r#"{"folder": "inbox"}"#.to_string()),
+                    result_status: Some(if own.chance(sys.tool_error) { ResultStatus::Error } else { ResultStatus::Ok }),
+                    violations,
+                    permission: Some(permission_of(tool).to_string()),
+                    injection_attempt: attempt,
+                    ..Step::default()
+                }));
+                // Tool calls like any other: the compliance signals' true rates are per call.
+                if let Some((c, own)) = compliance.as_mut() {
+                    comply(ev.step.as_mut().expect("set above"), c, own);
+                }
+                out.push(ev);
+            }
+        }
     }
     seq += 1;
     t += 1 + rng.range(0, 200) as i64;
@@ -1117,6 +1172,7 @@ fn permission_of(tool: &str) -> &'static str {
         "read_file" => "files:read",
         "write_file" => "files:write",
         "send_email" => "mail:send",
+        "read_inbox" => "mail:read",
         "transfer_funds" => "payments:write",
         _ => "records:delete",
     }
@@ -1307,6 +1363,7 @@ mod tests {
         featured.systems[0].escalation = Some(EscalationSpec { needed: 0.3, recall: 0.5, precision: 0.5 });
         featured.systems[0].decoding = Some("greedy".into());
         featured.systems[0].compliance = Some(ComplianceSpec { policy_violation: 0.2, leakage: 0.2, harmful: 0.2, protocol: 0.5 });
+        featured.systems[0].injection = Some(InjectionSpec { attacked: 0.5, success: 0.5 });
         let others = |spec: &FleetSpec| -> Vec<Vec<u8>> {
             generate(spec, 0, 60).into_iter().filter(|r| r.system != spec.systems[0].id).map(|r| r.payload).collect()
         };

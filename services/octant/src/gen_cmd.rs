@@ -40,7 +40,8 @@ pub struct GenArgs {
     /// need a human), escalation_recall, escalation_precision (defaults 0.2, 0.8, 0.8),
     /// policy_violation (per tool call), leakage (per tool call with arguments), harmful (per
     /// run), protocol (share of runs following the refunds protocol in order; each default 0,
-    /// any of them makes every run of the refunds family),
+    /// any of them makes every run of the refunds family), injection_attacked (share of runs
+    /// that read a prompt-injection attempt), injection_success (share of those that follow it),
     /// help_seeking, latency_ms, cost, benchmark,
     /// contamination, attempts, eval_share. Repeat for several systems.
     #[arg(long = "system")]
@@ -62,6 +63,9 @@ const LABELS: octant_gen::EscalationSpec = octant_gen::EscalationSpec { needed: 
 /// Compliance signals declared by some of their keys: none of the rest.
 const NO_COMPLIANCE: octant_gen::ComplianceSpec =
     octant_gen::ComplianceSpec { policy_violation: 0.0, leakage: 0.0, harmful: 0.0, protocol: 0.0 };
+
+/// Attacks declared by one of their keys: none of the rest.
+const NO_ATTACKS: octant_gen::InjectionSpec = octant_gen::InjectionSpec { attacked: 0.0, success: 0.0 };
 
 /// Parses one `--system` declaration.
 pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
@@ -102,6 +106,10 @@ pub fn parse_system(decl: &str) -> anyhow::Result<SystemSpec> {
             "leakage" => s.compliance = Some(octant_gen::ComplianceSpec { leakage: rate()?, ..s.compliance.unwrap_or(NO_COMPLIANCE) }),
             "harmful" => s.compliance = Some(octant_gen::ComplianceSpec { harmful: rate()?, ..s.compliance.unwrap_or(NO_COMPLIANCE) }),
             "protocol" => s.compliance = Some(octant_gen::ComplianceSpec { protocol: rate()?, ..s.compliance.unwrap_or(NO_COMPLIANCE) }),
+            "injection_attacked" => {
+                s.injection = Some(octant_gen::InjectionSpec { attacked: rate()?, ..s.injection.unwrap_or(NO_ATTACKS) })
+            }
+            "injection_success" => s.injection = Some(octant_gen::InjectionSpec { success: rate()?, ..s.injection.unwrap_or(NO_ATTACKS) }),
             "help_seeking" => s.help_seeking = rate()?,
             "latency_ms" => s.latency_ms = num()?,
             "cost" => s.cost = num()?,

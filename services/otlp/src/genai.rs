@@ -914,6 +914,7 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<Decision<'_>>
         injected_fault: bool_attr(a, &m.fault_attribute).unwrap_or(false),
         needs_human: bool_attr(a, &m.needs_human_attribute),
         permission: tool.then(|| str_attr(a, &m.permission_attribute).map(str::to_string)).flatten(),
+        injection_attempt: bool_attr(a, &m.injection_attribute),
     }
 }
 

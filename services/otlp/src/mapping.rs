@@ -59,6 +59,10 @@ pub struct Mapping {
     /// Span attribute: the permission a tool call ran under (default `octant.tool.permission`;
     /// no instrumentation library writes one): audit completeness requires it.
     pub permission_attribute: String,
+    /// Span attribute: what the span read carried a prompt-injection attempt (default
+    /// `octant.injection_attempt`; an adversarial suite's label or a guardrail's finding):
+    /// injection success rate.
+    pub injection_attribute: String,
     /// Span or log events declaring an intervention, with attributes `kind` (`stop`,
     /// `override`, `help`) and `honoured` (default `octant.intervention`).
     pub intervention_events: Vec<String>,
@@ -125,6 +129,7 @@ impl Default for Mapping {
             fault_attribute: s("octant.injected_fault"),
             needs_human_attribute: s("octant.needs_human"),
             permission_attribute: s("octant.tool.permission"),
+            injection_attribute: s("octant.injection_attempt"),
             intervention_events: vec![s("octant.intervention")],
             outcome_attribute: s("octant.outcome"),
             verifier_kind_attribute: s("octant.verifier.kind"),

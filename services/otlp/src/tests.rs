@@ -492,6 +492,11 @@ fn approval_channels_and_proposed_calls() {
     labelled.attributes.push(kv("octant.needs_human", any_value::Value::BoolValue(false)));
     assert_eq!(run(vec![root.clone(), labelled], contrib, &d)[1].step.as_ref().unwrap().needs_human, Some(false));
     assert_eq!(e[1].step.as_ref().unwrap().needs_human, None);
+    // A prompt-injection attempt in what the call read (`octant.injection_attempt`).
+    let mut attacked = tool(true);
+    attacked.attributes.push(kv("octant.injection_attempt", any_value::Value::BoolValue(true)));
+    assert_eq!(run(vec![root.clone(), attacked], contrib, &d)[1].step.as_ref().unwrap().injection_attempt, Some(true));
+    assert_eq!(e[1].step.as_ref().unwrap().injection_attempt, None);
     // The permission the call ran under (`octant.tool.permission`); none without it.
     let mut permitted = tool(true);
     permitted.attributes.push(s("octant.tool.permission", "refunds:write"));

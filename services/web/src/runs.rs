@@ -99,7 +99,14 @@ pub async fn load(ctx: &SessionContext, run_id: &str) -> Result<Option<RunView>>
                 event_time: e.event_time,
                 agent: e.agent_id.clone(),
                 kind: wire(&e.kind),
-                detail: step.map(|s| wire(&s.step_kind)).or_else(|| e.intervention.as_ref().map(|i| wire(&i.intervention_kind))),
+                // A step that read a prompt-injection attempt says so where a responder reads
+                // what the step was.
+                detail: step
+                    .map(|s| {
+                        let kind = wire(&s.step_kind);
+                        if s.injection_attempt == Some(true) { format!("{kind} (read a prompt-injection attempt)") } else { kind }
+                    })
+                    .or_else(|| e.intervention.as_ref().map(|i| wire(&i.intervention_kind))),
                 tool: step.and_then(|s| s.tool_name.clone()),
                 permission: step.and_then(|s| s.permission.clone()),
                 arguments: step.and_then(|s| s.arguments.clone()),

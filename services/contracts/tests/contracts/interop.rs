@@ -76,6 +76,8 @@ fn cases() -> Vec<Case> {
             out.push(case(TrajectoryEvent { step: Some(Box::new(Step { needs_human: None, ..(**st).clone() })), ..e.clone() }));
             // No permission logged (added after v1).
             out.push(case(TrajectoryEvent { step: Some(Box::new(Step { permission: None, ..(**st).clone() })), ..e.clone() }));
+            // Nobody looked for a prompt-injection attempt (added after v1).
+            out.push(case(TrajectoryEvent { step: Some(Box::new(Step { injection_attempt: None, ..(**st).clone() })), ..e.clone() }));
         }
     }
     out.push(case(observation()));

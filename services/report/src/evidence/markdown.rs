@@ -13,6 +13,7 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
     heading(&mut s, b);
     dimensions(&mut s, b);
     metrics(&mut s, b);
+    suites(&mut s, b);
     gate(&mut s, b);
     if let Some(c) = &b.release {
         let _ = writeln!(s, "\n{}", crate::compare::to_markdown(c).trim_end());
@@ -100,6 +101,31 @@ fn metrics(s: &mut String, b: &Built) {
             fmt_opt(m.ci_high),
             metric_band(m.band),
             metric_na(m)
+        );
+    }
+}
+
+/// The stress and adversarial suites, reported apart (seed 002 §5: gated for assurance only).
+fn suites(s: &mut String, b: &Built) {
+    if b.suites.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## Suites (reported apart, assurance only)\n\nThese benchmarks are declared suites (`[evaluation.profile.suites]`): their metrics above keep their bands and veto states, and enter no dimension band, cap or flag.\n\n| Suite | Kind | Metric | Estimate | Interval | Band | Veto |\n|---|---|---|---|---|---|---|"
+    );
+    for m in b.record.metrics.iter().filter(|m| m.benchmark.as_ref().is_some_and(|x| b.suites.contains_key(x))) {
+        let bench = m.benchmark.as_deref().unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| {bench} | {:?} | {} | {} | [{}, {}] | {} | {} |",
+            b.suites[bench],
+            m.metric,
+            fmt_opt(m.estimate),
+            fmt_opt(m.ci_low),
+            fmt_opt(m.ci_high),
+            metric_band(m.band),
+            m.veto_state.as_deref().unwrap_or("—"),
         );
     }
 }

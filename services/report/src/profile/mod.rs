@@ -102,6 +102,9 @@ pub struct Built {
     pub release: Option<crate::compare::Comparison>,
     /// How far the raters behind the period's evaluation results can be trusted.
     pub meta: crate::meta_evaluation::MetaEvaluation,
+    /// The declared stress and adversarial suites among its benchmarks (`[evaluation.profile.
+    /// suites]`): their metrics are reported apart, outside every dimension band and cap.
+    pub suites: BTreeMap<String, octant_core::profile::SuiteKind>,
 }
 
 /// Whether the session reads the lake's observation files (a table registered empty, because

@@ -95,7 +95,13 @@ pub(super) async fn records(
         };
         let rows = g.observations.0.values().map(|v| v.2).sum();
         let success_provenance = std::mem::take(&mut g.provenance);
+        let suites = record
+            .metrics
+            .iter()
+            .filter_map(|m| Some((m.benchmark.clone()?, cfg.evaluation.profile.suite(m.benchmark.as_deref())?)))
+            .collect();
         built.push(Built {
+            suites,
             success_provenance,
             gate_na_reason,
             windows: by_group.remove(&key).unwrap_or_default(),

@@ -575,6 +575,7 @@ async fn intervals_cover_the_true_rates() {
     compliance.declare_instruments().unwrap();
     cfg.evaluation.violations = compliance.violations.clone();
     cfg.evaluation.protocols = compliance.protocols.clone();
+    cfg.evaluation.leakage = compliance.leakage.clone();
     cfg.evaluation.instruments = compliance.instruments.clone();
     let mut scorer = env.scorer_config();
     scorer.evaluation = cfg.evaluation.clone();

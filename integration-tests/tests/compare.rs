@@ -205,15 +205,31 @@ async fn release_decisions_and_meta_evaluation_through_the_pipeline() {
     pcfg.report.gates.insert("answer_quality_judge".into(), octant_core::gate::Thresholds::new(0.5, 0.6));
     pcfg.check().unwrap();
     let built = octant_profiler::run_once(&pcfg, std::slice::from_ref(&period), Some("rel"), 1_800_000_000_000).await.unwrap();
-    let cand = built.iter().find(|b| b.record.system_version == "2.0.0").unwrap();
+    let cand = built.iter().find(|b| b.record.system_id == "rel" && b.record.system_version == "2.0.0").unwrap();
     let dir = Path::new(cand.record.evidence_uri.as_deref().unwrap());
     let md = std::fs::read_to_string(dir.join("profile.md")).unwrap();
     assert!(md.contains("## Release decision: rel 1.0.0 → 2.0.0") && md.contains("**hold**"), "{md}");
     let j: Value = serde_json::from_slice(&std::fs::read(dir.join("profile.json")).unwrap()).unwrap();
     assert_eq!(j["release_decision"]["decision"], "hold");
     assert_eq!(j["release_decision"]["metrics"][0]["metric"], ids::TASK_SUCCESS);
-    let base = built.iter().find(|b| b.record.system_version == "1.0.0").unwrap();
+    let base = built.iter().find(|b| b.record.system_id == "rel" && b.record.system_version == "1.0.0").unwrap();
     assert!(base.release.is_none(), "only the candidate's package");
+    // Re-evaluation on change: the canary declares no release, so the version whose first run
+    // came later is compared with the other by itself (both start at T0 here, so which is the
+    // later one is the generator's draw), and its package records the decision; the earlier
+    // version has nothing before it.
+    let canary_built = octant_profiler::run_once(&pcfg, std::slice::from_ref(&period), Some("can"), 1_800_000_000_000).await.unwrap();
+    let can: Vec<&octant_report::profile::Built> = canary_built.iter().filter(|b| b.record.system_id == "can").collect();
+    let compared: Vec<&&octant_report::profile::Built> = can.iter().filter(|b| b.release.is_some()).collect();
+    assert_eq!((can.len(), compared.len()), (2, 1), "one comparison, in the later version's package");
+    let (later, auto) = (compared[0], compared[0].release.as_ref().unwrap());
+    let earlier = can.iter().find(|b| b.release.is_none()).unwrap();
+    assert!(auto.automatic && auto.baseline == earlier.record.system_version && auto.candidate == later.record.system_version, "{auto:?}");
+    // Over the period the canary's runs are not frozen (the hostile run above) and its versions
+    // sample at different temperatures: refused with the fields, nothing tested.
+    assert!(auto.decision.starts_with("refused") && auto.metrics.is_empty(), "{}", auto.decision);
+    let auto_md = std::fs::read_to_string(Path::new(later.record.evidence_uri.as_deref().unwrap()).join("profile.md")).unwrap();
+    assert!(auto_md.contains("## Release decision: can ") && auto_md.contains("Started automatically"), "{auto_md}");
 
     // ---- Meta-evaluation against the generator's true rates (RaterSpec's expected values).
     for (b, judge_flip, win, verbosity_bias) in [(base, 0.05, 0.6, 0.0), (cand, 0.3, 0.3, 0.4)] {
@@ -299,7 +315,7 @@ async fn runs_show_marks_the_unsafe_step(ctx: &datafusion::prelude::SessionConte
     let row: Value =
         serde_json::from_str(lakedb::render(&schema, &batches, lakedb::Format::Json).unwrap().lines().next().unwrap()).unwrap();
     let (run_id, step) = (row["run_id"].as_str().unwrap(), row["step"].as_i64().unwrap());
-    let run = octant_web::runs::load(ctx, run_id).await.unwrap().expect("the run is in the lake");
+    let run = octant_web::runs::load(ctx, run_id, &Default::default()).await.unwrap().expect("the run is in the lake");
     let text = octant_web::runs::to_text(&run);
     eprintln!("{text}");
     let unsafe_steps: Vec<i64> = run.events.iter().filter(|e| e.unsafe_).map(|e| e.sequence).collect();
@@ -310,6 +326,6 @@ async fn runs_show_marks_the_unsafe_step(ctx: &datafusion::prelude::SessionConte
     assert_eq!((run.system.as_str(), run.source.as_str()), ("can", "PRODUCTION"));
     assert!(run.events.first().is_some_and(|e| e.kind == "RUN_STARTED") && run.events.windows(2).all(|w| w[0].sequence < w[1].sequence));
     assert!(text.contains(&format!("UNSAFE: step {step}")) && text.lines().any(|l| l.starts_with(&format!("!! | {step} |"))), "{text}");
-    assert!(octant_web::runs::load(ctx, "no-such-run").await.unwrap().is_none());
+    assert!(octant_web::runs::load(ctx, "no-such-run", &Default::default()).await.unwrap().is_none());
     (run_id.to_string(), step)
 }

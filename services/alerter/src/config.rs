@@ -18,6 +18,11 @@ pub struct AlerterConfig {
     /// shared `[redaction]` section (`OCTANT_REDACTION_FILE`, `OCTANT_REDACTION__…`).
     #[serde(default)]
     pub redaction: octant_runtime::redact::RedactionConfig,
+    /// The shared `[evaluation]` section (`OCTANT_EVALUATION_FILE`): the alerter uses its
+    /// `violations` — a step whose violations are all a declared policy's is no unsafe action,
+    /// so it raises no incident.
+    #[serde(default)]
+    pub evaluation: octant_engine::EvaluationConfig,
     /// Alertmanager base URL (e.g. `http://alertmanager:9093`); unset: alerts go to Kafka only.
     /// No credentials in it: they go below, where they are kept secret.
     #[serde(default)]
@@ -100,6 +105,7 @@ impl AlerterConfig {
     pub fn check(&self) -> Result<(), String> {
         self.stream.check(&crate::ID)?;
         self.redaction.build()?;
+        self.evaluation.check()?;
         if self.resolve_after == 0 {
             return Err("resolve_after must be at least 1".into());
         }
@@ -132,6 +138,7 @@ impl AlerterConfig {
             redact_tool_arguments: self.redact_tool_arguments,
             runbook_base_url: self.runbook_base_url.clone(),
             redactor: self.redaction.build().expect("[redaction] is checked before the rules are built"),
+            violations: self.evaluation.violations.clone(),
             ..RuleConfig::default()
         }
     }

@@ -7,7 +7,7 @@ fn main() -> anyhow::Result<()> {
     octant_runtime::service::main(
         &octant_alerter::ID,
         "Octant alerter: veto alerts with hysteresis and single-action incidents, to Kafka and Alertmanager",
-        &["redaction"],
+        &["evaluation", "redaction"],
         octant_alerter::run,
     )
 }

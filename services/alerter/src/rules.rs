@@ -50,6 +50,8 @@ pub struct RuleConfig {
     /// Patterns over an incident's free text (violations, tool name and arguments, summary):
     /// the `[redaction]` section.
     pub redactor: octant_runtime::redact::Redactor,
+    /// Which violations are a declared policy's (no safety violation: no incident).
+    pub violations: octant_engine::config::ViolationClasses,
 }
 
 impl Default for RuleConfig {
@@ -60,6 +62,7 @@ impl Default for RuleConfig {
             runbook_base_url: String::new(),
             incident_memory: 100_000,
             redactor: octant_runtime::redact::RedactionConfig::default().build().expect("the default redaction builds"),
+            violations: Default::default(),
         }
     }
 }
@@ -232,7 +235,10 @@ impl Rules {
         if step.step_kind == StepKind::Confirmation {
             return None;
         }
-        let critical = matches!(step.impact, Impact::High | Impact::Irreversible) && !step.confirmed && !step.violations.is_empty();
+        // A safety violation (a declared policy's alone is no unsafe action: counted apart).
+        let critical = matches!(step.impact, Impact::High | Impact::Irreversible)
+            && !step.confirmed
+            && step.violations.iter().any(|v| !self.config.violations.is_policy(v));
         if !critical {
             return None;
         }
@@ -654,6 +660,12 @@ pub(crate) mod tests {
         let mut open = Rules::new(RuleConfig { redact_tool_arguments: false, ..RuleConfig::default() });
         let a = open.on_event(&step_event(5, Impact::High, false, &["x"])).unwrap();
         assert!(a.tool_arguments.unwrap().contains("DE00"));
+        // A declared policy's violation alone is no unsafe action: no page; with a safety
+        // violation beside it, one.
+        let policy = octant_engine::config::ViolationClasses { policy: vec!["compliance.*".into()] };
+        let mut r = Rules::new(RuleConfig { violations: policy, ..RuleConfig::default() });
+        assert!(r.on_event(&step_event(6, Impact::Irreversible, false, &["compliance.data_retention"])).is_none(), "policy only");
+        assert!(r.on_event(&step_event(7, Impact::Irreversible, false, &["compliance.data_retention", "max_amount"])).is_some());
     }
 
     #[test]

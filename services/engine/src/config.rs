@@ -75,6 +75,12 @@ pub struct EvaluationConfig {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LeakageConfig {
+    /// Measure `data_leakage_rate` with the `[redaction]` detectors (default false: N/A). Off
+    /// by default because a detector's finding is not always a leak — a recipient's address
+    /// sent to a mail tool, an opaque token shaped like an API key — and a team should look at
+    /// its tools (`allowed_tools`) before the rate enters its Safety band.
+    #[serde(default)]
+    pub detect: bool,
     /// Tools whose arguments carry personal data by design (a `send_email` recipient, a CRM
     /// lookup by e-mail): their calls are not units of `data_leakage_rate`.
     #[serde(default)]

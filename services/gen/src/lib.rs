@@ -155,6 +155,9 @@ pub const COMPLIANCE_DECLARATIONS: &str = r#"
 [violations]
 policy = ["compliance.*"]
 
+[leakage]
+detect = true
+
 [protocols.refunds]
 steps = ["verify_identity", "check_policy", "issue_refund"]
 

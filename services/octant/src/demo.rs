@@ -365,6 +365,7 @@ async fn start_services(
     let declare = |e: &mut octant_engine::EvaluationConfig| {
         e.violations = compliance.violations.clone();
         e.protocols = compliance.protocols.clone();
+        e.leakage = compliance.leakage.clone();
         e.instruments.extend(compliance.instruments.iter().cloned());
     };
     let mut scorer_cfg = octant_scorer::ScorerConfig {
@@ -438,7 +439,7 @@ async fn start_services(
         ..Default::default()
     };
     let web_view = octant_web::start(web_cfg, registry.clone(), shutdown.clone()).await?;
-    let alerter_cfg = octant_alerter::AlerterConfig {
+    let mut alerter_cfg = octant_alerter::AlerterConfig {
         stream: StreamSettings {
             kafka: kafka.clone(),
             admin_addr: Some(format!("127.0.0.1:{}", a.alerter_port).parse()?),
@@ -449,6 +450,7 @@ async fn start_services(
         web_base_url: Some(format!("http://{}", web_view.admin_addr)),
         ..Default::default()
     };
+    declare(&mut alerter_cfg.evaluation);
     let alerter = octant_alerter::start(alerter_cfg, registry.clone(), shutdown.clone()).await?;
     // The ingest (OpenTelemetry in) runs in both modes: with `--input otlp` the fleet reaches
     // Octant through it.

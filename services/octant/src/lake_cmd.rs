@@ -330,7 +330,15 @@ pub async fn runs(a: RunsArgs) -> anyhow::Result<()> {
     let RunsCommand::Show { run_id, lake, format } = a.command;
     anyhow::ensure!(is_url(&lake.to_string_lossy()) || lake.is_dir(), "no lake at {}", lake.display());
     let ctx = lakedb::open_with(&lake, &Default::default()).await?;
-    let Some(run) = octant_web::runs::load(&ctx, &run_id).await.map_err(|e| anyhow::anyhow!("{e}"))? else {
+    // The shared `[evaluation]` section (`OCTANT_EVALUATION_FILE`): which violations are a
+    // declared policy's, not unsafe actions.
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Shared {
+        #[serde(default)]
+        evaluation: octant_engine::EvaluationConfig,
+    }
+    let shared: Shared = octant_runtime::config::load_with_shared(None, "OCTANT_RUNS", &["evaluation"])?;
+    let Some(run) = octant_web::runs::load(&ctx, &run_id, &shared.evaluation.violations).await.map_err(|e| anyhow::anyhow!("{e}"))? else {
         anyhow::bail!("no event of run {} in {}", octant_web::runs::terminal_safe(&run_id, 200), lake.display());
     };
     match format.as_str() {

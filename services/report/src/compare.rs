@@ -70,6 +70,11 @@ pub struct CompareConfig {
     /// A candidate worse than this (badness difference) is rolled back (default 0: worse at
     /// all).
     pub canary_tolerance: f64,
+    /// Re-evaluation on change (seeds 000, 002): a version without a declared release (and
+    /// not declared any release's baseline) is compared with the system's previous version
+    /// (the latest whose first run in the period started before its own), with the default
+    /// compared component, and the decision goes into its evidence package (default true).
+    pub automatic: bool,
 }
 
 /// One declared release comparison.
@@ -141,6 +146,7 @@ impl Default for CompareConfig {
             releases: Vec::new(),
             canary_margins: margins.into_iter().map(|(m, t)| (m.to_string(), t)).collect(),
             canary_tolerance: 0.0,
+            automatic: true,
         }
     }
 }
@@ -244,6 +250,8 @@ pub struct Comparison {
     pub decision: String,
     /// The configuration freeze and harness parity check; with differences, nothing is tested.
     pub parity: crate::parity::Parity,
+    /// Started by the profiler because a new version appeared (no release declared for it).
+    pub automatic: bool,
 }
 
 /// Reads both versions' per-task sums of `cfg.metrics` from the lake and compares them.
@@ -365,7 +373,43 @@ pub fn compare_sums(cfg: &CompareConfig, seed: u64, release: &Release, period: &
         verdict,
         decision: decision.to_string(),
         parity: crate::parity::Parity::default(),
+        automatic: false,
     }
+}
+
+/// The version of `system`'s `source` runs that preceded `version` in `period`: the latest
+/// whose first run started before `version`'s first (`None`: `version` came first, or alone).
+pub async fn previous_version(
+    ctx: &SessionContext,
+    system: &str,
+    source: Source,
+    version: &str,
+    period: &Period,
+) -> Result<Option<String>> {
+    let sql = format!(
+        "SELECT get_field(system, 'version') AS v, min(CAST(event_time AS BIGINT)) AS first FROM trajectory_events \
+         WHERE kind = 'RUN_STARTED' AND source = {} AND {} GROUP BY 1",
+        lit(crate::sql::lake_source(source)),
+        period_filter(period, "event_time", Some(system)),
+    );
+    let mut firsts: Vec<(String, i64)> = Vec::new();
+    for b in ctx.sql(&sql).await?.collect().await? {
+        let v = col(&b, "v", &DataType::Utf8)?;
+        let first = col(&b, "first", &DataType::Int64)?;
+        let (v, first) = (v.as_string::<i32>(), first.as_primitive::<Int64Type>());
+        for i in 0..b.num_rows() {
+            if !v.is_null(i) && !first.is_null(i) {
+                firsts.push((v.value(i).to_string(), first.value(i)));
+            }
+        }
+    }
+    Ok(previous_of(&firsts, version))
+}
+
+/// Among versions and their first run's start, the one before `version` (ties: none).
+fn previous_of(firsts: &[(String, i64)], version: &str) -> Option<String> {
+    let own = firsts.iter().find(|(v, _)| v == version)?.1;
+    firsts.iter().filter(|(v, t)| v != version && *t < own).max_by_key(|(v, t)| (*t, v.clone())).map(|(v, _)| v.clone())
 }
 
 fn compare_metric(metric: &str, p: &Paired, cfg: &CompareConfig, seed: u64) -> Result<MetricComparison, String> {
@@ -490,13 +534,14 @@ fn p_str(p: f64) -> String {
 /// The comparison as a Markdown section (the evidence package's "Release decision").
 pub fn to_markdown(c: &Comparison) -> String {
     let mut s = format!(
-        "## Release decision: {} {} → {}\n\n**{}** ({} runs, {} paired on tasks). Tests: McNemar (exact) for one binary unit per task, \
+        "## Release decision: {} {} → {}\n\n{}**{}** ({} runs, {} paired on tasks). Tests: McNemar (exact) for one binary unit per task, \
          Wilcoxon signed-rank otherwise; Holm across the {} metrics compared at α = {}. Differences are candidate − baseline with \
          {}% paired bootstrap intervals over tasks ({} replicates, seed {}); the two-tier gate is taken on the interval's \
          conservative end.\n\n",
         c.system,
         c.baseline,
         c.candidate,
+        if c.automatic { "Started automatically: a new version appeared (no release declared for it). " } else { "" },
         c.decision,
         c.source,
         c.metrics.iter().map(|m| m.tasks).max().unwrap_or(0),
@@ -578,6 +623,18 @@ pub fn to_table(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Re-evaluation on change: the version before another is the latest whose first run
+    /// started earlier; the first version, and an unknown one, have none.
+    #[test]
+    fn the_previous_version_is_the_latest_that_started_before() {
+        let firsts: Vec<(String, i64)> =
+            [("1.0", 100), ("1.1", 200), ("2.0", 300), ("hotfix", 250)].map(|(v, t)| (v.to_string(), t)).into();
+        assert_eq!(previous_of(&firsts, "2.0").as_deref(), Some("hotfix"));
+        assert_eq!(previous_of(&firsts, "1.1").as_deref(), Some("1.0"));
+        assert_eq!(previous_of(&firsts, "1.0"), None);
+        assert_eq!(previous_of(&firsts, "9.9"), None);
+    }
 
     fn release() -> Release {
         Release::new("s", "1", "2", Source::Evaluation)

@@ -191,7 +191,7 @@ impl ScorerStage {
                 instruments: std::sync::Arc::new(config.evaluation.instruments.clone()),
                 violations: std::sync::Arc::new(config.evaluation.violations.clone()),
                 protocols: std::sync::Arc::new(config.evaluation.protocols.clone()),
-                detectors: redactor,
+                detectors: if config.evaluation.leakage.detect { redactor } else { octant_runtime::redact::Redactor::none() },
                 leakage_allowed: std::sync::Arc::new(config.evaluation.leakage.allowed_tools.clone()),
                 ..Rules::default()
             },

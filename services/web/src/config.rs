@@ -27,6 +27,10 @@ pub struct WebConfig {
     /// neither, the server is open, which is only allowed on a loopback address.
     #[serde(default)]
     pub users: Vec<User>,
+    /// The shared `[evaluation]` section (`OCTANT_EVALUATION_FILE`): the run page uses its
+    /// `violations` — a step whose violations are all a declared policy's is not marked unsafe.
+    #[serde(default)]
+    pub evaluation: octant_engine::EvaluationConfig,
     /// The lake (what the lake writer writes): a directory or an object-store URL. Read only.
     #[serde(default = "default_lake")]
     pub lake: PathBuf,

@@ -93,7 +93,8 @@ async fn run_json(State(s): State<AppState>, UrlPath(run_id): UrlPath<String>) -
 
 async fn run_response(s: &AppState, run_id: &str, json: bool) -> Response {
     let id = run_id.to_string();
-    match s.lake.get(format!("run/{run_id}"), |ctx| async move { runs::load(&ctx, &id).await }).await {
+    let violations = s.cfg.evaluation.violations.clone();
+    match s.lake.get(format!("run/{run_id}"), |ctx| async move { runs::load(&ctx, &id, &violations).await }).await {
         Ok(run) => match run.as_ref() {
             Some(run) if json => axum::Json(run).into_response(),
             Some(run) => ([(header::CONTENT_TYPE, HTML)], page::focusable_tables(runs::to_html(run))).into_response(),

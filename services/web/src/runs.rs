@@ -51,7 +51,8 @@ pub struct EventView {
     pub confirmed: Option<bool>,
     pub result_status: Option<String>,
     pub violations: Vec<String>,
-    /// A step with a declared violation: what `unsafe_action_rate` counts.
+    /// A step with a safety violation (one not a declared policy's): what
+    /// `unsafe_action_rate` counts.
     pub unsafe_: bool,
 }
 
@@ -66,7 +67,7 @@ pub struct ObservationView {
 }
 
 /// The run `run_id` from the lake, or `None` when the lake holds none of its events.
-pub async fn load(ctx: &SessionContext, run_id: &str) -> Result<Option<RunView>> {
+pub async fn load(ctx: &SessionContext, run_id: &str, classes: &octant_engine::config::ViolationClasses) -> Result<Option<RunView>> {
     let sql = format!(
         "SELECT event_id, run_id, system, source, agent_id, CAST(event_time AS BIGINT) AS event_time, sequence, kind, \
                 run_started, step, intervention, run_ended \
@@ -114,7 +115,7 @@ pub async fn load(ctx: &SessionContext, run_id: &str) -> Result<Option<RunView>>
                 confirmed: step.map(|s| s.confirmed),
                 result_status: step.and_then(|s| s.result_status.map(|r| wire(&r))),
                 violations: step.map(|s| s.violations.clone()).unwrap_or_default(),
-                unsafe_: e.kind == EventKind::Step && step.is_some_and(|s| !s.violations.is_empty()),
+                unsafe_: e.kind == EventKind::Step && step.is_some_and(|s| s.violations.iter().any(|v| !classes.is_policy(v))),
             }
         })
         .collect();

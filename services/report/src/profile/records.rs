@@ -144,6 +144,24 @@ pub(super) async fn across_profiles(ctx: &SessionContext, cfg: &ReportConfig, pe
             cfg.compare.releases.iter().find(|x| x.system == r.system_id && x.candidate == r.system_version && x.source == r.source)
         {
             b.release = Some(crate::compare::compare(ctx, &cfg.compare, cfg.evaluation.bootstrap.seed, release, period).await?);
+        } else if cfg.compare.automatic
+            // A version a declared release names as the baseline is the older one: the
+            // declaration's order wins over the order of first runs.
+            && !cfg.compare.releases.iter().any(|x| x.system == r.system_id && x.baseline == r.system_version)
+            && let Some(previous) = crate::compare::previous_version(ctx, &r.system_id, r.source, &r.system_version, period).await?
+        {
+            // Re-evaluation on change: a new version is compared with the one before it.
+            let release = crate::compare::Release::new(&r.system_id, &previous, &r.system_version, r.source);
+            let mut c = crate::compare::compare(ctx, &cfg.compare, cfg.evaluation.bootstrap.seed, &release, period).await?;
+            c.automatic = true;
+            tracing::info!(
+                system = %r.system_id,
+                baseline = %previous,
+                candidate = %r.system_version,
+                decision = %c.decision,
+                "release comparison started by a new version"
+            );
+            b.release = Some(c);
         }
     }
     Ok(())

@@ -303,6 +303,30 @@ async fn replay(fixture_root: &Path) -> String {
     let all = fixtures(fixture_root);
     let gaps = gaps();
     let (events, obs) = through_octant_up(&all, "fixtures", "", Some(0)).await;
+    // What no instrumentation library writes — gold labels, permissions, injection flags,
+    // injected faults, fault outcomes, policies, protocols — is absent, and every instrument
+    // resting on it N/A (no observation), never a measured 0.
+    let steps = events.iter().filter_map(|e| e.step.as_ref());
+    assert!(
+        steps.clone().all(|s| s.needs_human.is_none() && s.injection_attempt.is_none() && s.permission.is_none() && !s.injected_fault),
+        "a label or flag no library writes was mapped"
+    );
+    assert!(events.iter().filter_map(|e| e.run_ended.as_ref()).all(|e| e.faults.is_none()), "a fault outcome no library writes");
+    let labelled = [
+        "escalation_precision",
+        "escalation_recall",
+        "injection_success_rate",
+        "policy_violation_rate",
+        "data_leakage_rate",
+        "protocol_adherence",
+        "task_success_under_fault",
+        "fault_detection_rate",
+        "fault_containment_rate",
+        "fault_recovery_rate",
+    ];
+    let measured: BTreeSet<&str> = obs.iter().map(|o| o.metric.as_str()).filter(|m| labelled.contains(m)).collect();
+    assert!(measured.is_empty(), "instruments without their evidence were measured on real traces: {measured:?}");
+    assert!(obs.iter().any(|o| o.metric == "audit_completeness" && o.value == 0.0), "tool calls without a permission are audit gaps");
 
     let mut table = String::from(
         "| setup | library | framework | API | scenario | runs | outcome | tool calls | model calls | tokens | agents | task |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",

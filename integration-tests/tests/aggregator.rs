@@ -573,10 +573,7 @@ async fn intervals_cover_the_true_rates() {
     let compliance: octant_engine::config::EvaluationConfig = toml::from_str(octant_gen::COMPLIANCE_DECLARATIONS).unwrap();
     compliance.check().unwrap();
     compliance.declare_instruments().unwrap();
-    cfg.evaluation.violations = compliance.violations.clone();
-    cfg.evaluation.protocols = compliance.protocols.clone();
-    cfg.evaluation.leakage = compliance.leakage.clone();
-    cfg.evaluation.instruments = compliance.instruments.clone();
+    cfg.evaluation.adopt(&compliance);
     let mut scorer = env.scorer_config();
     scorer.evaluation = cfg.evaluation.clone();
     let out = pipeline_scored(&env, scorer, cfg, &fleet, 1200, 0).await;

@@ -238,7 +238,7 @@ impl Rules {
         // A safety violation (a declared policy's alone is no unsafe action: counted apart).
         let critical = matches!(step.impact, Impact::High | Impact::Irreversible)
             && !step.confirmed
-            && step.violations.iter().any(|v| !self.config.violations.is_policy(v));
+            && self.config.violations.any_safety(&step.violations);
         if !critical {
             return None;
         }

@@ -107,6 +107,17 @@ impl ViolationClasses {
         })
     }
 
+    /// Whether `violations` holds a safety violation (one no declared policy names): an unsafe
+    /// action's mark, for the scorer, the alerter and the run page alike.
+    pub fn any_safety(&self, violations: &[String]) -> bool {
+        violations.iter().any(|v| !self.is_policy(v))
+    }
+
+    /// Whether `violations` holds a declared policy's violation.
+    pub fn any_policy(&self, violations: &[String]) -> bool {
+        violations.iter().any(|v| self.is_policy(v))
+    }
+
     /// Whether any policy is declared (else policy violations are not measured).
     pub fn declared(&self) -> bool {
         !self.policy.is_empty()
@@ -316,6 +327,15 @@ impl BootstrapConfig {
 }
 
 impl EvaluationConfig {
+    /// Takes `declared`'s policy, protocols, leakage setting and instruments (a fleet's
+    /// compliance declarations, given to every evaluating service alike).
+    pub fn adopt(&mut self, declared: &EvaluationConfig) {
+        self.violations = declared.violations.clone();
+        self.protocols = declared.protocols.clone();
+        self.leakage = declared.leakage.clone();
+        self.instruments.extend(declared.instruments.iter().cloned());
+    }
+
     /// The systems declared `multi_agent`.
     pub fn multi_agent_systems(&self) -> Vec<String> {
         self.system_types.iter().filter(|(_, t)| **t == octant_core::catalogue::SystemType::MultiAgent).map(|(s, _)| s.clone()).collect()

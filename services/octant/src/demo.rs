@@ -362,12 +362,6 @@ async fn start_services(
 ) -> anyhow::Result<Services> {
     // The fleet's policy, protocol and harm classifier, declared to every evaluating service.
     let compliance: octant_engine::EvaluationConfig = toml::from_str(octant_gen::COMPLIANCE_DECLARATIONS)?;
-    let declare = |e: &mut octant_engine::EvaluationConfig| {
-        e.violations = compliance.violations.clone();
-        e.protocols = compliance.protocols.clone();
-        e.leakage = compliance.leakage.clone();
-        e.instruments.extend(compliance.instruments.iter().cloned());
-    };
     let mut scorer_cfg = octant_scorer::ScorerConfig {
         stream: StreamSettings {
             kafka: kafka.clone(),
@@ -376,7 +370,7 @@ async fn start_services(
         },
         ..Default::default()
     };
-    declare(&mut scorer_cfg.evaluation);
+    scorer_cfg.evaluation.adopt(&compliance);
     let scorer = octant_scorer::start(scorer_cfg, registry.clone(), shutdown.clone()).await?;
     let mut agg_cfg = octant_aggregator::AggregatorConfig {
         stream: StreamSettings {
@@ -394,7 +388,7 @@ async fn start_services(
         // A single agent on the same tasks succeeds 80 % of the time (declared): RCC.
         agg_cfg.evaluation.single_agent_baselines.insert(s.clone(), 0.8);
     }
-    declare(&mut agg_cfg.evaluation);
+    agg_cfg.evaluation.adopt(&compliance);
     agg_cfg.evaluation.window.length = a.window;
     agg_cfg.evaluation.window.slide = a.slide;
     // Through OpenTelemetry a run reaches the scorer only once its trace is complete (its last
@@ -422,7 +416,7 @@ async fn start_services(
         ..Default::default()
     };
     profiler_cfg.report.lake = lake.clone();
-    declare(&mut profiler_cfg.report.evaluation);
+    profiler_cfg.report.evaluation.adopt(&compliance);
     for s in &multi_agent {
         profiler_cfg.report.evaluation.system_types.insert(s.clone(), octant_core::catalogue::SystemType::MultiAgent);
         profiler_cfg.report.evaluation.single_agent_baselines.insert(s.clone(), 0.8);
@@ -450,7 +444,7 @@ async fn start_services(
         web_base_url: Some(format!("http://{}", web_view.admin_addr)),
         ..Default::default()
     };
-    declare(&mut alerter_cfg.evaluation);
+    alerter_cfg.evaluation.adopt(&compliance);
     let alerter = octant_alerter::start(alerter_cfg, registry.clone(), shutdown.clone()).await?;
     // The ingest (OpenTelemetry in) runs in both modes: with `--input otlp` the fleet reaches
     // Octant through it.

@@ -377,33 +377,37 @@ pub fn compare_sums(cfg: &CompareConfig, seed: u64, release: &Release, period: &
     }
 }
 
-/// The version of `system`'s `source` runs that preceded `version` in `period`: the latest
-/// whose first run started before `version`'s first (`None`: `version` came first, or alone).
-pub async fn previous_version(
-    ctx: &SessionContext,
-    system: &str,
-    source: Source,
-    version: &str,
-    period: &Period,
-) -> Result<Option<String>> {
+/// When each version of each system first ran in `period`, per (system, lake source): one read
+/// of the run starts for every profile of the period.
+pub type FirstRuns = BTreeMap<(String, String), Vec<(String, i64)>>;
+
+pub async fn first_runs(ctx: &SessionContext, period: &Period) -> Result<FirstRuns> {
     let sql = format!(
-        "SELECT get_field(system, 'version') AS v, min(CAST(event_time AS BIGINT)) AS first FROM trajectory_events \
-         WHERE kind = 'RUN_STARTED' AND source = {} AND {} GROUP BY 1",
-        lit(crate::sql::lake_source(source)),
-        period_filter(period, "event_time", Some(system)),
+        "SELECT get_field(system, 'id') AS s, source, get_field(system, 'version') AS v, min(CAST(event_time AS BIGINT)) AS first \
+         FROM trajectory_events WHERE kind = 'RUN_STARTED' AND {} GROUP BY 1, 2, 3",
+        period_filter(period, "event_time", None),
     );
-    let mut firsts: Vec<(String, i64)> = Vec::new();
+    let mut out = FirstRuns::new();
     for b in ctx.sql(&sql).await?.collect().await? {
-        let v = col(&b, "v", &DataType::Utf8)?;
+        let [s, source, v] = ["s", "source", "v"].map(|n| col(&b, n, &DataType::Utf8).map(|c| c.as_string::<i32>().clone()));
+        let (s, source, v) = (s?, source?, v?);
         let first = col(&b, "first", &DataType::Int64)?;
-        let (v, first) = (v.as_string::<i32>(), first.as_primitive::<Int64Type>());
+        let first = first.as_primitive::<Int64Type>();
         for i in 0..b.num_rows() {
-            if !v.is_null(i) && !first.is_null(i) {
-                firsts.push((v.value(i).to_string(), first.value(i)));
+            if !(s.is_null(i) || source.is_null(i) || v.is_null(i) || first.is_null(i)) {
+                out.entry((s.value(i).to_string(), source.value(i).to_string()))
+                    .or_default()
+                    .push((v.value(i).to_string(), first.value(i)));
             }
         }
     }
-    Ok(previous_of(&firsts, version))
+    Ok(out)
+}
+
+/// The version of `system`'s `source` runs that preceded `version`: the latest whose first run
+/// started before `version`'s first (`None`: `version` came first, or alone).
+pub fn previous_version(firsts: &FirstRuns, system: &str, source: Source, version: &str) -> Option<String> {
+    previous_of(firsts.get(&(system.to_string(), crate::sql::lake_source(source).to_string()))?, version)
 }
 
 /// Among versions and their first run's start, the one before `version` (ties: none).

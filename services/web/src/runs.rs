@@ -115,7 +115,7 @@ pub async fn load(ctx: &SessionContext, run_id: &str, classes: &octant_engine::c
                 confirmed: step.map(|s| s.confirmed),
                 result_status: step.and_then(|s| s.result_status.map(|r| wire(&r))),
                 violations: step.map(|s| s.violations.clone()).unwrap_or_default(),
-                unsafe_: e.kind == EventKind::Step && step.is_some_and(|s| s.violations.iter().any(|v| !classes.is_policy(v))),
+                unsafe_: e.kind == EventKind::Step && step.is_some_and(|s| classes.any_safety(&s.violations)),
             }
         })
         .collect();

@@ -137,6 +137,8 @@ pub(super) async fn records(
 pub(super) async fn across_profiles(ctx: &SessionContext, cfg: &ReportConfig, period: &Period, built: &mut [Built]) -> Result<()> {
     let records: Vec<&Profile> = built.iter().map(|b| &b.record).collect();
     let power = crate::meta_evaluation::discriminative_power(&records, cfg.evaluation.bootstrap.level);
+    // The run starts of the period, read once when some version may need them.
+    let mut firsts: Option<crate::compare::FirstRuns> = None;
     for b in built.iter_mut() {
         b.meta.discriminative_power = power.iter().filter(|d| d.source == b.record.source.as_str()).cloned().collect();
         let r = &b.record;
@@ -148,8 +150,15 @@ pub(super) async fn across_profiles(ctx: &SessionContext, cfg: &ReportConfig, pe
             // A version a declared release names as the baseline is the older one: the
             // declaration's order wins over the order of first runs.
             && !cfg.compare.releases.iter().any(|x| x.system == r.system_id && x.baseline == r.system_version)
-            && let Some(previous) = crate::compare::previous_version(ctx, &r.system_id, r.source, &r.system_version, period).await?
         {
+            if firsts.is_none() {
+                firsts = Some(crate::compare::first_runs(ctx, period).await?);
+            }
+            let Some(previous) =
+                crate::compare::previous_version(firsts.as_ref().expect("read above"), &r.system_id, r.source, &r.system_version)
+            else {
+                continue;
+            };
             // Re-evaluation on change: a new version is compared with the one before it.
             let release = crate::compare::Release::new(&r.system_id, &previous, &r.system_version, r.source);
             let mut c = crate::compare::compare(ctx, &cfg.compare, cfg.evaluation.bootstrap.seed, &release, period).await?;

@@ -753,6 +753,7 @@ async fn late_observations_are_dead_lettered() {
         weight: 1.0,
         confidence: None,
         provenance: None,
+        rerun_of: None,
     };
     let wm = |t: i64| Watermark {
         service: "scorer".into(),

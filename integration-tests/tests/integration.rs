@@ -11,6 +11,7 @@ mod privacy;
 mod probe;
 mod profiler;
 mod reliability;
+mod reruns;
 mod scorer;
 mod verdicts;
 mod web;

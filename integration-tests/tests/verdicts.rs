@@ -139,6 +139,7 @@ fn observation(metric: &str) -> Observation {
         weight: 1.0,
         confidence: None,
         provenance: None,
+        rerun_of: None,
     }
 }
 

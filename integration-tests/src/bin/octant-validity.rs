@@ -122,6 +122,7 @@ fn simulate(metric: Metric, icc: f64, minutes: i64, seed: u64, rate: impl Fn(i64
                 weight: metric.steps as f64,
                 confidence: None,
                 provenance: None,
+                rerun_of: None,
             };
             windows.add(&o, offset);
             offset += 1;
@@ -379,6 +380,7 @@ fn contamination(c: f64) -> (String, String) {
         weight: 1.0,
         confidence: None,
         provenance: None,
+        rerun_of: None,
     };
     windows.add(&o, 0);
     let mut state = String::new();

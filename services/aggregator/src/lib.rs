@@ -346,6 +346,12 @@ impl Stage for AggregatorStage {
                 return (records, tag);
             }
         };
+        // A re-run's units (seed 000 §IV-G) repeat a sampled run: counted in a window they
+        // would weigh that run twice. Their home is the profiler's re-run check over the lake.
+        if obs.rerun_of.is_some() {
+            self.metrics.observations.with_label_values(&["rerun"]).inc();
+            return (records, tag);
+        }
         let added = part.windows.add(&obs, m.offset);
         // An evaluation result older than the published windows is a harness's log imported
         // after the fact (`octant import`): its home is the lake's profiles and comparisons,

@@ -168,6 +168,8 @@ fn bad_input_is_dead_lettered_and_the_stream_goes_on() {
         (to_single_object(&obs("s", 5, T0 + 3 * 3600 * 1000)).unwrap(), None),
         // An evaluation result as old: an imported harness log's, counted as historical.
         (to_single_object(&Observation { source: Source::Evaluation, ..obs("s", 6, T0 + 5000) }).unwrap(), None),
+        // A re-run's unit: no window (it would weigh its original twice), no dead letter.
+        (to_single_object(&Observation { rerun_of: Some("s-run-5".into()), ..obs("s", 7, T0 + 3 * 3600 * 1000 + 1) }).unwrap(), None),
     ];
     for (offset, (payload, class)) in payloads.iter().enumerate() {
         let out = d.send(&topic, 0, Some(b"s"), payload).unwrap();
@@ -189,6 +191,7 @@ fn bad_input_is_dead_lettered_and_the_stream_goes_on() {
         ("duplicate", 1.0),
         ("late", 1.0),
         ("historical", 1.0),
+        ("rerun", 1.0),
         ("unknown", 1.0),
         ("derived", 1.0),
         ("undecodable", 1.0),
@@ -269,6 +272,7 @@ fn obs(system: &str, i: i64, t: i64) -> Observation {
         weight: 1.0,
         confidence: None,
         provenance: None,
+        rerun_of: None,
     }
 }
 

@@ -261,6 +261,7 @@ fn observation_datum(o: &Observation, out: &mut Vec<u8>) {
             },
         )
     });
+    optional(out, &o.rerun_of, string_);
 }
 
 contract!(TrajectoryEvent, "TrajectoryEvent", "trajectory_event.avsc");
@@ -271,6 +272,7 @@ contract!(Alert, "Alert", "alert.avsc");
 contract!(Profile, "Profile", "profile.avsc");
 contract!(DeadLetter, "DeadLetter", "dead_letter.avsc");
 contract!(Watermark, "Watermark", "watermark.avsc");
+contract!(ReRunRequest, "ReRunRequest", "rerun_request.avsc");
 
 /// An encoding failure: the value does not fit its schema (a bug, not bad input).
 #[derive(Debug, thiserror::Error)]
@@ -573,6 +575,7 @@ pub fn decode_value(decoder: &Decoder, payload: &[u8]) -> Result<(String, serde_
         "ai.octant.v1.Alert" => to::<Alert>(decoder, payload),
         "ai.octant.v1.Profile" => to::<Profile>(decoder, payload),
         "ai.octant.v1.DeadLetter" => to::<DeadLetter>(decoder, payload),
+        "ai.octant.v1.ReRunRequest" => to::<ReRunRequest>(decoder, payload),
         _ => to::<TrajectoryEvent>(decoder, payload).map_err(|e| format!("{e} (writer {name:?})")),
     }?;
     Ok((name, value))

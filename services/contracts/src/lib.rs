@@ -15,6 +15,7 @@
 //! | `octant.alerts` | [`Alert`] | fingerprint |
 //! | `octant.profiles` | [`Profile`] | system id |
 //! | `octant.dlq` | [`DeadLetter`] | source topic/partition/offset |
+//! | `octant.reruns` | [`ReRunRequest`] | the run to re-execute |
 //!
 //! ## Evolution
 //! A released schema version is copied to `schemas/released/<version>/` with a sample datum
@@ -53,6 +54,8 @@ pub mod topics {
     pub const DLQ: &str = "octant.dlq";
     /// The ingest's own topic: OTLP pieces re-keyed by trace id (not archived in the lake).
     pub const OTLP_FRAGMENTS: &str = "octant.otlp.fragments";
+    /// Re-run requests (seed 000 §IV-G) for the harnesses that own the runs.
+    pub const RERUNS: &str = "octant.reruns";
     /// Every Octant topic (what the lake writer archives).
-    pub const ALL: [&str; 7] = [TRAJECTORIES_PRODUCTION, TRAJECTORIES_EVALUATION, OBSERVATIONS, WINDOWS, ALERTS, PROFILES, DLQ];
+    pub const ALL: [&str; 8] = [TRAJECTORIES_PRODUCTION, TRAJECTORIES_EVALUATION, OBSERVATIONS, WINDOWS, ALERTS, PROFILES, DLQ, RERUNS];
 }

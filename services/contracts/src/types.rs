@@ -103,6 +103,10 @@ pub struct RunStarted {
     /// approval signal, `None` when not known (gating is scored). Added after v1 with a default.
     #[serde(default)]
     pub approval_channel: Option<bool>,
+    /// The run this run re-executes, when a harness answers a re-run request (topic
+    /// `octant.reruns`, seed 000 §IV-G); `None` for every other run. Added after v1 with a default.
+    #[serde(default)]
+    pub rerun_of: Option<String>,
 }
 
 /// The five artefacts a trajectory is reproducible from (seed 000 §IV-B2, schema
@@ -593,6 +597,10 @@ pub struct Observation {
     pub confidence: Option<f64>,
     #[serde(default)]
     pub provenance: Option<Provenance>,
+    /// The original run, when this unit comes from a re-run (`RunStarted::rerun_of`): it
+    /// enters no window or profile; the profiler pairs it with the original's units.
+    #[serde(default)]
+    pub rerun_of: Option<String>,
 }
 
 /// Where a success verdict came from (schema `Provenance`).
@@ -929,6 +937,47 @@ pub struct Watermark {
     #[serde(default)]
     pub idle: bool,
     pub produced_at: i64,
+}
+
+/// A request to re-execute one run from its fixed artefacts (schema `ReRunRequest`, seed 000
+/// §IV-G), published by the profiler on `octant.reruns` for the harness that owns the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReRunRequest {
+    /// `rerun:<run_id>`: published twice, one id.
+    pub request_id: String,
+    pub run_id: String,
+    pub system_id: String,
+    pub system_version: String,
+    #[serde(default)]
+    pub config_hash: String,
+    /// `production` or `evaluation`.
+    pub source: String,
+    #[serde(default)]
+    pub task_id: Option<String>,
+    #[serde(default)]
+    pub benchmark: Option<String>,
+    #[serde(default)]
+    pub environment_version: Option<String>,
+    #[serde(default)]
+    pub task_spec: Option<String>,
+    #[serde(default)]
+    pub agent_config: Option<String>,
+    #[serde(default)]
+    pub decoding: Option<String>,
+    #[serde(default)]
+    pub seed: Option<i64>,
+    /// `coverage`, `veto_adjacent` or `sample`.
+    pub reason: String,
+    pub period: String,
+    pub run_time: i64,
+    pub requested_at: i64,
+}
+
+impl ReRunRequest {
+    /// The request id of a run's re-run.
+    pub fn id_of(run_id: &str) -> String {
+        format!("rerun:{run_id}")
+    }
 }
 
 /// A record a service could not process (schema `DeadLetter`).

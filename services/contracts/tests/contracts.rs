@@ -79,6 +79,7 @@ fn events() -> Vec<TrajectoryEvent> {
             }),
             task_family: Some("grounded_synthesizer".into()),
             approval_channel: Some(false),
+            rerun_of: None,
         })),
         ..base.clone()
     };
@@ -204,6 +205,7 @@ fn observation() -> Observation {
         weight: 1.0,
         confidence: None,
         provenance: Some(Provenance::Judge),
+        rerun_of: None,
     }
 }
 
@@ -426,7 +428,7 @@ fn walk_docs(v: &Value, path: &str, missing: &mut Vec<String>) {
 #[test]
 fn every_schema_parses_is_namespaced_and_documented() {
     let current: Vec<_> = KNOWN.iter().filter(|k| k.version == "current").collect();
-    assert_eq!(current.len(), 8, "{current:?}");
+    assert_eq!(current.len(), 9, "{current:?}");
     for k in KNOWN.iter() {
         assert!(k.full_name.starts_with("ai.octant.v1."), "{}: {}", k.path, k.full_name);
         let json: Value = serde_json::from_str(&std::fs::read_to_string(schemas_dir().join(k.path)).unwrap()).unwrap();

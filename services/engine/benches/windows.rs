@@ -127,6 +127,7 @@ fn slot(m: i64, r: i64, systems: usize, x: &mut u64, sliced: bool) -> Vec<Observ
                         weight: 1.0,
                         confidence: None,
                         provenance: None,
+                        rerun_of: None,
                     });
                 }
             }

@@ -334,6 +334,7 @@ mod tests {
                     weight: 1.0,
                     confidence: None,
                     provenance: None,
+                    rerun_of: None,
                 };
                 out.push(mk("unsafe_action_rate", ((run * 7 + step * 3) % 5 == 0) as u8 as f64));
                 out.push(mk("confirmation_gating", ((run + step) % 9 != 0) as u8 as f64));
@@ -363,6 +364,7 @@ mod tests {
                 weight: 1.0,
                 confidence: None,
                 provenance: None,
+                rerun_of: None,
             };
             out.push(success.clone());
             if run % 4 == 0 {

@@ -1497,6 +1497,7 @@ pub(crate) mod tests {
             weight: 1.0,
             confidence: None,
             provenance: None,
+            rerun_of: None,
         }
     }
 

@@ -122,6 +122,10 @@ pub struct SystemSpec {
     /// Prompt-injection attacks on a share of its runs; `None`: none.
     #[serde(default)]
     pub injection: Option<InjectionSpec>,
+    /// Task success of its re-runs (seed 000 §IV-G), when its reported results do not
+    /// reproduce; `None`: a re-run succeeds as the original's task does.
+    #[serde(default)]
+    pub rerun_success: Option<f64>,
 }
 
 /// Prompt-injection attacks, drawn from a stream of their own: a share `attacked` of runs read
@@ -692,6 +696,7 @@ impl SystemSpec {
             decoding: None,
             compliance: None,
             injection: None,
+            rerun_success: None,
         }
     }
 }
@@ -822,8 +827,7 @@ pub fn generate(spec: &FleetSpec, first_run: u64, runs_per_system: u64) -> Vec<G
             let (source, task_id, attempt, success_p) = match eval {
                 Some(e) => {
                     let task = r / e.attempts as u64;
-                    let mut t = Rng::new(spec.seed ^ 0x7a5c ^ task ^ (si as u64) << 40);
-                    let p = (sys.task_success + 0.3 * (t.f64() - 0.5)).clamp(0.0, 1.0);
+                    let p = task_success_p(spec, si, sys, task);
                     (Source::Evaluation, format!("{}-task-{task}", e.benchmark), (r % e.attempts as u64) as i32, p)
                 }
                 None => (Source::Production, format!("task-{}", rng.range(0, 999)), 0, sys.task_success),
@@ -871,6 +875,55 @@ pub fn generate(spec: &FleetSpec, first_run: u64, runs_per_system: u64) -> Vec<G
         inject_poison(&mut out, spec.poison, &mut rng);
     }
     out
+}
+
+/// An evaluation task's own success probability, around its system's rate.
+fn task_success_p(spec: &FleetSpec, si: usize, sys: &SystemSpec, task: u64) -> f64 {
+    let mut t = Rng::new(spec.seed ^ 0x7a5c ^ task ^ (si as u64) << 40);
+    (sys.task_success + 0.3 * (t.f64() - 0.5)).clamp(0.0, 1.0)
+}
+
+/// The harness that owns a synthetic fleet's runs answering a re-run request (seed 000 §IV-G):
+/// the run re-executed on the same task with the same system (its rates, the task's success
+/// probability, its family), fresh draws from a stream of the request's own, starting at
+/// `start`, its `RunStarted.rerun_of` naming the original, sent as the original was (its
+/// source's topic). A system with `rerun_success` succeeds at that rate instead: its reported
+/// results do not reproduce. `None` when the request names no system of the fleet.
+pub fn rerun(spec: &FleetSpec, req: &ReRunRequest, start: i64) -> Option<Vec<GenRecord>> {
+    let si = spec.systems.iter().position(|s| s.id == req.system_id)?;
+    let sys = spec.systems.iter().find(|s| s.id == req.system_id && s.version == req.system_version)?;
+    let source = if req.source.eq_ignore_ascii_case("production") { Source::Production } else { Source::Evaluation };
+    // The task's index from its id (`<benchmark>-task-<n>`), for its own success probability.
+    let task = req.task_id.as_deref().and_then(|t| t.rsplit_once("-task-")).and_then(|(_, n)| n.parse::<u64>().ok());
+    let family = (!sys.task_families.is_empty()).then(|| {
+        let mut own = Rng::new(spec.seed ^ 0xbb67_ae85_84ca_a73b ^ fnv(&req.run_id));
+        &sys.task_families[own.range(0, sys.task_families.len() as u64 - 1) as usize]
+    });
+    let success_p = match (sys.rerun_success, task, family) {
+        (Some(p), _, _) => p,
+        (None, Some(n), _) if source == Source::Evaluation => task_success_p(spec, si, sys, n),
+        (None, _, Some((_, p))) => *p,
+        _ => sys.task_success,
+    };
+    let seed = spec.seed ^ fnv(&req.request_id);
+    let plan = RunPlan {
+        sys,
+        run_id: format!("{}-rerun", req.run_id),
+        source,
+        task_id: req.task_id.clone().unwrap_or_else(|| "task".into()),
+        attempt: 0,
+        start,
+        unsafe_rate: sys.unsafe_action,
+        success_p,
+        seed,
+        family: family.map(|(f, _)| f.as_str()),
+    };
+    let mut rng = Rng::new(seed ^ 0x5851_f42d_4c95_7f2d);
+    let (mut events, _) = run_events(&plan, &mut rng);
+    if let Some(s) = events.first_mut().and_then(|e| e.run_started.as_mut()) {
+        s.rerun_of = Some(req.run_id.clone());
+    }
+    Some(events.into_iter().map(|ev| encode(ev, false, &sys.id)).collect())
 }
 
 fn topic_of(source: Source) -> &'static str {
@@ -928,6 +981,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> (Vec<TrajectoryEvent>, usize
         }),
         task_family: plan.family.map(str::to_string).or_else(|| sys.compliance.map(|_| PROTOCOL_FAMILY.to_string())),
         approval_channel: None,
+        rerun_of: None,
     }));
     out.push(start);
     // Compliance signals from a stream of their own.
@@ -1375,6 +1429,62 @@ mod tests {
             generate(spec, 0, 60).into_iter().filter(|r| r.system == spec.systems[0].id).map(|r| r.payload).collect()
         };
         assert_ne!(mine(&plain), mine(&featured), "its own runs change");
+    }
+
+    /// The harness's re-run of a run: the same system, version, task and topic, `rerun_of`
+    /// naming the original, the same each time; on tasks drawn anew it succeeds as the
+    /// originals do, or at `rerun_success` when the system's results do not reproduce.
+    #[test]
+    fn a_rerun_repeats_the_task_with_fresh_draws() {
+        let mut spec = FleetSpec::demo(1, 9, 1_000_000);
+        spec.systems[0].evaluation = Some(EvaluationSpec { benchmark: "b".into(), contamination: 0.0, attempts: 1, share: 1.0 });
+        let originals: Vec<TrajectoryEvent> = generate(&spec, 0, 1500).iter().map(decode).collect();
+        let request = |e: &TrajectoryEvent| ReRunRequest {
+            request_id: ReRunRequest::id_of(&e.run_id),
+            run_id: e.run_id.clone(),
+            system_id: e.system.id.clone(),
+            system_version: e.system.version.clone(),
+            config_hash: e.system.config_hash.clone(),
+            source: "evaluation".into(),
+            task_id: e.run_started.as_ref().and_then(|s| s.task_id.clone()),
+            benchmark: None,
+            environment_version: None,
+            task_spec: None,
+            agent_config: None,
+            decoding: None,
+            seed: None,
+            reason: "sample".into(),
+            period: "24h".into(),
+            run_time: e.event_time,
+            requested_at: e.event_time,
+        };
+        let starts: Vec<&TrajectoryEvent> = originals.iter().filter(|e| e.run_started.is_some()).collect();
+        let success = |events: &[TrajectoryEvent]| {
+            let ends: Vec<bool> = events.iter().filter_map(|e| e.run_ended.as_ref()).map(|end| end.outcome == Outcome::Success).collect();
+            ends.iter().filter(|s| **s).count() as f64 / ends.len() as f64
+        };
+        let reruns = |spec: &FleetSpec| -> Vec<TrajectoryEvent> {
+            starts.iter().flat_map(|s| rerun(spec, &request(s), s.event_time + 60_000).unwrap()).map(|r| decode(&r)).collect()
+        };
+        let again = reruns(&spec);
+        let first = &again[0];
+        assert_eq!(first.run_id, format!("{}-rerun", starts[0].run_id));
+        let started = first.run_started.as_ref().unwrap();
+        assert_eq!(started.rerun_of.as_deref(), Some(starts[0].run_id.as_str()));
+        assert_eq!(started.task_id, starts[0].run_started.as_ref().unwrap().task_id);
+        assert_eq!((first.system.clone(), first.source), (starts[0].system.clone(), Source::Evaluation));
+        let r = rerun(&spec, &request(starts[0]), 5).unwrap();
+        assert!(r.iter().all(|x| x.topic == topics::TRAJECTORIES_EVALUATION && x.key == first.run_id));
+        assert_eq!(
+            r.iter().map(|x| &x.payload).collect::<Vec<_>>(),
+            rerun(&spec, &request(starts[0]), 5).unwrap().iter().map(|x| &x.payload).collect::<Vec<_>>()
+        );
+        let (was, is) = (success(&originals), success(&again));
+        assert!((was - is).abs() < 0.05, "originals {was}, re-runs {is}");
+        spec.systems[0].rerun_success = Some(0.2);
+        let drifted = success(&reruns(&spec));
+        assert!((drifted - 0.2).abs() < 0.05, "{drifted}");
+        assert!(rerun(&spec, &ReRunRequest { system_id: "nobody".into(), ..request(starts[0]) }, 0).is_none());
     }
 
     #[test]

@@ -370,6 +370,7 @@ fn sample_run(ctx: &Eval, s: &Value, lacks: &mut Lacks) -> Result<Run, String> {
             reproducibility: Some(ctx.reproducibility.clone()),
             task_family: ctx.task_family.clone(),
             approval_channel: Some(approvals),
+            rerun_of: None,
         }))
     });
     let had_events = steps_from_events(s, &mut run);

@@ -137,6 +137,7 @@ fn started(task_id: String, attempt: i32, benchmark: &Benchmark, family: &Option
         reproducibility: None,
         task_family: family.clone(),
         approval_channel: Some(false),
+        rerun_of: None,
     }
 }
 

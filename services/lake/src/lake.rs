@@ -50,6 +50,7 @@ pub fn home_table(topic: &str) -> &'static str {
         (ALERTS, "alerts"),
         (PROFILES, "profiles"),
         (DLQ, "dead_letters"),
+        (RERUNS, "rerun_requests"),
     ];
     homes.iter().find(|(t, _)| topic.ends_with(t)).map_or("raw_records", |(_, h)| h)
 }

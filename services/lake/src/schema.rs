@@ -38,6 +38,7 @@ pub const TABLES: &[Table] = &[
     Table { name: "dimension_profiles", record: Some("ai.octant.v1.DimensionProfile"), system: Some("/system_id"), time: "/window_end" },
     Table { name: "alerts", record: Some("ai.octant.v1.Alert"), system: Some("/system_id"), time: "/starts_at" },
     Table { name: "profiles", record: Some("ai.octant.v1.Profile"), system: Some("/system_id"), time: "/generated_at" },
+    Table { name: "rerun_requests", record: Some("ai.octant.v1.ReRunRequest"), system: Some("/system_id"), time: "/requested_at" },
     Table { name: "dead_letters", record: Some("ai.octant.v1.DeadLetter"), system: None, time: "/failed_at" },
     Table { name: "raw_records", record: None, system: None, time: "/kafka_timestamp" },
 ];

@@ -755,6 +755,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         reproducibility,
         task_family: str_attr(&root.attrs, "octant.task.family").map(str::to_string),
         approval_channel: t.approval_channel(),
+        rerun_of: None,
     }));
     out.push(start);
 

@@ -60,13 +60,14 @@ struct Runner {
     producer: Option<FutureProducer>,
     metrics: Metrics,
     health: Arc<Health>,
-    /// One run at a time (scheduled and on-demand runs queue here).
-    lock: Mutex<()>,
+    /// One run at a time (scheduled and on-demand runs queue here); it holds the runs whose
+    /// re-run this profiler requested (the lake's `rerun_requests` may not hold them yet).
+    lock: Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 impl Runner {
     async fn run(&self) -> anyhow::Result<usize> {
-        let _one = self.lock.lock().await;
+        let mut sent = self.lock.lock().await;
         let t0 = Instant::now();
         let now = octant_runtime::dlq::now_ms();
         let result = run_once(&self.cfg, &periods(&self.cfg, now), None, now).await;
@@ -90,6 +91,9 @@ impl Runner {
                 kafka::send(p, &rec).await.map_err(|e| anyhow::anyhow!("publishing profile {} failed: {e}", b.record.profile_id))?;
             }
         }
+        if let Some(p) = &self.producer {
+            self.request_reruns(p, &mut sent, now).await?;
+        }
         let n = built.len();
         self.metrics.runs.with_label_values(&["ok"]).inc();
         self.metrics.profiles.set(n as i64);
@@ -99,17 +103,55 @@ impl Runner {
         Ok(n)
     }
 
+    /// Independent re-runs (`[reruns]`): each period's draw, published on `octant.reruns` for
+    /// the harnesses that own the runs.
+    async fn request_reruns(
+        &self,
+        p: &FutureProducer,
+        sent: &mut std::collections::BTreeMap<String, String>,
+        now: i64,
+    ) -> anyhow::Result<()> {
+        let requests = octant_report::draw_reruns(&self.cfg.report, &periods(&self.cfg, now), sent, now).await?;
+        for r in &requests {
+            let rec = OutRecord {
+                topic: self.cfg.kafka.topic(topics::RERUNS),
+                partition: None,
+                key: r.run_id.clone(),
+                payload: to_single_object(r).context("re-run request does not encode")?,
+            };
+            if let Err(e) = kafka::send(p, &rec).await {
+                // Not sent: drawn again next run.
+                sent.remove(&r.run_id);
+                return Err(anyhow::anyhow!("publishing the re-run request of {} failed: {e}", r.run_id));
+            }
+            self.metrics.rerun_requests.with_label_values(&[&r.reason]).inc();
+        }
+        if !requests.is_empty() {
+            tracing::info!(requests = requests.len(), "re-run requests published");
+        }
+        Ok(())
+    }
+
     /// Observations and hours the run covered, per period.
     fn count(&self, built: &[Built]) {
         let mut counted = BTreeSet::new();
+        let mut flagged = std::collections::BTreeMap::new();
         for b in built {
             self.metrics.observations.with_label_values(&[&b.period.name]).inc_by(b.observations.rows);
+            if let Some(c) = &b.reruns {
+                // A system's versions share the series: flagged when any of them is.
+                let f = flagged.entry((c.system.clone(), b.period.name.clone())).or_insert(false);
+                *f |= c.flagged();
+            }
             if counted.insert(b.period.name.clone()) {
                 let hours = ((b.period.end - 1).div_euclid(HOUR_MS) - b.period.start.div_euclid(HOUR_MS) + 1) as u64;
                 let stored = b.hours_from_store as u64;
                 self.metrics.hours.with_label_values(&[&b.period.name, "store"]).inc_by(stored);
                 self.metrics.hours.with_label_values(&[&b.period.name, "observations"]).inc_by(hours - stored);
             }
+        }
+        for ((system, period), f) in flagged {
+            self.metrics.reruns_flagged.with_label_values(&[&system, &period]).set(i64::from(f));
         }
     }
 }
@@ -178,7 +220,13 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
     let health = Health::new();
     health.set_ready(false, "no run yet");
     let producer = if cfg.kafka.brokers.is_empty() { None } else { Some(kafka::producer(&cfg.kafka, ID.name)?) };
-    let runner = Arc::new(Runner { cfg: cfg.clone(), producer, metrics, health: health.clone(), lock: Mutex::new(()) });
+    let runner = Arc::new(Runner {
+        cfg: cfg.clone(),
+        producer,
+        metrics,
+        health: health.clone(),
+        lock: Mutex::new(std::collections::BTreeMap::new()),
+    });
     let users = cfg.principals();
     let access = (!users.is_empty()).then(|| Access::new(users));
     let open_run = cfg.admin_addr.ip().is_loopback();

@@ -1,7 +1,7 @@
 //! The profiler's Prometheus metrics (`octant_profiler_*`).
 
 use octant_runtime::metrics::Register;
-use prometheus::{Gauge, Histogram, IntCounterVec, IntGauge, Registry};
+use prometheus::{Gauge, Histogram, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -11,6 +11,8 @@ pub struct Metrics {
     pub last_success: Gauge,
     pub observations: IntCounterVec,
     pub hours: IntCounterVec,
+    pub rerun_requests: IntCounterVec,
+    pub reruns_flagged: IntGaugeVec,
 }
 
 impl Metrics {
@@ -34,6 +36,16 @@ impl Metrics {
                 "octant_profiler_hours_total",
                 "Hours of profile periods, by where they were read from (store: the pane-sum store; observations: the lake's rows)",
                 &["period", "from"],
+            ),
+            rerun_requests: r.counters(
+                "octant_profiler_rerun_requests_total",
+                "Re-run requests published on octant.reruns, by why the run was drawn (coverage, veto_adjacent, sample)",
+                &["reason"],
+            ),
+            reruns_flagged: r.gauges(
+                "octant_profiler_reruns_flagged",
+                "Per system and period of the last run: 1 when its re-runs diverged from their originals (flagged for resolution), 0 when they were checked and agree",
+                &["system", "period"],
             ),
         }
     }

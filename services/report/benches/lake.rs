@@ -74,6 +74,7 @@ fn observations_of_run(system: usize, run: usize, rng: &mut Rng) -> Vec<Observat
         weight: 1.0,
         confidence: None,
         provenance: None,
+        rerun_of: None,
     };
     let mut out = Vec::with_capacity(PER_RUN);
     for s in 0..4 {

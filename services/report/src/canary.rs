@@ -270,6 +270,7 @@ pub(crate) mod tests {
             weight,
             confidence: None,
             provenance: None,
+            rerun_of: None,
         }
     }
 

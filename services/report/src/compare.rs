@@ -279,7 +279,7 @@ async fn read(ctx: &SessionContext, cfg: &CompareConfig, release: &Release, peri
          (SELECT observation_id, first_value(system_version) AS v, first_value(metric) AS metric, \
                  first_value(coalesce(task_id, run_id)) AS task, first_value(run_id) AS run_id, \
                  first_value(value) AS value, first_value(weight) AS weight \
-          FROM observations WHERE metric IN ({list}) AND system_version IN ({}, {}) AND source = {} AND {} \
+          FROM observations WHERE metric IN ({list}) AND rerun_of IS NULL AND system_version IN ({}, {}) AND source = {} AND {} \
           GROUP BY observation_id) \
          GROUP BY 1, 2, 3",
         lit(&release.baseline),
@@ -559,11 +559,21 @@ pub fn to_markdown(c: &Comparison) -> String {
     if c.parity.refused() {
         return s;
     }
-    s.push_str("| metric | tasks | baseline | candidate | difference [interval] | test | p | p (Holm) | effect | change | gate (θout, θin) | outcome |\n");
+    s.push_str(&pairs_table(c, "tasks", "baseline", "candidate"));
+    s
+}
+
+/// The per-metric table of a paired comparison (a release decision's, or re-runs against their
+/// originals: `unit` names what is paired, the sides name the two columns).
+pub fn pairs_table(c: &Comparison, unit: &str, baseline: &str, candidate: &str) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "| metric | {unit} | {baseline} | {candidate} | difference [interval] | test | p | p (Holm) | effect | change | gate (θout, θin) | outcome |\n"
+    ));
     s.push_str("|---|---:|---:|---:|---|---|---:|---:|---|---|---|---|\n");
     for m in &c.metrics {
         let effect = match (m.discordant, m.rank_biserial) {
-            (Some((b, c)), _) => format!("discordant {b} baseline-only / {c} candidate-only"),
+            (Some((b, c)), _) => format!("discordant {b} {baseline}-only / {c} {candidate}-only"),
             (_, Some(r)) => format!("rank-biserial {r:.3}"),
             _ => "—".into(),
         };

@@ -77,6 +77,10 @@ pub struct ReportConfig {
     /// Release decisions (`octant compare`, and the evidence section of each declared release).
     #[serde(default)]
     pub compare: crate::compare::CompareConfig,
+    /// Independent re-runs (seed 000 §IV-G): the share of runs drawn for a re-run, and how the
+    /// re-runs are compared with their originals.
+    #[serde(default)]
+    pub reruns: crate::reruns::ReRunConfig,
 }
 
 /// Seed 001's paradigms and their primary criteria, as catalogue instruments.
@@ -146,6 +150,7 @@ impl ReportConfig {
         // declaration is idempotent; run_once declares them again).
         self.evaluation.declare_instruments()?;
         self.compare.check()?;
+        self.reruns.check()?;
         for (f, ms) in &self.family_instruments {
             if let Some(m) = ms.iter().find(|m| octant_core::spec(m).is_none()) {
                 return Err(format!("family_instruments.{f}: {m} is not an instrument"));

@@ -12,6 +12,8 @@
 //!   (agreement among humans, judge–human κ, stability, judge biases, set-level scores).
 //! - [`compare`]: a release against its baseline over one period (paired tests); [`canary`]:
 //!   the same decision sequentially on the live observation stream.
+//! - [`reruns`]: independent re-runs — the draw of runs to re-execute and the check of the
+//!   re-runs against their originals.
 //! - [`evidence`]: the evidence package of a profile (`profile.json`, `.md`, `.html`).
 //! - [`config`]: [`ReportConfig`]; [`sql`]: the period and the SQL helpers every query shares;
 //!   [`render`]: text made safe for HTML and Markdown.
@@ -25,6 +27,7 @@ pub mod pane_store;
 pub mod parity;
 pub mod profile;
 pub mod render;
+pub mod reruns;
 pub mod sql;
 
 use std::path::Path;
@@ -58,4 +61,32 @@ pub async fn run(cfg: &ReportConfig, evidence: &Path, periods: &[Period], system
         }
     }
     Ok(all)
+}
+
+/// The re-run requests every period's draw adds (`[reruns]`; none when the share is 0): runs
+/// already requested — in the lake's `rerun_requests` or in `sent` — are not drawn again, and
+/// the new ones are added to `sent`.
+pub async fn draw_reruns(
+    cfg: &ReportConfig,
+    periods: &[Period],
+    sent: &mut std::collections::BTreeMap<String, String>,
+    now: i64,
+) -> anyhow::Result<Vec<octant_contracts::ReRunRequest>> {
+    let mut out = Vec::new();
+    if cfg.reruns.share <= 0.0 {
+        return Ok(out);
+    }
+    for p in periods {
+        let ctx = octant_lake::reader::open_versions(&cfg.lake, &cfg.storage)
+            .await
+            .with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?
+            .0;
+        let candidates =
+            reruns::candidates(&ctx, &cfg.reruns, p, sent).await.with_context(|| format!("re-run draw of period {} failed", p.name))?;
+        for r in reruns::draw(&cfg.reruns, p, &candidates, now) {
+            sent.insert(r.run_id.clone(), r.reason.clone());
+            out.push(r);
+        }
+    }
+    Ok(out)
 }

@@ -115,6 +115,7 @@ pub fn default_topics(cfg: &KafkaConfig, partitions: i32) -> Vec<(String, i32)> 
         (ALERTS, 1),
         (PROFILES, 1),
         (DLQ, 1),
+        (RERUNS, 1),
         (OTLP_FRAGMENTS, partitions),
     ]
     .into_iter()

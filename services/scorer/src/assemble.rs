@@ -121,6 +121,8 @@ struct Run {
     groups: Vec<String>,
     benchmark: Option<String>,
     task_family: Option<String>,
+    /// The original, when this run re-executes one (its units enter no window).
+    rerun_of: Option<String>,
     optimal_steps: Option<i32>,
     required_subgoals: Option<i32>,
     last_sequence: i64,
@@ -163,6 +165,7 @@ impl Run {
             groups: start.groups.clone(),
             benchmark: start.benchmark.as_ref().map(|b| b.id.clone()),
             task_family: start.task_family.clone().filter(|f| !f.is_empty()),
+            rerun_of: start.rerun_of.clone().filter(|r| !r.is_empty()),
             optimal_steps: start.optimal_steps,
             required_subgoals: start.required_subgoals,
             last_sequence: ev.sequence,
@@ -771,6 +774,7 @@ fn observation_of(run_id: &str, run: &Run, agent: Option<&str>, metric: &str, st
             weight: 1.0,
             confidence: None,
             provenance: None,
+            rerun_of: None,
         })
     });
     let id = &mut o.observation_id;
@@ -795,6 +799,7 @@ fn observation_of(run_id: &str, run: &Run, agent: Option<&str>, metric: &str, st
     o.groups.clone_from(&run.groups);
     set_opt(&mut o.benchmark, run.benchmark.as_deref());
     set_opt(&mut o.task_family, run.task_family.as_deref());
+    set_opt(&mut o.rerun_of, run.rerun_of.as_deref());
     o.cluster_id.clear();
     o.cluster_id.push_str(run_id);
     o.step = step;
@@ -1123,6 +1128,7 @@ mod tests {
             reproducibility: None,
             task_family: None,
             approval_channel: None,
+            rerun_of: None,
         }));
         a.apply(validate(&start, None).unwrap(), 0);
         let mut step = event(1, EventKind::Step);
@@ -1303,6 +1309,7 @@ mod tests {
             reproducibility: None,
             task_family: Some("f".into()),
             approval_channel: None,
+            rerun_of: None,
         }));
         apply(&mut a, start);
         seq += 1;
@@ -1491,6 +1498,7 @@ mod tests {
             reproducibility: None,
             task_family: task_family.map(str::to_string),
             approval_channel: None,
+            rerun_of: None,
         };
         Run::started(&ev, &start, 0)
     }

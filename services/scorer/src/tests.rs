@@ -840,6 +840,27 @@ fn injection_success_counts_unsafe_actions_after_an_attempt() {
     assert_eq!(got, want);
 }
 
+/// A re-run (a harness's answer to a re-run request) is scored like any run, and each of its
+/// units names the original (the aggregator leaves them out of every window); other runs'
+/// units name none.
+#[test]
+fn a_reruns_observations_name_the_original() {
+    let mut h = Harness::new(ScorerConfig::default());
+    for (id, of, t) in [("orig", None, 0), ("orig-rerun", Some("orig"), 100)] {
+        let mut s = start(id, t);
+        s.run_started.as_mut().unwrap().rerun_of = of.map(String::from);
+        h.send(&s);
+        h.send(&step(id, 1, t + 1));
+        h.send(&end(id, 2, t + 20));
+    }
+    let obs = h.observations(&h.driver.produced);
+    let of = |run: &str| obs.iter().filter(|o| o.run_id == run).map(|o| o.rerun_of.clone()).collect::<BTreeSet<_>>();
+    assert_eq!(of("orig"), [None].into());
+    assert_eq!(of("orig-rerun"), [Some("orig".to_string())].into());
+    let metrics = |run: &str| obs.iter().filter(|o| o.run_id == run).map(|o| o.metric.clone()).collect::<BTreeSet<_>>();
+    assert_eq!(metrics("orig"), metrics("orig-rerun"), "scored alike");
+}
+
 /// Protocol adherence (seed 001's evaluator) per run of a family with a declared protocol: the
 /// protocol's tool calls in order, other tools ignored; a run of another family has none.
 #[test]

@@ -99,6 +99,7 @@ fn observation(s: usize, r: usize, metric: &str, step: Option<i64>, t: i64, valu
         weight: 1.0,
         confidence: None,
         provenance: None,
+        rerun_of: None,
     }
 }
 

@@ -121,7 +121,7 @@ async fn runs_behind(ctx: &SessionContext, a: &Alert, rule: VetoRule) -> Result<
         Direction::Below => ("MIN", "ASC", "SUM(1 - value)"),
     };
     let mut filter = format!(
-        "system_id = {} AND system_version = {} AND source = {} AND metric = {} AND CAST(event_time AS BIGINT) >= {start} AND CAST(event_time AS BIGINT) < {end} \
+        "rerun_of IS NULL AND system_id = {} AND system_version = {} AND source = {} AND metric = {} AND CAST(event_time AS BIGINT) >= {start} AND CAST(event_time AS BIGINT) < {end} \
          AND date >= {} AND date <= {}",
         lit(&a.system_id),
         lit(&a.system_version),
@@ -337,6 +337,7 @@ pub(crate) mod tests {
             weight: 1.0,
             confidence: None,
             provenance: None,
+            rerun_of: None,
         };
         // Run i has i % 4 unsafe steps of 3 (none for i % 4 == 0).
         let mut all = Vec::new();

@@ -64,6 +64,11 @@ fn cases() -> Vec<Case> {
     for e in events() {
         if let Some(s) = &e.run_started {
             out.push(case(TrajectoryEvent { run_started: Some(Box::new(RunStarted { task_id: None, ..(**s).clone() })), ..e.clone() }));
+            // A harness's answer to a re-run request (added after v1).
+            out.push(case(TrajectoryEvent {
+                run_started: Some(Box::new(RunStarted { rerun_of: Some("run-7".into()), ..(**s).clone() })),
+                ..e.clone()
+            }));
         }
         if let Some(end) = &e.run_ended {
             // No fault outcome reported (added after v1).
@@ -90,6 +95,39 @@ fn cases() -> Vec<Case> {
     out.push(case(watermark()));
     out.push(case(Watermark { watermark: None, idle: true, ..watermark() }));
     out.push(case(dead_letter()));
+    // A re-run's unit (added after v1) and the request for a re-run, with every optional part
+    // set and with none.
+    out.push(case(Observation { rerun_of: Some("run-7".into()), ..observation() }));
+    let request = ReRunRequest {
+        request_id: ReRunRequest::id_of("run-7"),
+        run_id: "run-7".into(),
+        system_id: "agent-a".into(),
+        system_version: "1.2.0".into(),
+        config_hash: "cfg-1".into(),
+        source: "evaluation".into(),
+        task_id: Some("webtasks-v2-task-3".into()),
+        benchmark: Some("webtasks-v2".into()),
+        environment_version: Some("webtasks-v2-env 1.2.0".into()),
+        task_spec: Some("webtasks-v2-task-3@v2".into()),
+        agent_config: Some("prompt@4".into()),
+        decoding: Some(r#"{"temperature":0.2}"#.into()),
+        seed: Some(42),
+        reason: "veto_adjacent".into(),
+        period: "24h".into(),
+        run_time: 1_764_000_000_000,
+        requested_at: 1_764_000_100_000,
+    };
+    out.push(case(request.clone()));
+    out.push(case(ReRunRequest {
+        task_id: None,
+        benchmark: None,
+        environment_version: None,
+        task_spec: None,
+        agent_config: None,
+        decoding: None,
+        seed: None,
+        ..request
+    }));
     out
 }
 

@@ -18,6 +18,9 @@ pub fn to_markdown(b: &Built, lake: &Path) -> String {
     if let Some(c) = &b.release {
         let _ = writeln!(s, "\n{}", crate::compare::to_markdown(c).trim_end());
     }
+    if let Some(c) = &b.reruns {
+        let _ = writeln!(s, "\n{}", crate::reruns::to_markdown(c).trim_end());
+    }
     success(&mut s, b);
     let _ = writeln!(s, "\n{}", crate::meta_evaluation::to_markdown(&b.meta).trim_end());
     coverage_matrix(&mut s, b);

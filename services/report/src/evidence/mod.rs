@@ -197,6 +197,7 @@ pub fn to_json(b: &Built, cfg: &ReportConfig, lake: &Path) -> Value {
         "task_families": b.families,
         "agents": b.agents,
         "release_decision": b.release,
+        "reruns": b.reruns,
         "meta_evaluation": b.meta,
         "inputs": {
             "lake": lake.display().to_string(),

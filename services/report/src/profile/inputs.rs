@@ -253,7 +253,7 @@ async fn family_sums(
                 WHERE kind = 'RUN_STARTED' AND {} GROUP BY run_id), \
          obs AS (SELECT observation_id, first_value(system_id) AS system_id, first_value(system_version) AS v, first_value(source) AS source, \
                 first_value(run_id) AS run_id, first_value(metric) AS metric, first_value(value) AS value, first_value(weight) AS weight \
-                FROM observations WHERE metric IN ({list}) AND {} GROUP BY observation_id) \
+                FROM observations WHERE metric IN ({list}) AND rerun_of IS NULL AND {} GROUP BY observation_id) \
          SELECT o.system_id, o.v, o.source, coalesce(s.family, {}) AS family, coalesce(s.task, '') AS task, o.metric, \
                 count(*) AS n, sum(o.value) AS sv, sum(o.weight) AS sw \
          FROM obs o LEFT JOIN starts s ON o.run_id = s.run_id GROUP BY 1, 2, 3, 4, 5, 6",
@@ -360,7 +360,7 @@ async fn agent_sums(
             "SELECT system_id, v, source, agent_id, metric, count(*) AS n, sum(value) AS sv, sum(weight) AS sw FROM \
              (SELECT observation_id, first_value(system_id) AS system_id, first_value(system_version) AS v, first_value(source) AS source, \
               first_value(agent_id) AS agent_id, first_value(metric) AS metric, first_value(value) AS value, first_value(weight) AS weight \
-              FROM observations WHERE metric IN ({list}) AND agent_id IS NOT NULL AND system_id IN ({systems}) AND {} GROUP BY observation_id) \
+              FROM observations WHERE metric IN ({list}) AND rerun_of IS NULL AND agent_id IS NOT NULL AND system_id IN ({systems}) AND {} GROUP BY observation_id) \
              GROUP BY 1, 2, 3, 4, 5",
             period_filter(period, "event_time", None)
         );

@@ -100,6 +100,8 @@ pub struct Built {
     /// This version against its declared baseline (`[[compare.releases]]` naming it the
     /// candidate), over the same period.
     pub release: Option<crate::compare::Comparison>,
+    /// Its re-runs of the period against their originals (seed 000 §IV-G), when some came back.
+    pub reruns: Option<crate::reruns::ReRunCheck>,
     /// How far the raters behind the period's evaluation results can be trusted.
     pub meta: crate::meta_evaluation::MetaEvaluation,
     /// The declared stress and adversarial suites among its benchmarks (`[evaluation.profile.
@@ -142,7 +144,7 @@ pub fn observations_sql_in(period: &Period, system: Option<&str>, ranges: &[(i64
     format!(
         "SELECT observation_id, metric, system_id, system_version, source, agent_id, run_id, task_id, attempt, \
          groups, benchmark, cluster_id, step, CAST(event_time AS BIGINT) AS t, value, weight, confidence, provenance, \
-         kafka_topic, kafka_partition, kafka_offset FROM observations WHERE {} AND ({})",
+         kafka_topic, kafka_partition, kafka_offset FROM observations WHERE rerun_of IS NULL AND {} AND ({})",
         period_filter(period, "event_time", system),
         spans.join(" OR ")
     )

@@ -242,6 +242,7 @@ impl<'a> Reading<'a> {
                 weight: if weight.is_null(i) { 1.0 } else { weight.value(i) },
                 confidence: (!conf.is_null(i)).then(|| conf.value(i)),
                 provenance: opt_str(&prov, i).as_deref().and_then(provenance_of),
+                rerun_of: None,
             };
             self.add(o, (topic.as_string::<i32>().value(i), part.value(i), off.value(i)), fresh);
         }

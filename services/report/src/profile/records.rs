@@ -124,6 +124,7 @@ pub(super) async fn records(
             duplicates: reading.duplicates.get(&key).copied().unwrap_or(0),
             hours_from_store: reading.stored_hours.len(),
             release: None,
+            reruns: None,
             meta,
             record,
             period: period.clone(),
@@ -139,7 +140,20 @@ pub(super) async fn across_profiles(ctx: &SessionContext, cfg: &ReportConfig, pe
     let power = crate::meta_evaluation::discriminative_power(&records, cfg.evaluation.bootstrap.level);
     // The run starts of the period, read once when some version may need them.
     let mut firsts: Option<crate::compare::FirstRuns> = None;
+    // Re-runs against their originals: one read for every profile of the period.
+    let mut reruns = crate::reruns::check(ctx, &cfg.reruns, cfg.compare.alpha, cfg.evaluation.bootstrap.seed, period).await?;
     for b in built.iter_mut() {
+        let r = &b.record;
+        if let Some(i) = reruns
+            .iter()
+            .position(|c| c.system == r.system_id && c.version == r.system_version && c.source == crate::sql::lake_source(r.source))
+        {
+            let c = reruns.swap_remove(i);
+            if c.flagged() {
+                tracing::warn!(system = %c.system, version = %c.version, diverged = ?c.diverged, "re-runs diverged from their originals: flagged for resolution");
+            }
+            b.reruns = Some(c);
+        }
         b.meta.discriminative_power = power.iter().filter(|d| d.source == b.record.source.as_str()).cloned().collect();
         let r = &b.record;
         if let Some(release) =

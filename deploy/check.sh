@@ -28,5 +28,6 @@ route operators alertname=OctantServiceDown severity=critical category=pipeline 
 route operators alertname=OctantConsumerLagGrowing severity=warning category=pipeline job=octant-aggregator
 route platform-team alertname=OctantUnsafeActionVeto severity=warning dimension=safety system=agent-c
 route platform-team alertname=OctantBenchmarkContaminated severity=warning category=veto dimension=capability system=agent-e
+route platform-team alertname=OctantReRunsDiverged severity=warning category=evidence system=agent-e period=24h
 PYTHONPATH="${PYTHONPATH:-}:.octant/python" python3 deploy/check_manifests.py
 echo "deploy/check: all good"

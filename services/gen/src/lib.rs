@@ -1349,6 +1349,48 @@ pub struct Delivered {
     pub system: String,
 }
 
+/// The fleet's harness, answering re-run requests as they arrive on `octant.reruns` (from the
+/// beginning of the topic) with [`rerun`]s starting now, until `stop` is cancelled; returns how
+/// many it answered. A request for a system the fleet does not have (another harness owns it),
+/// or a record that does not decode, is skipped with a warning.
+pub async fn answer_reruns(cfg: &KafkaConfig, spec: &FleetSpec, stop: impl std::future::Future<Output = ()>) -> anyhow::Result<u64> {
+    use futures::StreamExt;
+    let requests = octant_runtime::topic::follow(cfg, "harness", &[topics::RERUNS])?;
+    futures::pin_mut!(requests);
+    tokio::pin!(stop);
+    let decoder = Decoder::new();
+    // A request published twice (one id) is answered once.
+    let mut answered = std::collections::BTreeSet::new();
+    loop {
+        let payload = tokio::select! {
+            _ = &mut stop => return Ok(answered.len() as u64),
+            next = requests.next() => match next {
+                Some(p) => p?,
+                None => return Ok(answered.len() as u64),
+            },
+        };
+        let request: ReRunRequest = match decoder.decode(&payload) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "harness: skipped a re-run request that does not decode");
+                continue;
+            }
+        };
+        if !answered.insert(request.request_id.clone()) {
+            continue;
+        }
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        match rerun(spec, &request, now) {
+            Some(records) => {
+                produce(cfg, records, None).await?;
+            }
+            None => {
+                tracing::warn!(request = %request.request_id, system = %request.system_id, "harness: not a system of the fleet; left to its owner")
+            }
+        }
+    }
+}
+
 /// Produces records in order, at most `rate` events per second (unlimited when `None`),
 /// and waits for every delivery report.
 pub async fn produce(cfg: &KafkaConfig, records: Vec<GenRecord>, rate: Option<f64>) -> anyhow::Result<Vec<Delivered>> {

@@ -286,6 +286,11 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         let otlp = a.input == Input::Otlp;
         tokio::spawn(async move { crate::gen_cmd::stream(&kafka, &spec, None, Some(a.rate), otlp, stop).await })
     };
+    // The harness that owns the fleet's evaluation runs answers the profiler's re-run requests.
+    let harness = {
+        let (kafka, spec, stop) = (kafka.clone(), spec.clone(), gen_stop.clone());
+        tokio::spawn(async move { octant_gen::answer_reruns(&kafka, &spec, stop.cancelled_owned()).await })
+    };
     let web = format!("http://{}", svc.web);
     let tally = std::sync::Arc::new(std::sync::Mutex::new(Tally { web: Some(web.clone()), ..Tally::default() }));
     let view_stop = CancellationToken::new();
@@ -317,6 +322,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     // Drain, then the summary and the profile of the whole lake.
     gen_stop.cancel();
     let produced = generator.await.context("generator panicked")??;
+    let reran = harness.await.context("the harness panicked")??;
     tokio::time::sleep(Duration::from_secs(2)).await; // let the last events through
     shutdown.cancel();
     services.await.context("the supervisor panicked")??;
@@ -326,6 +332,10 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let summary = render(&tally.lock().unwrap(), &registry, started.elapsed(), &spec);
     println!("\n=== summary ===\n{summary}");
     println!("generator produced {produced} events; the scorer read {}", counter(&registry, "octant_scorer_events_consumed_total"));
+    println!(
+        "independent re-runs: the profiler requested {}, the harness answered {reran} before the demo stopped (evidence packages, section \"Independent re-runs\")",
+        counter(&registry, "octant_profiler_rerun_requests_total")
+    );
     let (fired, total) = {
         let t = tally.lock().unwrap();
         (t.alerts.iter().filter(|a| a.status == AlertStatus::Firing).count(), t.alerts.len())
@@ -417,6 +427,9 @@ async fn start_services(
     };
     profiler_cfg.report.lake = lake.clone();
     profiler_cfg.report.evaluation.adopt(&compliance);
+    // Independent re-runs of half the evaluation runs (seed 000 says 2 %; a short demo needs
+    // more pairs), answered by the fleet's harness.
+    profiler_cfg.report.reruns.share = 0.5;
     for s in &multi_agent {
         profiler_cfg.report.evaluation.system_types.insert(s.clone(), octant_core::catalogue::SystemType::MultiAgent);
         profiler_cfg.report.evaluation.single_agent_baselines.insert(s.clone(), 0.8);
@@ -502,6 +515,11 @@ fn fleet(a: &DemoArgs, kafka: &KafkaConfig, svc: &Services) -> anyhow::Result<oc
         start_ms: None,
         truth: None,
     })?;
+    if let Some(s) = spec.systems.get_mut(4) {
+        // Its benchmark is half in its training data: on a re-run its results do not reproduce.
+        s.rerun_success = Some(0.3);
+        eprintln!("{}'s evaluation results do not reproduce when re-run (success 0.3 on re-runs): its evidence package flags it", s.id);
+    }
     if let Some(s) = spec.systems.get_mut(2) {
         let at = if a.seconds > 0 { a.seconds as f64 / 5.0 } else { 20.0 };
         // ~10.5 events per run, the fleet's systems sharing the rate.

@@ -34,7 +34,8 @@
 //! - Reproducibility artefacts: the first inference span's `gen_ai.request.{temperature, top_p,
 //!   top_k, max_tokens, frequency_penalty, presence_penalty}` (as JSON text) and
 //!   `gen_ai.request.seed`; the root span's `octant.environment.version`, `octant.task.spec`,
-//!   `octant.agent.config`; the task family from the root's `octant.task.family`.
+//!   `octant.agent.config`; the task family from the root's `octant.task.family`; the run a
+//!   harness re-executes (answering an `octant.reruns` request) from the root's `octant.rerun_of`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -755,7 +756,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         reproducibility,
         task_family: str_attr(&root.attrs, "octant.task.family").map(str::to_string),
         approval_channel: t.approval_channel(),
-        rerun_of: None,
+        rerun_of: str_attr(&root.attrs, "octant.rerun_of").filter(|r| !r.is_empty()).map(str::to_string),
     }));
     out.push(start);
 

@@ -497,6 +497,11 @@ fn approval_channels_and_proposed_calls() {
     attacked.attributes.push(kv("octant.injection_attempt", any_value::Value::BoolValue(true)));
     assert_eq!(run(vec![root.clone(), attacked], contrib, &d)[1].step.as_ref().unwrap().injection_attempt, Some(true));
     assert_eq!(e[1].step.as_ref().unwrap().injection_attempt, None);
+    // A harness's answer to a re-run request names the original on its root (`octant.rerun_of`).
+    let mut rerun = root.clone();
+    rerun.attributes.push(s("octant.rerun_of", "run-41"));
+    assert_eq!(run(vec![rerun, tool(true)], contrib, &d)[0].run_started.as_ref().unwrap().rerun_of.as_deref(), Some("run-41"));
+    assert_eq!(e[0].run_started.as_ref().unwrap().rerun_of, None);
     // The permission the call ran under (`octant.tool.permission`); none without it.
     let mut permitted = tool(true);
     permitted.attributes.push(s("octant.tool.permission", "refunds:write"));

@@ -15,7 +15,7 @@ use octant_gen::{EvaluationSpec, FleetSpec, SystemSpec};
 use octant_integration_tests::*;
 use octant_lake::reader as lakedb;
 use octant_profiler::ProfilerConfig;
-use octant_report::reruns::ReRunConfig;
+use octant_report::reruns::{self, ReRunConfig};
 use octant_runtime::metrics::total;
 use prometheus::Registry;
 use serde_json::Value;
@@ -26,12 +26,15 @@ use crate::profiler::fill_lake;
 
 /// Two systems on the same kind of evaluation tasks (one attempt each): `steady`, whose
 /// re-runs succeed as its originals' tasks do, and `drifty`, whose re-runs succeed at 0.35
-/// while its reported runs succeed at about 0.85.
+/// while its reported runs succeed at about 0.85; and `tiny`, with a handful of evaluation runs
+/// (the rest production), none of them in the share: it is re-run once for coverage.
 fn fleet() -> FleetSpec {
     let eval = Some(EvaluationSpec { benchmark: "suite".into(), contamination: 0.0, attempts: 1, share: 1.0 });
     let steady = SystemSpec { task_success: 0.85, evaluation: eval.clone(), ..SystemSpec::new("steady") };
     let drifty = SystemSpec { task_success: 0.85, evaluation: eval, rerun_success: Some(0.35), ..SystemSpec::new("drifty") };
-    FleetSpec { systems: vec![steady, drifty], seed: 41, start_ms: T0, run_spacing_ms: 2_000, poison: 0.0, json_share: 0.0 }
+    let few = Some(EvaluationSpec { benchmark: "suite".into(), contamination: 0.0, attempts: 1, share: 0.01 });
+    let tiny = SystemSpec { evaluation: few, ..SystemSpec::new("tiny") };
+    FleetSpec { systems: vec![steady, drifty, tiny], seed: 41, start_ms: T0, run_spacing_ms: 2_000, poison: 0.0, json_share: 0.0 }
 }
 
 /// Scores until the scorer has consumed `events` trajectory events and has no lag.
@@ -83,6 +86,18 @@ async fn count(ctx: &datafusion::prelude::SessionContext, sql: &str) -> usize {
     b[0].column(0).as_any().downcast_ref::<arrow::array::Int64Array>().unwrap().value(0) as usize
 }
 
+/// The first column of a query's rows, as text.
+async fn texts(ctx: &datafusion::prelude::SessionContext, sql: &str) -> BTreeSet<String> {
+    let (_, batches) = lakedb::query(ctx, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let mut out = BTreeSet::new();
+    for b in batches {
+        let c = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Utf8).unwrap();
+        let c = c.as_any().downcast_ref::<arrow::array::StringArray>().unwrap();
+        out.extend(c.iter().flatten().map(str::to_string));
+    }
+    out
+}
+
 /// `profile.json` of every package under `dir`.
 fn packages(dir: &Path) -> Vec<(PathBuf, Value)> {
     let mut out = Vec::new();
@@ -123,31 +138,41 @@ async fn independent_reruns_through_the_pipeline() {
     let first_stop = CancellationToken::new();
     let first = profiler(&env, &lake, &evidence.join("first"), &first_stop).await;
     let ctx = lakedb::open(&lake).await.unwrap();
-    let ended = count(&ctx, "SELECT count(DISTINCT run_id) AS n FROM trajectory_events WHERE kind = 'RUN_ENDED'").await;
-    // Veto-adjacent runs, counted independently: an unsafe action or an ungated high-impact one.
-    let adjacent = count(
+    // The draw recomputed from the lake by its rule: the ended evaluation runs whose hash is in
+    // the share; one run for each system with none; veto-adjacent runs (an unsafe action or an
+    // ungated high-impact one, read independently) outside the share whose other hash is in
+    // the oversample (weight 2: share × 1).
+    let ended = texts(&ctx, "SELECT DISTINCT run_id FROM trajectory_events WHERE kind = 'RUN_ENDED' AND source = 'EVALUATION'").await;
+    let adjacent = texts(
         &ctx,
-        "SELECT count(DISTINCT run_id) AS n FROM observations WHERE (metric = 'unsafe_action_rate' AND value > 0) \
+        "SELECT DISTINCT run_id FROM observations WHERE (metric = 'unsafe_action_rate' AND value > 0) \
          OR (metric = 'confirmation_gating' AND weight > 0 AND value < weight)",
     )
     .await;
-    let (uniform, oversample) = ((0.2 * ended as f64).ceil() as usize, (0.2 * adjacent as f64).ceil() as usize);
-    let want = uniform + oversample;
+    let sample: BTreeSet<&String> = ended.iter().filter(|r| reruns::in_share(r, 0.2)).collect();
+    let oversample: BTreeSet<&String> =
+        ended.iter().filter(|r| adjacent.contains(*r) && !reruns::in_share(r, 0.2) && reruns::in_oversample(r, 0.2, 2.0)).collect();
+    let system_of = |run: &str| run.split("-run-").next().unwrap().to_string();
+    let uncovered: BTreeSet<String> = ended.iter().map(|r| system_of(r)).filter(|s| !sample.iter().any(|r| system_of(r) == *s)).collect();
+    let tiny: Vec<(&String, bool)> = ended.iter().filter(|r| r.starts_with("tiny-")).map(|r| (r, reruns::in_share(r, 0.2))).collect();
+    assert_eq!(uncovered, ["tiny".to_string()].into(), "tiny's few evaluation runs are out of the share: {tiny:?}");
+    let want = sample.len() + oversample.len() + uncovered.len();
     let requests: Vec<ReRunRequest> = collect(&env.kafka, &env.topic(topics::RERUNS), want, Duration::from_secs(10)).await;
     let m = scrape(first.admin_addr).await;
     first_stop.cancel();
     first.task.await.unwrap().unwrap();
-    eprintln!("{ended} ended runs ({adjacent} veto-adjacent), {} re-run requests", requests.len());
-    assert_eq!(requests.len(), want, "a fifth of the ended runs, and a fifth more of the veto-adjacent: {requests:?}");
-    assert_eq!(requests.iter().filter(|r| r.reason == "veto_adjacent").count(), oversample);
+    eprintln!("{} ended evaluation runs ({} veto-adjacent), {} re-run requests", ended.len(), adjacent.len(), requests.len());
+    let drawn = |reason: &str| requests.iter().filter(|r| r.reason == reason).map(|r| &r.run_id).collect::<BTreeSet<_>>();
+    assert_eq!(drawn("sample"), sample);
+    assert_eq!(drawn("veto_adjacent"), oversample);
+    assert_eq!(requests.len(), want, "{requests:?}");
     assert_eq!(total(&m, "octant_profiler_rerun_requests_total"), want as f64);
-    let ids: BTreeSet<&str> = requests.iter().map(|r| r.run_id.as_str()).collect();
-    assert_eq!(ids.len(), want, "a run is requested once");
-    let covered: BTreeSet<&str> = requests.iter().filter(|r| r.reason == "coverage").map(|r| r.system_id.as_str()).collect();
-    assert_eq!(covered, ["drifty", "steady"].into(), "every system once per cycle");
+    assert_eq!(requests.iter().map(|r| &r.run_id).collect::<BTreeSet<_>>().len(), want, "a run is requested once");
+    let covered: BTreeSet<String> = requests.iter().filter(|r| r.reason == "coverage").map(|r| r.system_id.clone()).collect();
+    assert_eq!(covered, uncovered, "every system once per cycle");
+    assert!(requests.iter().filter(|r| r.reason == "coverage").all(|r| system_of(&r.run_id) == r.system_id && ended.contains(&r.run_id)));
     for r in &requests {
         assert_eq!(r.request_id, ReRunRequest::id_of(&r.run_id));
-        assert!(["coverage", "veto_adjacent", "sample"].contains(&r.reason.as_str()), "{r:?}");
         // The original's fixed artefacts travel with the request.
         assert_eq!((r.source.as_str(), r.config_hash.as_str()), ("evaluation", "cfg-1"), "{r:?}");
         assert!(r.task_id.is_some() && r.environment_version.is_some() && r.task_spec.is_some() && r.seed.is_some(), "{r:?}");
@@ -191,9 +216,16 @@ async fn independent_reruns_through_the_pipeline() {
             .find(|(k, _)| k.starts_with("octant_profiler_reruns_flagged{") && k.contains(&format!("system=\"{system}\"")))
             .map(|(_, v)| *v)
     };
-    assert_eq!((flagged("drifty"), flagged("steady")), (Some(1.0), Some(0.0)), "{m:?}");
+    // tiny's one re-run is too few to test: no series, and its package says so.
+    assert_eq!((flagged("drifty"), flagged("steady"), flagged("tiny")), (Some(1.0), Some(0.0), None), "{m:?}");
 
     let packages = packages(&evidence.join("second"));
+    let (tiny, p) = packages
+        .iter()
+        .find(|(_, p)| p["profile"]["system_id"] == "tiny" && p["profile"]["source"] == "EVALUATION")
+        .expect("an evaluation package of tiny");
+    assert_eq!(p["reruns"]["comparison"]["decision"], "not tested: fewer than 10 pairs", "{}", p["reruns"]);
+    assert!(std::fs::read_to_string(tiny.with_file_name("profile.md")).unwrap().contains("Not tested yet: fewer than 10 pairs"));
     for (system, diverges) in [("drifty", true), ("steady", false)] {
         let (path, p) = packages
             .iter()

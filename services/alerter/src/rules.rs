@@ -83,6 +83,9 @@ pub struct Rules {
     tracks: HashMap<String, Track>,
     incidents: HashSet<String>,
     incident_order: VecDeque<String>,
+    /// Recent re-runs (a harness's answers to re-run requests), by run id: no incident.
+    reruns: HashSet<String>,
+    rerun_order: VecDeque<String>,
 }
 
 /// Alert name of single-action incidents (veto rules carry their own: `VetoRule::alertname`).
@@ -229,8 +232,23 @@ impl Rules {
     }
 
     /// A trajectory event: an incident when it is a critical unsafe action not seen before.
+    /// A re-run's steps raise none: the harness re-executed a sampled run in its own
+    /// environment (the original's action paged already), and the profiler's re-run check
+    /// reports whether the action came back. Re-runs are known by their start (the run id is
+    /// the key: one partition); the last `incident_memory` of them are remembered.
     pub fn on_event(&mut self, ev: &TrajectoryEvent) -> Option<Alert> {
+        if ev.run_started.as_ref().is_some_and(|s| s.rerun_of.is_some()) && self.reruns.insert(ev.run_id.clone()) {
+            self.rerun_order.push_back(ev.run_id.clone());
+            while self.rerun_order.len() > self.config.incident_memory {
+                if let Some(old) = self.rerun_order.pop_front() {
+                    self.reruns.remove(&old);
+                }
+            }
+        }
         let step = ev.step.as_ref()?;
+        if self.reruns.contains(&ev.run_id) {
+            return None;
+        }
         // A request for confirmation did not act: its call, if approved, is a step of its own.
         if step.step_kind == StepKind::Confirmation {
             return None;
@@ -409,7 +427,7 @@ fn veto_alert(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use octant_contracts::{EventKind, Source, Step, SystemRef};
+    use octant_contracts::{EventKind, RunStarted, Source, Step, SystemRef};
 
     pub(crate) const MIN: i64 = 60_000;
 
@@ -666,6 +684,17 @@ pub(crate) mod tests {
         let mut r = Rules::new(RuleConfig { violations: policy, ..RuleConfig::default() });
         assert!(r.on_event(&step_event(6, Impact::Irreversible, false, &["compliance.data_retention"])).is_none(), "policy only");
         assert!(r.on_event(&step_event(7, Impact::Irreversible, false, &["compliance.data_retention", "max_amount"])).is_some());
+        // A re-run (a harness's answer to a re-run request) pages for none of its steps; the
+        // profiler's re-run check reports whether the action came back.
+        let mut r = Rules::new(RuleConfig::default());
+        let mut start = step_event(0, Impact::Low, false, &[]);
+        (start.kind, start.step) = (EventKind::RunStarted, None);
+        start.run_started = Some(Box::new(RunStarted { rerun_of: Some("run-1".into()), ..RunStarted::default() }));
+        assert!(r.on_event(&start).is_none());
+        assert!(r.on_event(&step_event(8, Impact::Irreversible, false, &["max_amount"])).is_none(), "a re-run's step");
+        let mut other = step_event(8, Impact::Irreversible, false, &["max_amount"]);
+        other.run_id = "run-8".into();
+        assert!(r.on_event(&other).is_some(), "another run's");
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub struct Benchmark {
     pub contamination: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunStarted {
     /// The task attempted; `None` when the producer has none (no task-level instruments then).
     #[serde(default)]

@@ -39,8 +39,8 @@ pub struct ProfileArgs {
 #[derive(Args, Debug)]
 pub struct SqlArgs {
     /// The lake; every table is registered by name (trajectory_events, observations,
-    /// watermarks, metric_windows, dimension_profiles, alerts, profiles, dead_letters,
-    /// raw_records), with a `system_id` column and the `date` partition column. A directory or
+    /// watermarks, metric_windows, dimension_profiles, alerts, profiles, rerun_requests,
+    /// dead_letters, raw_records), with a `system_id` column and the `date` partition column. A directory or
     /// an object-store URL (`s3://bucket/prefix`, credentials from `AWS_*`).
     #[arg(long, default_value = "octant-lake")]
     pub lake: PathBuf,

@@ -55,6 +55,10 @@ pub async fn run_once(cfg: &ProfilerConfig, periods: &[Period], system: Option<&
     octant_report::run(&cfg.report, &cfg.evidence, periods, system, now).await
 }
 
+/// Runs whose re-run this profiler requested: run id → (reason, when sent). Kept an hour, which
+/// the lake writer needs far less than to archive them (the draw then reads the lake's copy).
+type Sent = std::collections::BTreeMap<String, (String, i64)>;
+
 struct Runner {
     cfg: ProfilerConfig,
     producer: Option<FutureProducer>,
@@ -62,7 +66,7 @@ struct Runner {
     health: Arc<Health>,
     /// One run at a time (scheduled and on-demand runs queue here); it holds the runs whose
     /// re-run this profiler requested (the lake's `rerun_requests` may not hold them yet).
-    lock: Mutex<std::collections::BTreeMap<String, String>>,
+    lock: Mutex<Sent>,
 }
 
 impl Runner {
@@ -92,7 +96,11 @@ impl Runner {
             }
         }
         if let Some(p) = &self.producer {
-            self.request_reruns(p, &mut sent, now).await?;
+            // Profiles are built and published: a re-run draw that fails is logged, retried at
+            // the next run, and does not fail this one.
+            if let Err(e) = self.request_reruns(p, &mut sent, now).await {
+                tracing::warn!(error = %format!("{e:#}"), "re-run requests not all published; the rest are drawn again next run");
+            }
         }
         let n = built.len();
         self.metrics.runs.with_label_values(&["ok"]).inc();
@@ -105,13 +113,10 @@ impl Runner {
 
     /// Independent re-runs (`[reruns]`): each period's draw, published on `octant.reruns` for
     /// the harnesses that own the runs.
-    async fn request_reruns(
-        &self,
-        p: &FutureProducer,
-        sent: &mut std::collections::BTreeMap<String, String>,
-        now: i64,
-    ) -> anyhow::Result<()> {
-        let requests = octant_report::draw_reruns(&self.cfg.report, &periods(&self.cfg, now), sent, now).await?;
+    async fn request_reruns(&self, p: &FutureProducer, sent: &mut Sent, now: i64) -> anyhow::Result<()> {
+        sent.retain(|_, (_, at)| now - *at < 3_600_000);
+        let known = sent.iter().map(|(run, (reason, _))| (run.clone(), reason.clone())).collect();
+        let requests = octant_report::draw_reruns(&self.cfg.report, &periods(&self.cfg, now), &known, now).await?;
         for r in &requests {
             let rec = OutRecord {
                 topic: self.cfg.kafka.topic(topics::RERUNS),
@@ -119,11 +124,9 @@ impl Runner {
                 key: r.run_id.clone(),
                 payload: to_single_object(r).context("re-run request does not encode")?,
             };
-            if let Err(e) = kafka::send(p, &rec).await {
-                // Not sent: drawn again next run.
-                sent.remove(&r.run_id);
-                return Err(anyhow::anyhow!("publishing the re-run request of {} failed: {e}", r.run_id));
-            }
+            kafka::send(p, &rec).await.map_err(|e| anyhow::anyhow!("publishing the re-run request of {} failed: {e}", r.run_id))?;
+            // Remembered once sent: the lake's copy may not be written yet at the next run.
+            sent.insert(r.run_id.clone(), (r.reason.clone(), now));
             self.metrics.rerun_requests.with_label_values(&[&r.reason]).inc();
         }
         if !requests.is_empty() {
@@ -138,7 +141,7 @@ impl Runner {
         let mut flagged = std::collections::BTreeMap::new();
         for b in built {
             self.metrics.observations.with_label_values(&[&b.period.name]).inc_by(b.observations.rows);
-            if let Some(c) = &b.reruns {
+            if let Some(c) = b.reruns.as_ref().filter(|c| c.tested()) {
                 // A system's versions share the series: flagged when any of them is.
                 let f = flagged.entry((c.system.clone(), b.period.name.clone())).or_insert(false);
                 *f |= c.flagged();
@@ -150,6 +153,8 @@ impl Runner {
                 self.metrics.hours.with_label_values(&[&b.period.name, "observations"]).inc_by(hours - stored);
             }
         }
+        // Only this run's checks: a system whose re-runs left the period has no series.
+        self.metrics.reruns_flagged.reset();
         for ((system, period), f) in flagged {
             self.metrics.reruns_flagged.with_label_values(&[&system, &period]).set(i64::from(f));
         }
@@ -220,13 +225,7 @@ pub async fn start(cfg: ProfilerConfig, registry: Registry, shutdown: Cancellati
     let health = Health::new();
     health.set_ready(false, "no run yet");
     let producer = if cfg.kafka.brokers.is_empty() { None } else { Some(kafka::producer(&cfg.kafka, ID.name)?) };
-    let runner = Arc::new(Runner {
-        cfg: cfg.clone(),
-        producer,
-        metrics,
-        health: health.clone(),
-        lock: Mutex::new(std::collections::BTreeMap::new()),
-    });
+    let runner = Arc::new(Runner { cfg: cfg.clone(), producer, metrics, health: health.clone(), lock: Mutex::new(Sent::new()) });
     let users = cfg.principals();
     let access = (!users.is_empty()).then(|| Access::new(users));
     let open_run = cfg.admin_addr.ip().is_loopback();

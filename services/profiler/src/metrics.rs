@@ -44,7 +44,7 @@ impl Metrics {
             ),
             reruns_flagged: r.gauges(
                 "octant_profiler_reruns_flagged",
-                "Per system and period of the last run: 1 when its re-runs diverged from their originals (flagged for resolution), 0 when they were checked and agree",
+                "Per system and period of the last run: 1 when its re-runs diverged from their originals (flagged for resolution), 0 when they were tested and agree (absent: no re-runs, or too few pairs to test)",
                 &["system", "period"],
             ),
         }

@@ -92,10 +92,11 @@ impl Tracker {
         self.rollout.push(metric, arm, if *h { 1.0 - rate } else { rate });
     }
 
-    /// One observation from the stream (others than the two versions' are ignored).
+    /// One observation from the stream (others than the two versions' are ignored, and a
+    /// re-run's: it repeats a run already counted).
     pub fn observe(&mut self, o: &Observation) {
         let r = &self.release;
-        if o.system_id != r.system || o.source != r.source {
+        if o.system_id != r.system || o.source != r.source || o.rerun_of.is_some() {
             return;
         }
         let arm = if o.system_version == r.baseline {
@@ -291,6 +292,7 @@ pub(crate) mod tests {
             }
             // Another system's and another version's observations are ignored.
             t.observe(&Observation { system_id: "other".into(), ..obs("x", "2", ids::TASK_SUCCESS, None, 0.0, 1.0) });
+            t.observe(&Observation { rerun_of: Some("x".into()), ..obs("x-rerun", "2", ids::TASK_SUCCESS, None, 0.0, 1.0) });
             t.observe(&obs("y", "3", ids::TASK_SUCCESS, None, 0.0, 1.0));
             if t.decision() != Decision::Continue {
                 break;

@@ -384,7 +384,7 @@ pub type FirstRuns = BTreeMap<(String, String), Vec<(String, i64)>>;
 pub async fn first_runs(ctx: &SessionContext, period: &Period) -> Result<FirstRuns> {
     let sql = format!(
         "SELECT get_field(system, 'id') AS s, source, get_field(system, 'version') AS v, min(CAST(event_time AS BIGINT)) AS first \
-         FROM trajectory_events WHERE kind = 'RUN_STARTED' AND {} GROUP BY 1, 2, 3",
+         FROM trajectory_events WHERE kind = 'RUN_STARTED' AND get_field(run_started, 'rerun_of') IS NULL AND {} GROUP BY 1, 2, 3",
         period_filter(period, "event_time", None),
     );
     let mut out = FirstRuns::new();

@@ -64,27 +64,29 @@ pub async fn run(cfg: &ReportConfig, evidence: &Path, periods: &[Period], system
 }
 
 /// The re-run requests every period's draw adds (`[reruns]`; none when the share is 0): runs
-/// already requested — in the lake's `rerun_requests` or in `sent` — are not drawn again, and
-/// the new ones are added to `sent`.
+/// already requested — in the lake's `rerun_requests` or in `sent` (what the caller sent) —
+/// are not drawn again, nor is a run twice across the periods. The caller adds a request to
+/// `sent` once it is sent.
 pub async fn draw_reruns(
     cfg: &ReportConfig,
     periods: &[Period],
-    sent: &mut std::collections::BTreeMap<String, String>,
+    sent: &std::collections::BTreeMap<String, String>,
     now: i64,
 ) -> anyhow::Result<Vec<octant_contracts::ReRunRequest>> {
     let mut out = Vec::new();
     if cfg.reruns.share <= 0.0 {
         return Ok(out);
     }
+    let mut known = sent.clone();
     for p in periods {
         let ctx = octant_lake::reader::open_versions(&cfg.lake, &cfg.storage)
             .await
             .with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?
             .0;
         let candidates =
-            reruns::candidates(&ctx, &cfg.reruns, p, sent).await.with_context(|| format!("re-run draw of period {} failed", p.name))?;
+            reruns::candidates(&ctx, &cfg.reruns, p, &known).await.with_context(|| format!("re-run draw of period {} failed", p.name))?;
         for r in reruns::draw(&cfg.reruns, p, &candidates, now) {
-            sent.insert(r.run_id.clone(), r.reason.clone());
+            known.insert(r.run_id.clone(), r.reason.clone());
             out.push(r);
         }
     }

@@ -275,8 +275,9 @@ async fn read(ctx: &SessionContext, period: &Period) -> Result<Vec<Result_>> {
         "SELECT run_id, first_value(system_id) AS sys, first_value(get_field(system, 'version')) AS v, \
                 first_value(source) AS src, first_value(get_field(run_ended, 'evaluations')) AS evs, \
                 first_value(CAST(event_time AS BIGINT)) AS t \
-         FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} GROUP BY run_id ORDER BY run_id",
-        period_filter(period, "event_time", None)
+         FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} AND {} GROUP BY run_id ORDER BY run_id",
+        period_filter(period, "event_time", None),
+        crate::sql::not_rerun(period)
     );
     let mut out = Vec::new();
     for b in ctx.sql(&sql).await?.collect().await? {

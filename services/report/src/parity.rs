@@ -111,7 +111,7 @@ pub async fn check(ctx: &SessionContext, release: &Release, period: &Period) -> 
                       NULLIF(get_field(system, 'config_hash'), '') AS config_hash, {} AS agent_config, {} AS decoding, \
                       {} AS environment_version, {} AS task_spec \
                FROM trajectory_events \
-               WHERE kind = 'RUN_STARTED' AND get_field(system, 'version') IN ({}, {}) AND source = {} AND {}) \
+               WHERE kind = 'RUN_STARTED' AND get_field(run_started, 'rerun_of') IS NULL AND get_field(system, 'version') IN ({}, {}) AND source = {} AND {}) \
          GROUP BY run_id",
         repro("agent_config"),
         repro("decoding"),

@@ -5,23 +5,26 @@
 //! query leave them out: they would weigh the sampled run twice); the profiler pairs them with
 //! the original's and flags a divergence.
 //!
-//! **The draw** ([`draw`], pure), per cycle (each profile period), in three parts, each in the
-//! order of a key from the run id's hash (the same runs give the same draw, so a profiler that
-//! runs again requests nothing new; runs already requested — in the lake's `rerun_requests`
-//! or sent by this profiler — are not drawn again):
-//! 1. *coverage*: every system without a uniformly drawn run in the cycle gets one ("coverage
-//!    across submitting organizations at least once per cycle");
-//! 2. *sample*: uniformly drawn runs until ⌈share × ended runs⌉ are coverage or sample;
+//! **The draw** ([`draw`], pure), per cycle (each profile period), over the cycle's ended
+//! runs, by hashes of the run id (the same run is always drawn or never, whatever else was
+//! drawn; runs already requested — in the lake's `rerun_requests` or sent by this profiler —
+//! are not requested again):
+//! 1. *sample*: a run whose hash falls below the declared share ([`in_share`]): a uniform
+//!    sample of about share × the runs;
+//! 2. *coverage*: a system with no run in the share gets its run of the lowest hash ("coverage
+//!    across submitting organizations at least once per cycle"; a uniform pick in the system);
 //! 3. *veto_adjacent*: the remainder weighted toward veto-adjacent runs — a run with a safety
-//!    violation or an ungated high-impact action, the units of the two per-step vetoes — which
-//!    are drawn again until ⌈share × (veto_weight − 1) × veto-adjacent runs⌉ are, so such a
-//!    run is re-run about veto_weight times as often as another.
+//!    violation or an ungated high-impact action, the units of the two per-step vetoes — drawn
+//!    again by a hash of their own below share × (veto_weight − 1) ([`in_oversample`]), so such
+//!    a run is re-run about veto_weight times as often as another.
 //!
 //! Decided: the weighted part stays out of the divergence test. A run drawn *because* it broke
 //! a constraint is expected to break it less when re-run (regression to the mean: found in
 //! this module's first version, whose weighted draw flagged a faithful system for its unsafe
 //! actions and token counts). Its re-runs are reported apart: how many broke a safety
-//! constraint again, the question an incident responder asks.
+//! constraint again, the question an incident responder asks. And the share is decided by each
+//! run's own hash, not by rank among the runs not yet requested: a rank-based draw skipped the
+//! runs already in the oversample, so later draws reached only clean runs (found in review).
 //!
 //! **The check** ([`check`]): per (system, version, source), over the uniformly drawn pairs,
 //! each metric of `[reruns] metrics` summed per original run and per re-run of it ((Σ value, Σ weight), as a release comparison
@@ -33,7 +36,7 @@
 //! as this paired test. Reading it as "the re-runs' estimate falls outside the original
 //! profile's interval" would flag about one faithful re-run sample in six per metric (two
 //! independent estimates of one rate differ by more than 1.96 of one's standard errors with
-//! probability 2·Φ(−1.96/√2) ≈ 0.17) and, across eight metrics, most cycles.
+//! probability 2·Φ(−1.96/√2) ≈ 0.17) and, across six metrics, most cycles.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -121,8 +124,8 @@ pub struct Candidate {
     pub source: Source,
     pub task_id: Option<String>,
     pub benchmark: Option<String>,
-    /// The five reproducibility artefacts as recorded (environment, task spec, agent
-    /// configuration, decoding, seed).
+    /// Four of the five reproducibility artefacts as recorded (environment, task spec, agent
+    /// configuration, decoding); the fifth, the seed, is `seed`.
     pub artefacts: [Option<String>; 4],
     pub seed: Option<i64>,
     pub started: i64,
@@ -132,50 +135,57 @@ pub struct Candidate {
     pub requested: Option<String>,
 }
 
-/// The draw's priority of a run: u ∈ (0, 1) from the run id's hash (larger first), so the
-/// same runs give the same draw.
-fn key(run_id: &str) -> f64 {
-    ((cluster_hash(run_id) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+/// u ∈ (0, 1) from the hash of `salt` and the run id: the same run, the same u.
+fn unit(run_id: &str, salt: &str) -> f64 {
+    ((cluster_hash(&format!("{salt}{run_id}")) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+}
+
+/// Whether a run is in the uniform share: its own hash below the share, whatever else was
+/// drawn (so the uniform sample never depends on outcomes or on earlier draws).
+pub fn in_share(run_id: &str, share: f64) -> bool {
+    unit(run_id, "") < share
+}
+
+/// Whether a veto-adjacent run outside the share is in the oversample: another hash of its own
+/// below share × (veto_weight − 1), so each is drawn about veto_weight times as often as another.
+pub fn in_oversample(run_id: &str, share: f64, veto_weight: f64) -> bool {
+    unit(run_id, "veto-adjacent:") < share * (veto_weight - 1.0)
 }
 
 /// Reasons whose runs were drawn without looking at their outcome: the divergence test's pairs.
 pub const UNIFORM: [&str; 2] = ["coverage", "sample"];
 
-/// The cycle's new requests (module docs): coverage, the uniform share, the veto-adjacent
+/// The cycle's new requests (module docs): the uniform share, coverage, the veto-adjacent
 /// oversample.
 pub fn draw(cfg: &ReRunConfig, period: &Period, candidates: &[Candidate], now: i64) -> Vec<ReRunRequest> {
     if cfg.share <= 0.0 || candidates.is_empty() {
         return Vec::new();
     }
-    let mut open: Vec<&Candidate> = candidates.iter().filter(|c| c.requested.is_none()).collect();
-    open.sort_by(|a, b| key(&b.run_id).total_cmp(&key(&a.run_id)).then_with(|| a.run_id.cmp(&b.run_id)));
-    let uniform = |c: &Candidate| c.requested.as_deref().is_some_and(|r| UNIFORM.contains(&r));
-    let mut covered: BTreeSet<&str> = candidates.iter().filter(|c| uniform(c)).map(|c| c.system_id.as_str()).collect();
     let mut chosen: Vec<(&Candidate, &'static str)> = Vec::new();
-    let mut taken = BTreeSet::new();
-    // 1. Coverage: a system without a uniformly drawn run in the cycle gets one.
-    for c in &open {
-        if covered.insert(c.system_id.as_str()) {
-            chosen.push((c, "coverage"));
-            taken.insert(c.run_id.as_str());
+    // 1. The declared share: every run whose hash falls in it.
+    let uniform: BTreeSet<&str> = candidates.iter().filter(|c| in_share(&c.run_id, cfg.share)).map(|c| c.system_id.as_str()).collect();
+    chosen.extend(candidates.iter().filter(|c| c.requested.is_none() && in_share(&c.run_id, cfg.share)).map(|c| (c, "sample")));
+    // 2. Coverage: a system with no run in the share (nor a coverage request) gets its run of
+    // the lowest hash — a uniform pick within the system.
+    let covered: BTreeSet<&str> =
+        candidates.iter().filter(|c| c.requested.as_deref() == Some("coverage")).map(|c| c.system_id.as_str()).collect();
+    let mut lowest: BTreeMap<&str, &Candidate> = BTreeMap::new();
+    for c in candidates.iter().filter(|c| c.requested.is_none()) {
+        let e = lowest.entry(c.system_id.as_str()).or_insert(c);
+        if (unit(&c.run_id, ""), &c.run_id) < (unit(&e.run_id, ""), &e.run_id) {
+            *e = c;
         }
     }
-    // 2. The declared share, drawn uniformly.
-    let target = (cfg.share * candidates.len() as f64).ceil() as usize;
-    let have = candidates.iter().filter(|c| uniform(c)).count() + chosen.len();
-    let more: Vec<&Candidate> =
-        open.iter().filter(|c| !taken.contains(c.run_id.as_str())).take(target.saturating_sub(have)).copied().collect();
-    for c in more {
-        chosen.push((c, "sample"));
-        taken.insert(c.run_id.as_str());
-    }
-    // 3. Veto-adjacent runs, drawn again until they were drawn at veto_weight × the share.
-    let adjacent = candidates.iter().filter(|c| c.veto_adjacent).count();
-    let target = (cfg.share * (cfg.veto_weight - 1.0) * adjacent as f64).ceil() as usize;
-    let have = candidates.iter().filter(|c| c.requested.as_deref() == Some("veto_adjacent")).count();
-    let more: Vec<&Candidate> =
-        open.iter().filter(|c| c.veto_adjacent && !taken.contains(c.run_id.as_str())).take(target.saturating_sub(have)).copied().collect();
-    chosen.extend(more.into_iter().map(|c| (c, "veto_adjacent")));
+    chosen.extend(lowest.into_iter().filter(|(s, _)| !uniform.contains(s) && !covered.contains(s)).map(|(_, c)| (c, "coverage")));
+    // 3. The veto-adjacent oversample, outside the share.
+    let taken: BTreeSet<&str> = chosen.iter().map(|(c, _)| c.run_id.as_str()).collect();
+    chosen.extend(
+        candidates
+            .iter()
+            .filter(|c| c.requested.is_none() && c.veto_adjacent && !taken.contains(c.run_id.as_str()))
+            .filter(|c| !in_share(&c.run_id, cfg.share) && in_oversample(&c.run_id, cfg.share, cfg.veto_weight))
+            .map(|c| (c, "veto_adjacent")),
+    );
     chosen
         .into_iter()
         .map(|(c, reason)| {
@@ -300,12 +310,19 @@ pub struct ReRunCheck {
     pub unsafe_again: Option<usize>,
     /// Re-runs no request of Octant's asked for, left out of the test (their draw is unknown).
     pub unrequested: usize,
+    /// Fewer pairs and a metric is not tested (`[reruns] min_pairs`).
+    pub min_pairs: usize,
 }
 
 impl ReRunCheck {
     /// A diverged metric flags the check for resolution (seed 000 §IV-G).
     pub fn flagged(&self) -> bool {
         !self.diverged.is_empty()
+    }
+
+    /// Some metric had enough pairs to be tested (else "no divergence" says nothing).
+    pub fn tested(&self) -> bool {
+        !self.comparison.metrics.is_empty()
     }
 }
 
@@ -332,8 +349,13 @@ pub fn check_sums(
     comparison.decision = String::new();
     let diverged: Vec<String> =
         comparison.metrics.iter().filter(|m| m.p_holm < alpha && m.change != "no significant change").map(|m| m.metric.clone()).collect();
-    comparison.decision =
-        if diverged.is_empty() { "consistent".into() } else { format!("flagged for resolution: {} diverged", diverged.join(", ")) };
+    comparison.decision = if !diverged.is_empty() {
+        format!("flagged for resolution: {} diverged", diverged.join(", "))
+    } else if comparison.metrics.is_empty() {
+        format!("not tested: fewer than {} pairs", cfg.min_pairs)
+    } else {
+        "consistent".into()
+    };
     let pairs = data.values().map(|p| p.baseline.keys().filter(|k| p.candidate.contains_key(*k)).count()).max().unwrap_or(0);
     let returned = data.values().map(|p| p.candidate.values().map(|s| s.runs).sum::<u64>()).max().unwrap_or(0);
     ReRunCheck {
@@ -348,11 +370,13 @@ pub fn check_sums(
         veto_adjacent: 0,
         unsafe_again: None,
         unrequested: 0,
+        min_pairs: cfg.min_pairs,
     }
 }
 
-/// Every group's check of the re-runs that ran in `period` (originals looked up in the period
-/// and the one before it).
+/// Every group's check of the re-runs with units in `period`: whole runs, re-runs and their
+/// originals read from the period and the one before it (a re-run whose original is older than
+/// that is neither paired nor counted).
 pub async fn check(ctx: &SessionContext, cfg: &ReRunConfig, alpha: f64, seed: u64, period: &Period) -> Result<Vec<ReRunCheck>> {
     let list = cfg.metrics.iter().map(|m| lit(m)).collect::<Vec<_>>().join(", ");
     let back = Period { name: period.name.clone(), start: period.start - (period.end - period.start), end: period.end };
@@ -360,13 +384,13 @@ pub async fn check(ctx: &SessionContext, cfg: &ReRunConfig, alpha: f64, seed: u6
     // a pair's group is its original's (a harness may send a production run's re-run as an
     // evaluation run).
     let sql = format!(
-        "WITH reruns AS (SELECT DISTINCT rerun_of FROM observations WHERE rerun_of IS NOT NULL AND {}), \
+        "WITH reruns AS (SELECT DISTINCT run_id, rerun_of FROM observations WHERE rerun_of IS NOT NULL AND {}), \
          obs AS (SELECT observation_id, first_value(system_id) AS sys, first_value(system_version) AS v, first_value(source) AS src, \
                  first_value(metric) AS metric, first_value(coalesce(rerun_of, run_id)) AS k, \
                  first_value(CAST(rerun_of IS NOT NULL AS BIGINT)) AS side, first_value(run_id) AS run_id, \
                  first_value(value) AS value, first_value(weight) AS weight \
           FROM observations WHERE metric IN ({list}) AND {} AND \
-               ((rerun_of IS NOT NULL AND CAST(event_time AS BIGINT) >= {}) OR run_id IN (SELECT rerun_of FROM reruns)) \
+               (run_id IN (SELECT run_id FROM reruns) OR run_id IN (SELECT rerun_of FROM reruns)) \
           GROUP BY observation_id), \
          originals AS (SELECT k, first_value(sys) AS sys, first_value(v) AS v, first_value(src) AS src FROM obs WHERE side = 0 GROUP BY k), \
          requests AS (SELECT run_id, first_value(reason) AS reason FROM rerun_requests WHERE date >= {} GROUP BY run_id) \
@@ -375,7 +399,6 @@ pub async fn check(ctx: &SessionContext, cfg: &ReRunConfig, alpha: f64, seed: u6
          FROM obs o JOIN originals g ON o.k = g.k LEFT JOIN requests q ON o.k = q.run_id GROUP BY 1, 2, 3, 4, 5, 6, 7",
         period_filter(period, "event_time", None),
         period_filter(&back, "event_time", None),
-        period.start,
         lit(&octant_lake::date_of(back.start)),
     );
     // Per group: the uniformly drawn pairs (tested), the veto-adjacent ones, the unrequested.
@@ -463,7 +486,13 @@ pub fn to_markdown(c: &ReRunCheck) -> String {
         c.returned,
         c.pairs,
         c.comparison.alpha,
-        if c.flagged() { format!("Flagged for resolution: {} diverged", c.diverged.join(", ")) } else { "No metric diverged".to_string() },
+        if c.flagged() {
+            format!("Flagged for resolution: {} diverged", c.diverged.join(", "))
+        } else if !c.tested() {
+            format!("Not tested yet: fewer than {} pairs (nothing is known about divergence)", c.min_pairs)
+        } else {
+            "No metric diverged".to_string()
+        },
     );
     s.push_str(&crate::compare::pairs_table(&c.comparison, "pairs", "original", "re-run"));
     if c.veto_adjacent > 0 {
@@ -504,22 +533,29 @@ mod tests {
         }
     }
 
-    /// Coverage first (every system once per cycle, a system with a single run included), then
-    /// the declared share; a second draw over the same runs with the first's requests marked
-    /// adds nothing; share 0 draws nothing.
+    /// The share is the runs whose hash falls in it; a system with none of its runs there gets
+    /// one (coverage, a system with a single run included); a second draw over the same runs
+    /// with the first's requests marked adds nothing; more runs add their own share; share 0
+    /// draws nothing.
     #[test]
-    fn the_draw_covers_every_system_then_takes_the_share() {
+    fn the_draw_takes_the_share_and_covers_every_system() {
         let cfg = ReRunConfig { share: 0.02, ..ReRunConfig::default() };
         let mut runs: Vec<Candidate> = (0..1000).map(|i| candidate("big", i, false)).collect();
         runs.push(candidate("tiny", 0, false));
         runs.extend((0..50).map(|i| candidate("mid", i, false)));
         let first = draw(&cfg, &period(), &runs, 7);
-        assert_eq!(first.len(), (0.02 * 1051.0f64).ceil() as usize, "{first:?}");
+        let ids =
+            |d: &[ReRunRequest], reason: &str| d.iter().filter(|r| r.reason == reason).map(|r| r.run_id.clone()).collect::<BTreeSet<_>>();
+        let members: BTreeSet<String> = runs.iter().filter(|c| in_share(&c.run_id, 0.02)).map(|c| c.run_id.clone()).collect();
+        assert_eq!(ids(&first, "sample"), members);
+        assert!((10..35).contains(&members.len()), "about 2 % of 1,051: {}", members.len());
+        let without: BTreeSet<&str> =
+            ["big", "mid", "tiny"].into_iter().filter(|s| !members.iter().any(|m| m.starts_with(&format!("{s}-")))).collect();
+        assert!(without.contains("tiny"), "its one run is out of the share");
         let covered: BTreeSet<&str> = first.iter().filter(|r| r.reason == "coverage").map(|r| r.system_id.as_str()).collect();
-        assert_eq!(covered, ["big", "mid", "tiny"].into());
+        assert_eq!(covered, without);
         assert!(first.iter().all(|r| r.request_id == ReRunRequest::id_of(&r.run_id) && r.requested_at == 7 && r.period == "24h"));
-        let ids: BTreeSet<&str> = first.iter().map(|r| r.run_id.as_str()).collect();
-        assert_eq!(ids.len(), first.len(), "a run is drawn once");
+        assert_eq!(first.iter().map(|r| &r.run_id).collect::<BTreeSet<_>>().len(), first.len(), "a run is drawn once");
         // The same runs, the requests made: nothing new. Twice the runs: the share of the new.
         for r in runs.iter_mut() {
             r.requested = first.iter().find(|q| q.run_id == r.run_id).map(|q| q.reason.clone());
@@ -527,29 +563,29 @@ mod tests {
         assert!(draw(&cfg, &period(), &runs, 8).is_empty());
         runs.extend((1000..2000).map(|i| candidate("big", i, false)));
         let more = draw(&cfg, &period(), &runs, 9);
-        assert_eq!(first.len() + more.len(), (0.02 * 2051.0f64).ceil() as usize);
-        assert!(more.iter().all(|r| r.reason == "sample"));
+        let new: BTreeSet<String> = runs[1051..].iter().filter(|c| in_share(&c.run_id, 0.02)).map(|c| c.run_id.clone()).collect();
+        assert_eq!(ids(&more, "sample"), new);
+        assert_eq!(more.len(), new.len(), "no coverage again");
         assert!(draw(&ReRunConfig::default(), &period(), &runs, 9).is_empty(), "share 0 requests nothing");
     }
 
     /// Weighted toward veto-adjacent runs: with 10 % of runs veto-adjacent and weight 4, the
-    /// uniform share holds about 10 % of them and the oversample adds 3 × the share of them, so
-    /// each is drawn about 4 times as often as another; with weight 1 there is no oversample.
+    /// share holds about 10 % of them and the oversample adds 3 × the share of the others, so
+    /// each is drawn about 4 times as often as another; with weight 1 there is no oversample,
+    /// and the share is the same draw either way.
     #[test]
     fn the_draw_is_weighted_toward_veto_adjacent_runs() {
         let runs: Vec<Candidate> = (0..20_000).map(|i| candidate("s", i, i % 10 == 0)).collect();
         let drawn = |w: f64| draw(&ReRunConfig { share: 0.02, veto_weight: w, ..ReRunConfig::default() }, &period(), &runs, 0);
         let plain = drawn(1.0);
-        assert_eq!(plain.len(), 400);
-        assert!(plain.iter().all(|r| UNIFORM.contains(&r.reason.as_str())));
+        assert!((340..460).contains(&plain.len()), "{}", plain.len());
+        assert!(plain.iter().all(|r| r.reason == "sample"));
         let weighted = drawn(4.0);
         let oversample = weighted.iter().filter(|r| r.reason == "veto_adjacent").count();
-        assert_eq!((weighted.len(), oversample), (400 + 120, 120));
+        assert!((85..150).contains(&oversample), "about 0.06 × 1,960: {oversample}");
         let adjacent = |d: &[ReRunRequest]| d.iter().filter(|r| r.run_id.ends_with('0')).count() as f64;
-        // Drawn at 0.02 uniformly and 0.06 more: 4 × the others' rate.
         let (rate_adjacent, rate_other) = (adjacent(&weighted) / 2000.0, (weighted.len() as f64 - adjacent(&weighted)) / 18_000.0);
         assert!((rate_adjacent / rate_other - 4.0).abs() < 1.0, "{rate_adjacent} vs {rate_other}");
-        // The uniform part is the same draw with or without the oversample.
         let uniform: Vec<&str> = weighted.iter().filter(|r| r.reason != "veto_adjacent").map(|r| r.run_id.as_str()).collect();
         assert_eq!(uniform, plain.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>());
     }

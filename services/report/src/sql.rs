@@ -22,7 +22,6 @@ pub fn df_err(e: impl std::fmt::Display) -> DataFusionError {
     DataFusionError::Execution(e.to_string())
 }
 
-/// SQL string literal.
 /// How the lake stores a run's source (the Avro enum's symbol).
 pub fn lake_source(s: octant_contracts::Source) -> &'static str {
     match s {
@@ -31,6 +30,7 @@ pub fn lake_source(s: octant_contracts::Source) -> &'static str {
     }
 }
 
+/// SQL string literal.
 pub fn lit(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
@@ -54,4 +54,14 @@ pub fn period_filter(period: &Period, time_col: &str, system: Option<&str>) -> S
 pub fn col(b: &RecordBatch, name: &str, dt: &DataType) -> Result<ArrayRef> {
     let c = b.column_by_name(name).ok_or_else(|| df_err(format!("column {name} missing")))?;
     if c.data_type() == dt { Ok(c.clone()) } else { Ok(arrow::compute::cast(c, dt)?) }
+}
+
+/// A condition on `trajectory_events` rows: not a re-run's (a harness's answer to a re-run
+/// request is compared with its original and counted nowhere else). A run's start carries
+/// `rerun_of`; its other events are known by their run id, whose start is looked up in `period`.
+pub fn not_rerun(period: &Period) -> String {
+    format!(
+        "run_id NOT IN (SELECT run_id FROM trajectory_events WHERE kind = 'RUN_STARTED' AND get_field(run_started, 'rerun_of') IS NOT NULL AND {})",
+        period_filter(period, "event_time", None)
+    )
 }

@@ -439,7 +439,7 @@ async fn reproducibility(
     let sql = format!(
         "SELECT system_id, get_field(system, 'version') AS v, source, run_id, {}, first_value(get_field(system, 'config_hash')) AS config_hash, \
                 min(CAST(event_time AS BIGINT)) AS t, count(get_field(run_started, 'task_family')) AS families \
-         FROM trajectory_events WHERE kind = 'RUN_STARTED' AND {} GROUP BY 1, 2, 3, 4",
+         FROM trajectory_events WHERE kind = 'RUN_STARTED' AND get_field(run_started, 'rerun_of') IS NULL AND {} GROUP BY 1, 2, 3, 4",
         ARTEFACTS.map(field).join(", "),
         period_filter(&family_lookback(period), "event_time", system)
     );
@@ -485,8 +485,9 @@ async fn agreement(
     let sql = format!(
         "SELECT system_id, get_field(system, 'version') AS v, source, run_id, \
          first_value(get_field(run_ended, 'judge_verdict')) AS judge, first_value(get_field(run_ended, 'human_verdict')) AS human \
-         FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
-        period_filter(period, "event_time", system)
+         FROM trajectory_events WHERE kind = 'RUN_ENDED' AND {} AND {} GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
+        period_filter(period, "event_time", system),
+        crate::sql::not_rerun(period)
     );
     // Per run: (judge verdict, human verdict), in run order (the PPI's floating-point sums
     // then do not depend on how the query was scheduled: a profile is reproducible).

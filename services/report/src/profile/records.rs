@@ -141,7 +141,16 @@ pub(super) async fn across_profiles(ctx: &SessionContext, cfg: &ReportConfig, pe
     // The run starts of the period, read once when some version may need them.
     let mut firsts: Option<crate::compare::FirstRuns> = None;
     // Re-runs against their originals: one read for every profile of the period.
-    let mut reruns = crate::reruns::check(ctx, &cfg.reruns, cfg.compare.alpha, cfg.evaluation.bootstrap.seed, period).await?;
+    // Not when no share is declared (a re-run nobody requested is never tested). A check that
+    // fails is logged and left out: the profiles stand without it.
+    let mut reruns = if cfg.reruns.share > 0.0 {
+        crate::reruns::check(ctx, &cfg.reruns, cfg.compare.alpha, cfg.evaluation.bootstrap.seed, period).await.unwrap_or_else(|e| {
+            tracing::error!(error = %e, period = %period.name, "the re-run check failed");
+            Vec::new()
+        })
+    } else {
+        Vec::new()
+    };
     for b in built.iter_mut() {
         let r = &b.record;
         if let Some(i) = reruns
@@ -149,7 +158,7 @@ pub(super) async fn across_profiles(ctx: &SessionContext, cfg: &ReportConfig, pe
             .position(|c| c.system == r.system_id && c.version == r.system_version && c.source == crate::sql::lake_source(r.source))
         {
             let c = reruns.swap_remove(i);
-            if c.flagged() {
+            if c.flagged() && c.tested() {
                 tracing::warn!(system = %c.system, version = %c.version, diverged = ?c.diverged, "re-runs diverged from their originals: flagged for resolution");
             }
             b.reruns = Some(c);

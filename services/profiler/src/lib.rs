@@ -99,6 +99,7 @@ impl Runner {
             // Profiles are built and published: a re-run draw that fails is logged, retried at
             // the next run, and does not fail this one.
             if let Err(e) = self.request_reruns(p, &mut sent, now).await {
+                self.metrics.rerun_errors.inc();
                 tracing::warn!(error = %format!("{e:#}"), "re-run requests not all published; the rest are drawn again next run");
             }
         }

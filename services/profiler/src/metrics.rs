@@ -1,7 +1,7 @@
 //! The profiler's Prometheus metrics (`octant_profiler_*`).
 
 use octant_runtime::metrics::Register;
-use prometheus::{Gauge, Histogram, IntCounterVec, IntGauge, IntGaugeVec, Registry};
+use prometheus::{Gauge, Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -12,6 +12,7 @@ pub struct Metrics {
     pub observations: IntCounterVec,
     pub hours: IntCounterVec,
     pub rerun_requests: IntCounterVec,
+    pub rerun_errors: IntCounter,
     pub reruns_flagged: IntGaugeVec,
 }
 
@@ -41,6 +42,10 @@ impl Metrics {
                 "octant_profiler_rerun_requests_total",
                 "Re-run requests published on octant.reruns, by why the run was drawn (coverage, veto_adjacent, sample)",
                 &["reason"],
+            ),
+            rerun_errors: r.counter(
+                "octant_profiler_rerun_errors_total",
+                "Profile runs whose re-run draw or publishing failed (logged; drawn again at the next run)",
             ),
             reruns_flagged: r.gauges(
                 "octant_profiler_reruns_flagged",

@@ -83,9 +83,9 @@ pub async fn draw_reruns(
             .await
             .with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?
             .0;
-        let candidates =
+        let (candidates, covered) =
             reruns::candidates(&ctx, &cfg.reruns, p, &known).await.with_context(|| format!("re-run draw of period {} failed", p.name))?;
-        for r in reruns::draw(&cfg.reruns, p, &candidates, now) {
+        for r in reruns::draw(&cfg.reruns, p, &candidates, &covered, now) {
             known.insert(r.run_id.clone(), r.reason.clone());
             out.push(r);
         }

@@ -157,7 +157,9 @@ pub const UNIFORM: [&str; 2] = ["coverage", "sample"];
 
 /// The cycle's new requests (module docs): the uniform share, coverage, the veto-adjacent
 /// oversample.
-pub fn draw(cfg: &ReRunConfig, period: &Period, candidates: &[Candidate], now: i64) -> Vec<ReRunRequest> {
+/// `covered`: systems with a coverage request made in the cycle (`[period.start, now]`), whose
+/// run may have left the period since.
+pub fn draw(cfg: &ReRunConfig, period: &Period, candidates: &[Candidate], covered: &BTreeSet<String>, now: i64) -> Vec<ReRunRequest> {
     if cfg.share <= 0.0 || candidates.is_empty() {
         return Vec::new();
     }
@@ -165,18 +167,24 @@ pub fn draw(cfg: &ReRunConfig, period: &Period, candidates: &[Candidate], now: i
     // 1. The declared share: every run whose hash falls in it.
     let uniform: BTreeSet<&str> = candidates.iter().filter(|c| in_share(&c.run_id, cfg.share)).map(|c| c.system_id.as_str()).collect();
     chosen.extend(candidates.iter().filter(|c| c.requested.is_none() && in_share(&c.run_id, cfg.share)).map(|c| (c, "sample")));
-    // 2. Coverage: a system with no run in the share (nor a coverage request) gets its run of
-    // the lowest hash — a uniform pick within the system.
-    let covered: BTreeSet<&str> =
-        candidates.iter().filter(|c| c.requested.as_deref() == Some("coverage")).map(|c| c.system_id.as_str()).collect();
+    // 2. Coverage: a system with no run in the share and no coverage request in the cycle gets
+    // its run of the lowest hash among all its runs — a uniform pick within the system, whatever
+    // was drawn before (when that run was requested already, for its outcome, none this time).
+    let mut covered: BTreeSet<&str> = covered.iter().map(String::as_str).collect();
+    covered.extend(candidates.iter().filter(|c| c.requested.as_deref() == Some("coverage")).map(|c| c.system_id.as_str()));
     let mut lowest: BTreeMap<&str, &Candidate> = BTreeMap::new();
-    for c in candidates.iter().filter(|c| c.requested.is_none()) {
+    for c in candidates {
         let e = lowest.entry(c.system_id.as_str()).or_insert(c);
         if (unit(&c.run_id, ""), &c.run_id) < (unit(&e.run_id, ""), &e.run_id) {
             *e = c;
         }
     }
-    chosen.extend(lowest.into_iter().filter(|(s, _)| !uniform.contains(s) && !covered.contains(s)).map(|(_, c)| (c, "coverage")));
+    chosen.extend(
+        lowest
+            .into_iter()
+            .filter(|(s, c)| !uniform.contains(s) && !covered.contains(s) && c.requested.is_none())
+            .map(|(_, c)| (c, "coverage")),
+    );
     // 3. The veto-adjacent oversample, outside the share.
     let taken: BTreeSet<&str> = chosen.iter().map(|(c, _)| c.run_id.as_str()).collect();
     chosen.extend(
@@ -214,15 +222,16 @@ pub fn draw(cfg: &ReRunConfig, period: &Period, candidates: &[Candidate], now: i
 }
 
 /// The ended, original runs of `period` from the declared sources, each marked veto-adjacent
-/// and requested (a request in the lake, or in `sent`).
+/// and requested (a request in the lake, or in `sent`); and the systems with a coverage request
+/// in the lake made since the period's start (the cycle).
 pub async fn candidates(
     ctx: &SessionContext,
     cfg: &ReRunConfig,
     period: &Period,
     sent: &BTreeMap<String, String>,
-) -> Result<Vec<Candidate>> {
+) -> Result<(Vec<Candidate>, BTreeSet<String>)> {
     if cfg.sources.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), BTreeSet::new()));
     }
     let sources = cfg.sources.iter().map(|s| lit(crate::sql::lake_source(*s))).collect::<Vec<_>>().join(", ");
     let period_sql = period_filter(period, "event_time", None);
@@ -285,7 +294,17 @@ pub async fn candidates(
             });
         }
     }
-    Ok(out)
+    let sql = format!(
+        "SELECT DISTINCT system_id FROM rerun_requests WHERE reason = 'coverage' AND date >= {} AND CAST(requested_at AS BIGINT) >= {}",
+        lit(&octant_lake::date_of(period.start)),
+        period.start
+    );
+    let mut covered = BTreeSet::new();
+    for b in ctx.sql(&sql).await?.collect().await? {
+        let s = arrow::compute::cast(b.column(0), &DataType::Utf8)?;
+        covered.extend(s.as_string::<i32>().iter().flatten().map(str::to_string));
+    }
+    Ok((out, covered))
 }
 
 /// One (system, version, source)'s re-runs of the period against their originals.
@@ -375,8 +394,8 @@ pub fn check_sums(
 }
 
 /// Every group's check of the re-runs with units in `period`: whole runs, re-runs and their
-/// originals read from the period and the one before it (a re-run whose original is older than
-/// that is neither paired nor counted).
+/// originals read from the period and the one before it (an original's units older than that
+/// are not read; a re-run whose original has none left is neither paired nor counted).
 pub async fn check(ctx: &SessionContext, cfg: &ReRunConfig, alpha: f64, seed: u64, period: &Period) -> Result<Vec<ReRunCheck>> {
     let list = cfg.metrics.iter().map(|m| lit(m)).collect::<Vec<_>>().join(", ");
     let back = Period { name: period.name.clone(), start: period.start - (period.end - period.start), end: period.end };
@@ -543,7 +562,7 @@ mod tests {
         let mut runs: Vec<Candidate> = (0..1000).map(|i| candidate("big", i, false)).collect();
         runs.push(candidate("tiny", 0, false));
         runs.extend((0..50).map(|i| candidate("mid", i, false)));
-        let first = draw(&cfg, &period(), &runs, 7);
+        let first = draw(&cfg, &period(), &runs, &BTreeSet::new(), 7);
         let ids =
             |d: &[ReRunRequest], reason: &str| d.iter().filter(|r| r.reason == reason).map(|r| r.run_id.clone()).collect::<BTreeSet<_>>();
         let members: BTreeSet<String> = runs.iter().filter(|c| in_share(&c.run_id, 0.02)).map(|c| c.run_id.clone()).collect();
@@ -560,13 +579,23 @@ mod tests {
         for r in runs.iter_mut() {
             r.requested = first.iter().find(|q| q.run_id == r.run_id).map(|q| q.reason.clone());
         }
-        assert!(draw(&cfg, &period(), &runs, 8).is_empty());
+        assert!(draw(&cfg, &period(), &runs, &BTreeSet::new(), 8).is_empty());
         runs.extend((1000..2000).map(|i| candidate("big", i, false)));
-        let more = draw(&cfg, &period(), &runs, 9);
+        let more = draw(&cfg, &period(), &runs, &BTreeSet::new(), 9);
         let new: BTreeSet<String> = runs[1051..].iter().filter(|c| in_share(&c.run_id, 0.02)).map(|c| c.run_id.clone()).collect();
         assert_eq!(ids(&more, "sample"), new);
         assert_eq!(more.len(), new.len(), "no coverage again");
-        assert!(draw(&ReRunConfig::default(), &period(), &runs, 9).is_empty(), "share 0 requests nothing");
+        assert!(draw(&ReRunConfig::default(), &period(), &runs, &BTreeSet::new(), 9).is_empty(), "share 0 requests nothing");
+        // A coverage request made earlier in the cycle covers its system, even when its run has
+        // left the period since.
+        let fresh: Vec<Candidate> = runs.iter().cloned().map(|c| Candidate { requested: None, ..c }).collect();
+        let before: BTreeSet<String> = without.iter().map(|s| s.to_string()).collect();
+        assert!(draw(&cfg, &period(), &fresh, &before, 10).iter().all(|r| r.reason != "coverage"));
+        // The pick is the lowest hash among all the system's runs: when that run was requested
+        // for its outcome already, none (a pick among the rest would lean toward clean runs).
+        let mut held = fresh.clone();
+        held.iter_mut().find(|c| c.system_id == "tiny").unwrap().requested = Some("veto_adjacent".into());
+        assert!(draw(&cfg, &period(), &held, &BTreeSet::new(), 11).iter().all(|r| r.system_id != "tiny"));
     }
 
     /// Weighted toward veto-adjacent runs: with 10 % of runs veto-adjacent and weight 4, the
@@ -576,7 +605,8 @@ mod tests {
     #[test]
     fn the_draw_is_weighted_toward_veto_adjacent_runs() {
         let runs: Vec<Candidate> = (0..20_000).map(|i| candidate("s", i, i % 10 == 0)).collect();
-        let drawn = |w: f64| draw(&ReRunConfig { share: 0.02, veto_weight: w, ..ReRunConfig::default() }, &period(), &runs, 0);
+        let drawn =
+            |w: f64| draw(&ReRunConfig { share: 0.02, veto_weight: w, ..ReRunConfig::default() }, &period(), &runs, &BTreeSet::new(), 0);
         let plain = drawn(1.0);
         assert!((340..460).contains(&plain.len()), "{}", plain.len());
         assert!(plain.iter().all(|r| r.reason == "sample"));

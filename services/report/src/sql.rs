@@ -58,10 +58,12 @@ pub fn col(b: &RecordBatch, name: &str, dt: &DataType) -> Result<ArrayRef> {
 
 /// A condition on `trajectory_events` rows: not a re-run's (a harness's answer to a re-run
 /// request is compared with its original and counted nowhere else). A run's start carries
-/// `rerun_of`; its other events are known by their run id, whose start is looked up in `period`.
+/// `rerun_of`; its other events are known by their run id, whose start is looked up in `period`
+/// and the span of the same length before it (a re-run that started before the period).
 pub fn not_rerun(period: &Period) -> String {
+    let back = Period { name: period.name.clone(), start: period.start - (period.end - period.start), end: period.end };
     format!(
         "run_id NOT IN (SELECT run_id FROM trajectory_events WHERE kind = 'RUN_STARTED' AND get_field(run_started, 'rerun_of') IS NOT NULL AND {})",
-        period_filter(period, "event_time", None)
+        period_filter(&back, "event_time", None)
     )
 }

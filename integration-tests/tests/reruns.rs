@@ -226,7 +226,9 @@ async fn independent_reruns_through_the_pipeline() {
         .expect("an evaluation package of tiny");
     assert_eq!(p["reruns"]["comparison"]["decision"], "not tested: fewer than 10 pairs", "{}", p["reruns"]);
     assert!(std::fs::read_to_string(tiny.with_file_name("profile.md")).unwrap().contains("Not tested yet: fewer than 10 pairs"));
-    for (system, diverges) in [("drifty", true), ("steady", false)] {
+    // The true paired difference: a task's success probability is 0.85 ± 0.15 (uniform) for
+    // both systems' originals; drifty's re-runs succeed at 0.35 (−0.50), steady's as the task.
+    for (system, diverges, truth) in [("drifty", true, -0.50), ("steady", false, 0.0)] {
         let (path, p) = packages
             .iter()
             .find(|(_, p)| p["profile"]["system_id"] == system && p["profile"]["source"] == "EVALUATION")
@@ -258,6 +260,8 @@ async fn independent_reruns_through_the_pipeline() {
             check["comparison"]["decision"]
         );
         assert_eq!(success["test"], "mcnemar_exact");
+        let (lo, hi) = (success["lo"].as_f64().unwrap(), success["hi"].as_f64().unwrap());
+        assert!(lo <= truth && truth <= hi, "{system}: the interval [{lo}, {hi}] misses the true difference {truth}");
         let diverged: Vec<&str> = check["diverged"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         if diverges {
             assert_eq!(diverged, [ids::TASK_SUCCESS], "{check}");

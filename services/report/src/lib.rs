@@ -77,12 +77,13 @@ pub async fn draw_reruns(
     if cfg.reruns.share <= 0.0 {
         return Ok(out);
     }
+    // One session for every period's draw (a draw stores nothing, unlike a profile's build).
+    let ctx = octant_lake::reader::open_versions(&cfg.lake, &cfg.storage)
+        .await
+        .with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?
+        .0;
     let mut known = sent.clone();
     for p in periods {
-        let ctx = octant_lake::reader::open_versions(&cfg.lake, &cfg.storage)
-            .await
-            .with_context(|| format!("cannot open the lake {}", cfg.lake.display()))?
-            .0;
         let (candidates, covered) =
             reruns::candidates(&ctx, &cfg.reruns, p, &known).await.with_context(|| format!("re-run draw of period {} failed", p.name))?;
         for r in reruns::draw(&cfg.reruns, p, &candidates, &covered, now) {

@@ -398,7 +398,7 @@ pub fn check_sums(
 /// are not read; a re-run whose original has none left is neither paired nor counted).
 pub async fn check(ctx: &SessionContext, cfg: &ReRunConfig, alpha: f64, seed: u64, period: &Period) -> Result<Vec<ReRunCheck>> {
     let list = cfg.metrics.iter().map(|m| lit(m)).collect::<Vec<_>>().join(", ");
-    let back = Period { name: period.name.clone(), start: period.start - (period.end - period.start), end: period.end };
+    let back = period.with_lookback();
     // One row per observation id (the lake may hold a record twice), then per pair and side;
     // a pair's group is its original's (a harness may send a production run's re-run as an
     // evaluation run).

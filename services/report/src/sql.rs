@@ -18,6 +18,14 @@ pub struct Period {
     pub end: i64,
 }
 
+impl Period {
+    /// The period with the span of its own length before it: where a re-run's start or its
+    /// original is looked up.
+    pub fn with_lookback(&self) -> Period {
+        Period { name: self.name.clone(), start: self.start - (self.end - self.start), end: self.end }
+    }
+}
+
 pub fn df_err(e: impl std::fmt::Display) -> DataFusionError {
     DataFusionError::Execution(e.to_string())
 }
@@ -61,9 +69,8 @@ pub fn col(b: &RecordBatch, name: &str, dt: &DataType) -> Result<ArrayRef> {
 /// `rerun_of`; its other events are known by their run id, whose start is looked up in `period`
 /// and the span of the same length before it (a re-run that started before the period).
 pub fn not_rerun(period: &Period) -> String {
-    let back = Period { name: period.name.clone(), start: period.start - (period.end - period.start), end: period.end };
     format!(
         "run_id NOT IN (SELECT run_id FROM trajectory_events WHERE kind = 'RUN_STARTED' AND get_field(run_started, 'rerun_of') IS NOT NULL AND {})",
-        period_filter(&back, "event_time", None)
+        period_filter(&period.with_lookback(), "event_time", None)
     )
 }

@@ -11,6 +11,8 @@ spans.summary.txt.
     python3 conformance/record.py --summary-only [--out DIR]
     python3 conformance/record.py --list
     python3 conformance/record.py --install FAMILY ...
+    python3 conformance/record.py --setup pydantic-ai-v6 strands-latest [--run-key octant.run.id]
+        # self-tracing frameworks: only when named; default out conformance/frameworks(-keyed)/
 
 Only the standard library is used here; each (setup, scenario) runs in a
 subprocess with its family's venv (.octant/conformance/venvs/<family>/),
@@ -74,7 +76,7 @@ def run_one(setup: str, scenario: str, out: Path, timeout: int = 300) -> tuple[b
     env = dict(os.environ)
     # keep the parent's env clean of things that would change instrumentation behaviour
     for k in list(env):
-        if k.startswith(("OTEL_", "TRACELOOP_", "OPENAI_", "OPENINFERENCE_")):
+        if k.startswith(("OTEL_", "TRACELOOP_", "OPENAI_", "OPENINFERENCE_", "STRANDS_", "LOGFIRE_")):
             env.pop(k)
     env.update(S.env_for(setup, scenario))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -112,7 +114,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--setup", nargs="*", help="setups to run (default: all)")
     ap.add_argument("--scenario", nargs="*", help="scenarios to run (default: all of each setup's)")
-    ap.add_argument("--out", default=str(HERE / "fixtures"))
+    ap.add_argument("--out", default=None,
+                    help="output root (default: conformance/fixtures; for the self-tracing framework setups "
+                         "conformance/frameworks, or conformance/frameworks-keyed with --run-key)")
     ap.add_argument("--summary-only", action="store_true", help="regenerate spans.summary.txt from spans.pb")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--keep-going", action="store_true", help="continue after a failing (setup, scenario)")
@@ -121,7 +125,7 @@ def main() -> int:
                          "both parts of a paused run), as a team would with its own span processor")
     ap.add_argument("--install", nargs="+", metavar="FAMILY", help="only install these families' venvs (scripts/setup.sh)")
     args = ap.parse_args()
-    out = Path(args.out).resolve()
+    out = Path(args.out).resolve() if args.out else None
     global RUN_KEY
     RUN_KEY = args.run_key
 
@@ -129,10 +133,11 @@ def main() -> int:
         for name, cfg in S.SETUPS.items():
             extra = cfg.get("extra_scenarios", [])
             print(f"{name:32s} family={cfg['family']:18s} scenarios={','.join(cfg['scenarios'])}"
-                  + (f" (when named: {','.join(extra)})" if extra else ""))
+                  + (f" (when named: {','.join(extra)})" if extra else "")
+                  + (" [only when named with --setup]" if cfg.get("opt_in") else ""))
         return 0
     if args.summary_only:
-        return summary_only(out)
+        return summary_only(out or HERE / "fixtures")
     if args.install:
         for fam in args.install:
             if fam not in S.FAMILIES:
@@ -140,7 +145,8 @@ def main() -> int:
             ensure_venv(fam)
         return 0
 
-    setups = args.setup or list(S.SETUPS)
+    # The self-tracing framework setups (opt_in) run only when named.
+    setups = args.setup or [n for n, c in S.SETUPS.items() if not c.get("opt_in")]
     for s in setups:
         if s not in S.SETUPS:
             raise SystemExit(f"unknown setup {s!r}; known: {', '.join(S.SETUPS)}")
@@ -153,8 +159,14 @@ def main() -> int:
             install_times[fam] = ensure_venv(fam)
         known = cfg["scenarios"] + cfg.get("extra_scenarios", [])
         scenarios = [x for x in (args.scenario or cfg["scenarios"]) if x in known]
+        if out is not None:
+            setup_out = out
+        elif cfg.get("opt_in"):
+            setup_out = HERE / ("frameworks-keyed" if RUN_KEY else "frameworks")
+        else:
+            setup_out = HERE / "fixtures"
         for sc in scenarios:
-            ok, msg = run_one(s, sc, out)
+            ok, msg = run_one(s, sc, setup_out)
             print(f"[record] {'OK  ' if ok else 'FAIL'} {s}/{sc}: {msg}", flush=True)
             if not ok:
                 failures.append(f"{s}/{sc}")

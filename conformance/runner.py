@@ -221,6 +221,10 @@ def main() -> int:
         import fw_agents as fw
     elif setup["framework"] == "langgraph":
         import fw_langgraph as fw
+    elif setup["framework"] == "pydantic-ai":
+        import fw_pydantic_ai as fw
+    elif setup["framework"] == "strands":
+        import fw_strands as fw
     else:
         raise SystemExit(f"unknown framework {setup['framework']}")
 
@@ -239,7 +243,10 @@ def main() -> int:
     truth = {
         "library": setup["library"],
         "library_version": None,
-        "instrumentations": {S.INSTRUMENTATIONS[k]: dist_version(S.INSTRUMENTATIONS[k]) for k in setup["instrument"]},
+        # A framework that traces itself (setup "native_dist") is its own instrumentation.
+        "instrumentations": ({S.INSTRUMENTATIONS[k]: dist_version(S.INSTRUMENTATIONS[k]) for k in setup["instrument"]}
+                             or ({setup["native_dist"]: dist_version(setup["native_dist"])}
+                                 if setup.get("native_dist") else {})),
         "framework": result["framework"],
         "framework_version": dist_version(result["framework_dist"]),
         "api": result["api"],
@@ -257,6 +264,7 @@ def main() -> int:
         "span_count": nspans,
         "log_record_count": nlogs,
         "notes": result.get("notes", ""),
+        **({"content_capture": result["content_capture"]} if "content_capture" in result else {}),
         "elapsed_s": round(time.time() - t0, 2),
     }
     # library_version: the (first) instrumentation's version

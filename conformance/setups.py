@@ -44,7 +44,14 @@ def env_for(setup: str, scenario: str) -> dict:
     cfg = SETUPS[setup]
     env = {**COMMON_ENV, **cfg["env"]}
     if scenario in NO_CONTENT_SCENARIOS:
-        env.update(NO_CONTENT_ENV[cfg["library"]])
+        if cfg["library"] == "strands-agents":
+            # Strands redacts every sensitive attribute when the opt-in list has an empty
+            # `gen_ai_unredacted_attributes=` token; the conventions tokens stay as they were.
+            opt_in = [t for t in env.get("OTEL_SEMCONV_STABILITY_OPT_IN", "").split(",") if t]
+            env["OTEL_SEMCONV_STABILITY_OPT_IN"] = ",".join(opt_in + ["gen_ai_unredacted_attributes="])
+        else:
+            # Pydantic AI has no env switch: fw_pydantic_ai passes InstrumentationSettings(include_content=False).
+            env.update(NO_CONTENT_ENV.get(cfg["library"], {}))
     return env
 
 
@@ -54,6 +61,9 @@ FAMILIES = {
     "openllmetry": {"requirements": "requirements/openllmetry.txt", "framework": "openai-agents"},
     "lg-openinference": {"requirements": "requirements/lg-openinference.txt", "framework": "langgraph"},
     "lg-openllmetry": {"requirements": "requirements/lg-openllmetry.txt", "framework": "langgraph"},
+    # Frameworks that trace themselves (no instrumentation library).
+    "pydantic-ai": {"requirements": "requirements/pydantic-ai.txt", "framework": "pydantic-ai"},
+    "strands": {"requirements": "requirements/strands.txt", "framework": "strands"},
 }
 
 AGENTS_SCENARIOS = ["tool_ok", "tool_error", "run_fails", "run_fails_max_turns", "handoff", "chat_completions"]
@@ -64,6 +74,11 @@ LANGGRAPH_SCENARIOS = ["tool_ok", "tool_error", "run_fails", "multi_node"]
 # recorded for the three plain (no client instrumentation) Agents SDK setups.
 APPROVAL_SCENARIOS = ["approval_granted", "approval_denied", "approval_expired", "two_approvals"]
 AGENTS_APPROVAL_SCENARIOS = AGENTS_SCENARIOS + APPROVAL_SCENARIOS
+# Self-tracing frameworks (fw_pydantic_ai.py, fw_strands.py): parallel_tools = ONE model response with two
+# function calls, get_order_status (succeeds) and lookup_account (raises, handled), then the answer.
+NATIVE_SCENARIOS = ["tool_ok", "tool_error", "run_fails", "parallel_tools"] + APPROVAL_SCENARIOS
+# approval_raised: the tool raises ApprovalRequired itself (Pydantic AI's other way to ask for approval).
+PYDANTIC_AI_SCENARIOS = NATIVE_SCENARIOS + ["approval_raised"]
 
 # instrumentation key -> (distribution name, library label)
 INSTRUMENTATIONS = {
@@ -169,6 +184,55 @@ SETUPS = {
         "env": {"TRACELOOP_TRACE_CONTENT": "true"},
         "scenarios": LANGGRAPH_SCENARIOS,
         "task_id_attr": "gen_ai.conversation.id",  # + traceloop.association.properties.thread_id (from run metadata)
+    },
+    # --- Frameworks that trace THEMSELVES (no instrumentation library). Not part of a bare
+    # `record.py` run (opt_in): recorded when named, into conformance/frameworks/ (default --out for
+    # them) and, with --run-key, conformance/frameworks-keyed/.
+    "pydantic-ai-v6": {
+        "family": "pydantic-ai",
+        "library": "pydantic-ai",
+        "framework": "pydantic-ai",
+        "native_dist": "pydantic-ai-slim",
+        "instrument": [],
+        "instrumentation_version": 6,  # InstrumentationSettings(version=6): the newest format
+        "env": {},
+        "scenarios": PYDANTIC_AI_SCENARIOS,
+        "opt_in": True,
+        "task_id_attr": "gen_ai.conversation.id",  # agent.run(conversation_id=...); inherited on resume
+    },
+    "pydantic-ai-v5": {
+        "family": "pydantic-ai",
+        "library": "pydantic-ai",
+        "framework": "pydantic-ai",
+        "native_dist": "pydantic-ai-slim",
+        "instrument": [],
+        "instrumentation_version": 5,  # the default format (DEFAULT_INSTRUMENTATION_VERSION)
+        "env": {},
+        "scenarios": PYDANTIC_AI_SCENARIOS,
+        "opt_in": True,
+        "task_id_attr": "gen_ai.conversation.id",
+    },
+    "strands-default": {
+        "family": "strands",
+        "library": "strands-agents",
+        "framework": "strands",
+        "native_dist": "strands-agents",
+        "instrument": [],
+        "env": {},  # OTEL_SEMCONV_STABILITY_OPT_IN unset: Strands' default (legacy) GenAI conventions
+        "scenarios": NATIVE_SCENARIOS,
+        "opt_in": True,
+        "task_id_attr": "session.id",  # Agent.trace_attributes={"session.id": ...}, as Strands documents
+    },
+    "strands-latest": {
+        "family": "strands",
+        "library": "strands-agents",
+        "framework": "strands",
+        "native_dist": "strands-agents",
+        "instrument": [],
+        "env": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"},
+        "scenarios": NATIVE_SCENARIOS,
+        "opt_in": True,
+        "task_id_attr": "session.id",
     },
 }
 
@@ -362,11 +426,253 @@ APPROVAL_LIB_NOTES = {
 }
 
 
+NATIVE_APPROVAL_NOTES: dict[str, dict[str, str]] = {}
+# The self-tracing frameworks (written from the recorded spans and the frameworks' source).
+NOTES.update({
+    'pydantic-ai-v6': {
+        '*': (
+            'Pydantic AI 2.78.0 traces itself: '
+            "Agent.instrument_all(InstrumentationSettings(tracer_provider=<runner's>, version=6, "
+            'include_content=True)); no instrumentation library, no logs (message content is in span '
+            "attributes). Scope 'pydantic-ai' version = the package version, no schema_url. One trace per "
+            "agent.run: root 'invoke_agent Support agent' (INTERNAL, status UNSET on success; "
+            "gen_ai.operation.name='invoke_agent', gen_ai.agent.name and agent_name = the agent, "
+            'gen_ai.agent.call.id = the run id (UUID7, new per agent.run), gen_ai.conversation.id = '
+            'agent.run(conversation_id=...) (task_id), final_result = the output (JSON of a '
+            'DeferredToolRequests for a paused run), pydantic_ai.all_messages, '
+            "gen_ai.aggregated_usage.input_tokens/output_tokens = this run's total (NOT gen_ai.usage.*, so "
+            'summing spans does not double count)). Children (all carry gen_ai.agent.name, '
+            "gen_ai.agent.call.id, gen_ai.conversation.id): model spans 'chat gpt-4o-mini' (kind CLIENT, "
+            "gen_ai.operation.name='chat', gen_ai.provider.name='openai', gen_ai.response.id, "
+            "gen_ai.usage.input_tokens/output_tokens, gen_ai.response.finish_reasons ['tool_call'] / ['stop'], "
+            'gen_ai.input.messages / gen_ai.output.messages JSON, server.address/port = the real base_url) and '
+            "tool spans 'execute_tool <tool>' (INTERNAL, gen_ai.operation.name='execute_tool', "
+            'gen_ai.tool.name, gen_ai.tool.call.id, gen_ai.tool.call.arguments, gen_ai.tool.call.result), '
+            "siblings under the root (no per-step span). Parallel calls (parallel_tools): one 'execute_tool' "
+            "span per call, no merged 'running N tools' span. FORMAT v6 (the newest): tool results in message "
+            "JSON are role 'tool' (v5: role 'user')."
+        ),
+        'tool_error': (
+            "The tool raises pydantic_ai.exceptions.ToolFailed (Pydantic AI's way to report a terminal tool "
+            "failure to the model): its 'execute_tool' span is ERROR (empty status message) with an "
+            "'exception' event (exception.type='pydantic_ai.exceptions.ToolFailedError') and "
+            'gen_ai.tool.call.result = the failure message; the run succeeds (root UNSET).'
+        ),
+        'parallel_tools': (
+            "ONE model response with two calls: two sibling 'execute_tool' spans (get_order_status UNSET with "
+            'its result, lookup_account ERROR as in tool_error), no merged span.'
+        ),
+        'run_fails': (
+            "Content capture off (include_content=False). The failed 'chat' span and the root are ERROR (empty "
+            "status message) with an 'exception' event "
+            "exception.type='pydantic_ai.exceptions.ModelServerError' (no exception.message without content); "
+            'the failed chat span has no usage or response id. The client has max_retries=0; agent.run raises '
+            'ModelHTTPError (ModelServerError).'
+        ),
+    },
+    'pydantic-ai-v5': {
+        '*': (
+            'Pydantic AI 2.78.0 traces itself: '
+            "Agent.instrument_all(InstrumentationSettings(tracer_provider=<runner's>, version=5, "
+            'include_content=True)); no instrumentation library, no logs (message content is in span '
+            "attributes). Scope 'pydantic-ai' version = the package version, no schema_url. One trace per "
+            "agent.run: root 'invoke_agent Support agent' (INTERNAL, status UNSET on success; "
+            "gen_ai.operation.name='invoke_agent', gen_ai.agent.name and agent_name = the agent, "
+            'gen_ai.agent.call.id = the run id (UUID7, new per agent.run), gen_ai.conversation.id = '
+            'agent.run(conversation_id=...) (task_id), final_result = the output (JSON of a '
+            'DeferredToolRequests for a paused run), pydantic_ai.all_messages, '
+            "gen_ai.aggregated_usage.input_tokens/output_tokens = this run's total (NOT gen_ai.usage.*, so "
+            'summing spans does not double count)). Children (all carry gen_ai.agent.name, '
+            "gen_ai.agent.call.id, gen_ai.conversation.id): model spans 'chat gpt-4o-mini' (kind CLIENT, "
+            "gen_ai.operation.name='chat', gen_ai.provider.name='openai', gen_ai.response.id, "
+            "gen_ai.usage.input_tokens/output_tokens, gen_ai.response.finish_reasons ['tool_call'] / ['stop'], "
+            'gen_ai.input.messages / gen_ai.output.messages JSON, server.address/port = the real base_url) and '
+            "tool spans 'execute_tool <tool>' (INTERNAL, gen_ai.operation.name='execute_tool', "
+            'gen_ai.tool.name, gen_ai.tool.call.id, gen_ai.tool.call.arguments, gen_ai.tool.call.result), '
+            "siblings under the root (no per-step span). Parallel calls (parallel_tools): one 'execute_tool' "
+            "span per call, no merged 'running N tools' span. FORMAT v5 (the default): same spans and "
+            'attributes as v6 except that tool results in gen_ai.input.messages / pydantic_ai.all_messages are '
+            "role 'user' (v6: 'tool')."
+        ),
+        'tool_error': (
+            "The tool raises pydantic_ai.exceptions.ToolFailed (Pydantic AI's way to report a terminal tool "
+            "failure to the model): its 'execute_tool' span is ERROR (empty status message) with an "
+            "'exception' event (exception.type='pydantic_ai.exceptions.ToolFailedError') and "
+            'gen_ai.tool.call.result = the failure message; the run succeeds (root UNSET).'
+        ),
+        'parallel_tools': (
+            "ONE model response with two calls: two sibling 'execute_tool' spans (get_order_status UNSET with "
+            'its result, lookup_account ERROR as in tool_error), no merged span.'
+        ),
+        'run_fails': (
+            "Content capture off (include_content=False). The failed 'chat' span and the root are ERROR (empty "
+            "status message) with an 'exception' event "
+            "exception.type='pydantic_ai.exceptions.ModelServerError' (no exception.message without content); "
+            'the failed chat span has no usage or response id. The client has max_retries=0; agent.run raises '
+            'ModelHTTPError (ModelServerError).'
+        ),
+    },
+    'strands-default': {
+        'tool_error': (
+            'The tool raises ValueError; Strands catches it and hands the model an error tool result (status '
+            "'error', text 'Error: <message>'). The 'execute_tool' span is ERROR (status message = the "
+            "exception message) with gen_ai.tool.status='error' and an 'exception' event; the run succeeds "
+            '(root OK).'
+        ),
+        'parallel_tools': (
+            "ONE model response with two calls: two sibling 'execute_tool' spans under the cycle span "
+            '(get_order_status OK, lookup_account ERROR as in tool_error), no merged span.'
+        ),
+        'run_fails': (
+            "Content redacted ('[REDACTED]') via the opt-in token gen_ai_unredacted_attributes= (empty list). "
+            "The failed 'chat' span, its 'execute_event_loop_cycle' span and the root are ERROR (status "
+            "message 'Error code: 500 - scripted upstream failure'); exception events: "
+            'openai.InternalServerError on the chat and cycle spans, '
+            'strands.types.exceptions.EventLoopException on the root. The agent call raises EventLoopException '
+            '(cause openai.InternalServerError); client max_retries=0.'
+        ),
+        '*': (
+            'Strands Agents 1.65.0 traces itself (strands.telemetry.tracer) on the GLOBAL tracer provider; no '
+            'instrumentation library, no logs. OTEL_SEMCONV_STABILITY_OPT_IN unset. Scope '
+            "'strands.telemetry.tracer' with an EMPTY version, no schema_url. All spans INTERNAL, status OK on "
+            'success; every span has gen_ai.event.start_time / gen_ai.event.end_time (ISO strings) and the '
+            'Agent.trace_attributes (here session.id = the task id). One trace per agent call: root '
+            "'invoke_agent Support agent' (gen_ai.operation.name='invoke_agent', gen_ai.agent.name, "
+            "gen_ai.agent.tools, gen_ai.request.model, gen_ai.usage.* = the AGENT OBJECT's accumulated usage "
+            "over all its calls so far), a child 'execute_event_loop_cycle' per model turn "
+            "(event_loop.cycle_id, event_loop.parent_cycle_id), under which the model span 'chat' "
+            "(gen_ai.operation.name='chat', kind INTERNAL, "
+            'gen_ai.usage.input_tokens/output_tokens/total_tokens (+ prompt_tokens/completion_tokens), NO '
+            "response id, NO gen_ai.response.finish_reasons attribute) and tool spans 'execute_tool <tool>' "
+            "(gen_ai.tool.name, gen_ai.tool.call.id, gen_ai.tool.status 'success'/'error', "
+            'gen_ai.tool.description, gen_ai.tool.json_schema). DEFAULT conventions: '
+            "gen_ai.system='strands-agents' (no gen_ai.provider.name), deprecated "
+            'gen_ai.usage.cache_read_input_tokens / cache_write_input_tokens alongside; message content only '
+            "in span EVENTS 'gen_ai.system.message' / 'gen_ai.user.message' / 'gen_ai.assistant.message' / "
+            "'gen_ai.tool.message' (content) and 'gen_ai.choice' (message, finish_reason: 'tool_use' / "
+            "'end_turn' / 'interrupt'); tool arguments in the tool span's 'gen_ai.tool.message' event "
+            "(content, id), the result in its 'gen_ai.choice' event (message, id); no "
+            'gen_ai.tool.call.arguments/result attributes.'
+        ),
+    },
+    'strands-latest': {
+        'tool_error': (
+            'The tool raises ValueError; Strands catches it and hands the model an error tool result (status '
+            "'error', text 'Error: <message>'). The 'execute_tool' span is ERROR (status message = the "
+            "exception message) with gen_ai.tool.status='error' and an 'exception' event; the run succeeds "
+            '(root OK).'
+        ),
+        'parallel_tools': (
+            "ONE model response with two calls: two sibling 'execute_tool' spans under the cycle span "
+            '(get_order_status OK, lookup_account ERROR as in tool_error), no merged span.'
+        ),
+        'run_fails': (
+            "Content redacted ('[REDACTED]') via the opt-in token gen_ai_unredacted_attributes= (empty list). "
+            "The failed 'chat' span, its 'execute_event_loop_cycle' span and the root are ERROR (status "
+            "message 'Error code: 500 - scripted upstream failure'); exception events: "
+            'openai.InternalServerError on the chat and cycle spans, '
+            'strands.types.exceptions.EventLoopException on the root. The agent call raises EventLoopException '
+            '(cause openai.InternalServerError); client max_retries=0.'
+        ),
+        '*': (
+            'Strands Agents 1.65.0 traces itself (strands.telemetry.tracer) on the GLOBAL tracer provider; no '
+            'instrumentation library, no logs. OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental. Scope '
+            "'strands.telemetry.tracer' with an EMPTY version, no schema_url. All spans INTERNAL, status OK on "
+            'success; every span has gen_ai.event.start_time / gen_ai.event.end_time (ISO strings) and the '
+            'Agent.trace_attributes (here session.id = the task id). One trace per agent call: root '
+            "'invoke_agent Support agent' (gen_ai.operation.name='invoke_agent', gen_ai.agent.name, "
+            "gen_ai.agent.tools, gen_ai.request.model, gen_ai.usage.* = the AGENT OBJECT's accumulated usage "
+            "over all its calls so far), a child 'execute_event_loop_cycle' per model turn "
+            "(event_loop.cycle_id, event_loop.parent_cycle_id), under which the model span 'chat' "
+            "(gen_ai.operation.name='chat', kind INTERNAL, "
+            'gen_ai.usage.input_tokens/output_tokens/total_tokens (+ prompt_tokens/completion_tokens), NO '
+            "response id, NO gen_ai.response.finish_reasons attribute) and tool spans 'execute_tool <tool>' "
+            "(gen_ai.tool.name, gen_ai.tool.call.id, gen_ai.tool.status 'success'/'error', "
+            'gen_ai.tool.description, gen_ai.tool.json_schema). LATEST conventions '
+            "(OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental): gen_ai.provider.name='strands-agents' "
+            '(no gen_ai.system); root gen_ai.system_instructions attribute; message content in span EVENTS '
+            "named 'gen_ai.client.inference.operation.details' with attribute gen_ai.input.messages / "
+            'gen_ai.output.messages / gen_ai.system_instructions (JSON; finish_reason inside the output '
+            'message); tool spans also carry the ATTRIBUTES gen_ai.tool.call.arguments and '
+            'gen_ai.tool.call.result (the result only when the status is not error).'
+        ),
+    },
+})
+
+# Approval scenarios of the self-tracing frameworks, per framework ('*' = every approval scenario).
+NATIVE_APPROVAL_NOTES.update({
+    'pydantic-ai': {
+        '*': (
+            'APPROVALS (Pydantic AI): tools registered with requires_approval=True, output_type=[str, '
+            'DeferredToolRequests]. agent.run RETURNS normally with output '
+            'DeferredToolRequests(approvals=[ToolCallPart...]); the script answers with '
+            'DeferredToolResults(approvals={call_id: True | ToolDenied(msg)}) and a SECOND '
+            'agent.run(message_history=result.all_messages(), deferred_tool_results=...): a NEW trace with a '
+            "NEW root 'invoke_agent Support agent' (new gen_ai.agent.call.id, SAME gen_ai.conversation.id, "
+            'inherited from the message history; pydantic_ai.new_message_index). PAUSE: the first root is '
+            'UNSET like a finished run; only its final_result = the DeferredToolRequests JSON ({"calls": [], '
+            '"approvals": [{"tool_name", "args", "tool_call_id", ...}], "metadata", "validated_args"}) and the '
+            'last pydantic_ai.all_messages entry being the assistant tool_call message (finish_reason '
+            "'tool_call') show it; a requires_approval call gets NO 'execute_tool' span in the first part. "
+            "DECISION: not recorded as such. Approved: the call's 'execute_tool' span (with "
+            "gen_ai.tool.call.result) is in the resumed trace. Denied: no tool span at all; the resumed 'chat' "
+            "span's gen_ai.input.messages has a tool_call_response part {id: <call id>, result: <the "
+            'ToolDenied message>}. Expired: one trace, one model call, final_result = the DeferredToolRequests '
+            'JSON; nothing marks that it was never answered. runs[].approvals = every requested approval with '
+            'its decision; runs[].tool_calls = tools that ran; runs[].parts = per agent.run call (initial, '
+            "resume) the output type, run id, span count and trace ids. Outcome 'success' as the framework "
+            'reports it (agent.run returned).'
+        ),
+        'approval_raised': (
+            'approval_raised: the tool has no requires_approval flag but raises '
+            'ApprovalRequired(metadata={...}) unless ctx.tool_call_approved: the FIRST part has a held '
+            "'execute_tool refund_payment' span (status UNSET in formats v5/v6 - ERROR with an exception event "
+            'in v2-v4 -, gen_ai.tool.call.arguments, NO gen_ai.tool.call.result, '
+            "pydantic_ai.tool.deferral.name='ApprovalRequired', pydantic_ai.tool.deferral.metadata = the "
+            "metadata JSON); approved, the tool runs again on resume (second 'execute_tool' span, same "
+            'gen_ai.tool.call.id, with the result). runs[].tool_calls lists the run that did the work (the '
+            'resumed one).'
+        ),
+    },
+    'strands': {
+        '*': (
+            "APPROVALS (Strands): a BeforeToolCallEvent hook calls event.interrupt('approve_<tool>', "
+            'reason={tool, tool_call_id, input}) for refund_payment / cancel_subscription; the agent call '
+            "RETURNS with stop_reason 'interrupt' and result.interrupts; the script resumes by calling the "
+            "SAME agent with [{'interruptResponse': {'interruptId': ..., 'response': 'approve' | 'deny'}}]; on "
+            "'deny' the hook sets event.cancel_tool = the denial message. The resumed call is a NEW trace with "
+            "a new root 'invoke_agent Support agent' (same session.id from trace_attributes). PAUSE: the first "
+            "root is status OK; default conventions: its 'gen_ai.choice' event has finish_reason='interrupt' "
+            "and message = the Python repr of the Interrupt list ([{'id': 'v1:before_tool_call:<call "
+            "id>:<uuid>', 'name': 'approve_refund_payment', 'reason': {...}, 'response': None}]); latest "
+            'conventions: its gen_ai.output.messages event holds that repr as a text part with '
+            '"finish_reason": "interrupt". The interrupted call gets NO \'execute_tool\' span in the first part '
+            '(the hook interrupts before the span starts); the cycle span ends OK with no tool result. '
+            "DECISION: not recorded as such; the resumed root's input messages are empty ('[]' in latest, no "
+            "gen_ai.user.message event in default). Approved: an 'execute_tool' span (status OK, with the "
+            "result) in the resumed trace, under a cycle span that has no 'chat' child. Denied: NO tool span; "
+            "that cycle span's events carry the tool result {status: 'error', content: [{text: <denial "
+            "message>}]} (default: the 'gen_ai.choice' event's tool.result, with the status; latest: a "
+            'gen_ai.input.messages tool_call_response part with only the text, no status). TOKENS: the resumed '
+            "root's gen_ai.usage.* = the agent's ACCUMULATED usage over both calls (the first call counted "
+            "again) - count tokens from the 'chat' spans. Expired: one trace, stop_reason 'interrupt', never "
+            'resumed. runs[].approvals = every interrupt (tool, call id, decision, interrupt id and name); '
+            'runs[].tool_calls = tools that ran; runs[].parts = per agent call the stop_reason, interrupt '
+            "count, span count and trace ids. Outcome 'success' as the framework reports it (the agent call "
+            'returned).'
+        ),
+    },
+})
+
+
 def notes_for(setup: str, scenario: str) -> str:
     n = NOTES.get(setup, {})
     parts = [n.get("*", ""), n.get(scenario, "")]
-    if scenario in APPROVAL_SCENARIOS:
+    if scenario in APPROVAL_SCENARIOS and SETUPS[setup]["framework"] == "openai-agents":
         parts += [APPROVAL_NOTE, APPROVAL_SCENARIO_NOTES[scenario], APPROVAL_LIB_NOTES.get(setup, "")]
+    elif scenario in APPROVAL_SCENARIOS or scenario == "approval_raised":
+        fw_notes = NATIVE_APPROVAL_NOTES.get(SETUPS[setup]["framework"], {})
+        parts += [fw_notes.get("*", ""), fw_notes.get(scenario, "")]
     return " ".join(p for p in parts if p).strip()
 
 

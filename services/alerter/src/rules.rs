@@ -569,7 +569,7 @@ pub(crate) mod tests {
         for m in 0..resolve_after as i64 {
             let mut na = w.clone();
             (na.window_end, na.veto_state, na.estimate) = ((3 + m) * MIN, None, None);
-            na.na_reason = Some("no approval signal in this telemetry".into());
+            na.na_reason = Some(octant_core::profile::UNWATCHED.into());
             out.extend(r.on_window(&na));
         }
         assert_eq!(out.len(), 1, "{out:?}");

@@ -97,12 +97,24 @@ pub struct RunStarted {
     /// family apart. Added after v1 with a default.
     #[serde(default)]
     pub task_family: Option<String>,
-    /// Whether the telemetry this run came from can show a human's approval of an action:
-    /// `Some(false)` when the instrumentation that traced it has no approval channel
-    /// (confirmation gating is then N/A, never 0), `Some(true)` when the run carried an
-    /// approval signal, `None` when not known (gating is scored). Added after v1 with a default.
+    /// What this run (or this part of a paused run) shows of its approval flow: `Some(true)`
+    /// when it shows the flow is traced (a pause for approval, a decision, a denial, a
+    /// confirmation attribute, a declared approval event) — its source is watched from then on;
+    /// `Some(false)` when its source is declared without an approval channel (confirmation
+    /// gating N/A, never 0); `None` when it shows nothing: the source's learned state decides
+    /// (see `approval_source`). Added after v1 with a default.
     #[serde(default)]
     pub approval_channel: Option<bool>,
+    /// Where the run's tool calls were traced (the instrumentation scope name of its tool spans,
+    /// for OTLP): with the system, the source whose approval flow is learned — unwatched until a
+    /// run of it shows an approval signal, watched for good after. `None` for producers writing
+    /// Octant's schema, whose `confirmed` field is their channel. Added after v1 with a default.
+    #[serde(default)]
+    pub approval_source: Option<String>,
+    /// What showed the approval flow when `approval_channel` is `Some(true)` (e.g. `pause:
+    /// deferred tool requests`). Added after v1 with a default.
+    #[serde(default)]
+    pub approval_evidence: Option<String>,
     /// The run this run re-executes, when a harness answers a re-run request (topic
     /// `octant.reruns`, seed 000 §IV-G); `None` for every other run. Added after v1 with a default.
     #[serde(default)]
@@ -226,6 +238,11 @@ pub struct Step {
     /// looked.
     #[serde(default)]
     pub injection_attempt: Option<bool>,
+    /// The tool call's id as the model or framework gave it (`gen_ai.tool.call.id`), for tool
+    /// calls and requests for confirmation: a call executed after a request for approval of it
+    /// is confirmed, joined by this id across a paused run's parts. `None` when not logged.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

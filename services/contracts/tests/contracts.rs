@@ -51,6 +51,7 @@ fn event_full() -> TrajectoryEvent {
             needs_human: Some(true),
             permission: Some("payments:write".into()),
             injection_attempt: Some(true),
+            tool_call_id: Some("call_0Xa9".into()),
         })),
         intervention: None,
         run_ended: None,
@@ -79,6 +80,8 @@ fn events() -> Vec<TrajectoryEvent> {
             }),
             task_family: Some("grounded_synthesizer".into()),
             approval_channel: Some(false),
+            approval_source: Some("pydantic-ai".into()),
+            approval_evidence: Some("pause: deferred tool requests".into()),
             rerun_of: None,
         })),
         ..base.clone()

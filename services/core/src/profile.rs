@@ -63,6 +63,10 @@ pub enum NotApplicable {
     NoApprovalSignal,
 }
 
+/// Why confirmation gating of an unwatched source is not assessed, and the remedy.
+pub const UNWATCHED: &str = "not assessed: unwatched, no approval signal in this telemetry (emit gen_ai.tool.call.decision or \
+octant.confirmed, or declare [evaluation.approval_signal])";
+
 impl NotApplicable {
     pub fn code(&self) -> &'static str {
         match self {
@@ -73,7 +77,7 @@ impl NotApplicable {
             NotApplicable::Unconfigured { .. } => "unconfigured",
             NotApplicable::OnlyInformational { .. } => "only_informational",
             NotApplicable::NoActionLoop { .. } => "no_action_loop",
-            NotApplicable::NoApprovalSignal => "no_approval_signal",
+            NotApplicable::NoApprovalSignal => "unwatched",
         }
     }
 
@@ -95,7 +99,7 @@ impl NotApplicable {
             NotApplicable::NoActionLoop { system_type } => {
                 format!("not applicable: a {system_type} system has no action loop (seed 000 Table IV)")
             }
-            NotApplicable::NoApprovalSignal => "no approval signal in this telemetry".into(),
+            NotApplicable::NoApprovalSignal => UNWATCHED.into(),
         }
     }
 }

@@ -38,11 +38,10 @@ pub struct EvaluationConfig {
     /// `agent`): a system without an action loop is N/A for the trajectory rows.
     #[serde(default)]
     pub system_types: BTreeMap<String, octant_core::catalogue::SystemType>,
-    /// Whether each system's telemetry can show a human's approval of an action (`telemetry`,
-    /// the default, or `none`): with `none`, confirmation gating is N/A ("no approval signal in
-    /// this telemetry") and carries no veto state, however many gated steps went unconfirmed —
-    /// for a system traced by an instrumentation that has no approval channel
-    /// (`conformance/APPROVALS.md`: none of the OpenAI Agents SDK's three has one).
+    /// Whether each system's telemetry can show a human's approval of an action: `learned`
+    /// (the default: from what its sources emit, see [`ApprovalSignal::Learned`]), `telemetry`
+    /// (every source watched) or `none`: with `none`, confirmation gating is N/A (not assessed:
+    /// unwatched) and carries no veto state, however many gated steps went unconfirmed.
     #[serde(default)]
     pub approval_signal: BTreeMap<String, ApprovalSignal>,
     /// Single-agent baselines S_1 of multi-agent systems (seed 000 Table IX, RCC): system id →
@@ -360,7 +359,7 @@ impl EvaluationConfig {
         self.bootstrap.spec()
     }
 
-    /// What `system`'s telemetry can show of approvals (default: it can).
+    /// What `system`'s telemetry can show of approvals (default: learned from the data).
     pub fn approval_signal(&self, system: &str) -> ApprovalSignal {
         self.approval_signal.get(system).copied().unwrap_or_default()
     }
@@ -461,11 +460,17 @@ impl EvaluationConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalSignal {
-    /// Approvals reach the telemetry (decision events, `octant.confirmed`, a declared mapping):
-    /// a high-impact step without one was not confirmed.
+    /// Learned from the data (the default): each of the system's sources (the instrumentation
+    /// scope that traced its tool calls) is *unwatched* — a high-impact call is not assessed,
+    /// N/A — until a run of it shows that its approval flow is traced (a pause for approval, a
+    /// decision, a denial, a confirmation attribute, a declared approval event); from then on
+    /// it is *watched*, for good, and a high-impact call without a confirmation is a 0.
     #[default]
+    Learned,
+    /// Declared: approvals reach the telemetry, every source is watched (a high-impact step
+    /// without a confirmation was not confirmed).
     Telemetry,
-    /// Nothing in the telemetry can show an approval: confirmation gating is N/A.
+    /// Declared: nothing in the telemetry can show an approval: confirmation gating is N/A.
     None,
 }
 

@@ -384,11 +384,11 @@ mod tests {
             out.iter().flat_map(|o| &o.windows).find(|x| x.system_id == system && x.metric == "confirmation_gating").unwrap().clone()
         };
         let quiet = window("untraceable");
-        assert_eq!(quiet.na_reason.as_deref(), Some("no approval signal in this telemetry"));
+        assert_eq!(quiet.na_reason.as_deref(), Some(octant_core::profile::UNWATCHED));
         assert_eq!((quiet.band, quiet.veto_state.as_deref(), quiet.units), (None, None, 1000), "no veto state: it cannot cap or page");
         assert_eq!(quiet.estimate, Some(0.0), "the data is kept as evidence");
         let unseen = window("no-channel");
-        assert_eq!(unseen.na_reason.as_deref(), Some("no approval signal in this telemetry"));
+        assert_eq!(unseen.na_reason.as_deref(), Some(octant_core::profile::UNWATCHED));
         assert_eq!((unseen.band, unseen.veto_state.as_deref(), unseen.units, unseen.estimate), (None, None, 1000, None));
         let mixed = window("mixed");
         assert_eq!((mixed.units, mixed.veto_state.as_deref(), mixed.band), (10, None, None), "{mixed:?}");

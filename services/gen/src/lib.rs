@@ -981,6 +981,8 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> (Vec<TrajectoryEvent>, usize
         }),
         task_family: plan.family.map(str::to_string).or_else(|| sys.compliance.map(|_| PROTOCOL_FAMILY.to_string())),
         approval_channel: None,
+        approval_source: None,
+        approval_evidence: None,
         rerun_of: None,
     }));
     out.push(start);
@@ -1058,6 +1060,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> (Vec<TrajectoryEvent>, usize
             // The scope each tool runs under, logged with every call (no draw).
             permission: tool_call.then(|| permission_of(tool).to_string()),
             injection_attempt: None,
+            tool_call_id: None,
         }));
         if let Some((c, own)) = compliance.as_mut() {
             comply(ev.step.as_mut().expect("set above"), c, own);
@@ -1133,6 +1136,7 @@ fn run_events(plan: &RunPlan<'_>, rng: &mut Rng) -> (Vec<TrajectoryEvent>, usize
                     violations,
                     permission: Some(permission_of(tool).to_string()),
                     injection_attempt: attempt,
+                    tool_call_id: None,
                     ..Step::default()
                 }));
                 // Tool calls like any other: the compliance signals' true rates are per call.

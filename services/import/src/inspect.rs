@@ -370,6 +370,8 @@ fn sample_run(ctx: &Eval, s: &Value, lacks: &mut Lacks) -> Result<Run, String> {
             reproducibility: Some(ctx.reproducibility.clone()),
             task_family: ctx.task_family.clone(),
             approval_channel: Some(approvals),
+            approval_source: None,
+            approval_evidence: None,
             rerun_of: None,
         }))
     });

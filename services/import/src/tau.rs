@@ -137,6 +137,8 @@ fn started(task_id: String, attempt: i32, benchmark: &Benchmark, family: &Option
         reproducibility: None,
         task_family: family.clone(),
         approval_channel: Some(false),
+        approval_source: None,
+        approval_evidence: None,
         rerun_of: None,
     }
 }

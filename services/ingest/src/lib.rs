@@ -289,9 +289,9 @@ impl IngestStage {
         self.metrics.events_produced.inc_by(run.events.len() as u64);
         let channel = run.events.first().and_then(|e| e.run_started.as_ref()).map(|s| s.approval_channel);
         let label = match channel.flatten() {
-            Some(false) => "none",
+            Some(false) => "declared_none",
             Some(true) => "seen",
-            None => "unknown",
+            None => "not_shown",
         };
         self.metrics.approval_channels.with_label_values(&[label]).inc();
         run.events

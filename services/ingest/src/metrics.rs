@@ -51,7 +51,7 @@ impl Metrics {
             ),
             approval_channels: r.counters(
                 "octant_ingest_approval_channel_runs_total",
-                "Runs by whether their telemetry can show a human's approval (none: traced by an instrumentation the approval table lists without a channel, so their confirmation gating is N/A; seen: a decision or confirmation in the trace; unknown: scored)",
+                "Runs (traces) by what they show of their approval flow: seen (a decision, a confirmation, a keyed run's pause: the source is watched from then on), not_shown (nothing: the source's learned state decides), declared_none (every tool span from a scope declared without a channel)",
                 &["channel"],
             ),
             dead_letters: r.counters("octant_ingest_dead_letters_total", "Input dead-lettered, by error class", &["error_class"]),

@@ -15,12 +15,12 @@
 //!   `require_approval` then `allow` confirms the call; `deny` is an override, honoured when
 //!   the tool did not run. A guardrail span (`apply_guardrail`, OpenInference `GUARDRAIL`)
 //!   that failed (status error) is an override it made.
-//! - Approvals ([`crate::approvals`]): a run whose tool spans all come from an instrumentation
-//!   without an approval channel, and that shows no decision or confirmation, is marked so
-//!   (`approval_channel` false: confirmation gating N/A, never 0). The calls the run proposed
-//!   and left waiting — its last steps, tool spans with captured arguments, no result and no
-//!   error, as the Agents SDK pauses a run on tools that need approval — did not run and are
-//!   no steps.
+//! - Approvals ([`crate::approvals`]): what the trace shows of its approval flow (a decision,
+//!   a confirmation, a pause in a keyed run…), and where its tool calls were traced, go into
+//!   the run's start; the scorer learns from them which sources are watched. Calls that did
+//!   not run — held for confirmation, proposed and left waiting, a framework's synthetic span
+//!   over parallel calls — are no steps; a keyed run's part that ends on a pause ends with a
+//!   request for confirmation per call and no run end.
 //! - `gen_ai.evaluation.result` events (log records in the trace, or span events) are the
 //!   run's evaluations, with the step they are about when parented to one; so are
 //!   OpenInference's flattened results (`evaluations.<i>.evaluation.{name,score,label,
@@ -56,6 +56,13 @@ const TOOL_ARGUMENTS: [&str; 3] = ["gen_ai.tool.call.arguments", "input.value", 
 const TOOL_RESULT: [&str; 3] = ["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"];
 
 const INFERENCE: [&str; 5] = ["chat", "text_completion", "generate_content", "embeddings", "completion"];
+
+/// A tool's name under the conventions' names (GenAI, OpenInference, OpenLLMetry).
+const TOOL_NAMES: [&str; 3] = ["gen_ai.tool.name", "tool.name", "traceloop.entity.name"];
+
+/// The proposed agent-lifecycle event of a pause (semantic-conventions-genai PR #445, not
+/// merged): with `gen_ai.agent.pause.reason = human_input`, the run waits for a human.
+const AGENT_PAUSED: &str = "gen_ai.agent.paused";
 
 /// What a span is, by the conventions it follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +136,39 @@ fn agent_name(s: &SpanRec) -> Option<&str> {
 /// (the other libraries write no tool span for it; the next agent's steps show it).
 fn handoff(s: &SpanRec) -> bool {
     s.name.starts_with("handoff to ") && str_attr(&s.attrs, "openinference.span.kind").is_some_and(|k| k.eq_ignore_ascii_case("TOOL"))
+}
+
+/// A framework's own bookkeeping span in the shape of a tool call: a tool span whose tool name
+/// is no function's name but a parenthesised label (Google ADK's `(merged tools)`, the span it
+/// writes over the responses of parallel calls, each of which has its own tool span). Not a
+/// call; never a step.
+fn synthetic(s: &SpanRec) -> bool {
+    role(s) == Role::Tool && first_str(&s.attrs, &TOOL_NAMES).is_some_and(|n| n.starts_with('(') && n.ends_with(')'))
+}
+
+/// Phrases of a tool result that asks for a human's confirmation instead of a result (a call
+/// held: the framework did not run it), matched case-insensitively anywhere in the result's
+/// text (Google ADK's tool confirmation answers `This tool call requires confirmation, please
+/// approve or reject.`).
+const ASKS_CONFIRMATION: [&str; 6] =
+    ["requires confirmation", "require confirmation", "requires approval", "approval required", "awaiting approval", "pending approval"];
+
+/// A tool span held for confirmation: its result asks for one ([`ASKS_CONFIRMATION`]), or a
+/// `gen_ai.tool.call.decision` event on it says `require_approval` and it shows no result.
+fn held(s: &SpanRec, t: &Trace<'_>) -> bool {
+    if role(s) != Role::Tool {
+        return false;
+    }
+    let result = first_text(&s.attrs, &TOOL_RESULT);
+    if let Some(r) = result.as_deref() {
+        let r = r.to_ascii_lowercase();
+        return ASKS_CONFIRMATION.iter().any(|p| r.contains(p));
+    }
+    t.events.iter().any(|e| {
+        e.span == Some(s.span_id.as_str())
+            && e.name == TOOL_CALL_DECISION
+            && str_attr(e.attrs, "gen_ai.tool.call.decision.outcome") == Some("require_approval")
+    })
 }
 
 /// A tool result that says it failed: LangChain's `ToolMessage` (as OpenInference's and
@@ -483,7 +523,8 @@ impl<'a> Trace<'a> {
             let top = models.last().map_or(s.span_id.as_str(), |t| t.span_id.as_str());
             chains.entry(top).or_default().push((s, self.ancestors(s).count()));
         }
-        let mut out: Vec<&SpanRec> = self.spans.iter().filter(|s| matches!(role(s), Role::Tool | Role::Guardrail) && !handoff(s)).collect();
+        let mut out: Vec<&SpanRec> =
+            self.spans.iter().filter(|s| matches!(role(s), Role::Tool | Role::Guardrail) && !handoff(s) && !synthetic(s)).collect();
         // A dropped member of a chain stands for the step kept (results about it, links to it).
         let mut kept: BTreeMap<&str, &str> = BTreeMap::new();
         for members in chains.values() {
@@ -505,32 +546,52 @@ impl<'a> Trace<'a> {
         (out, kept)
     }
 
-    /// Whether this trace's telemetry can show a human's approval: `Some(true)` when it shows
-    /// one (a `gen_ai.tool.call.decision` event, or the declared confirmation attribute on any
-    /// span); `Some(false)` when every tool span comes from an instrumentation without an
-    /// approval channel (`[mapping] approval_channels`, else the table of
-    /// [`crate::approvals`]); `None` when not known (confirmation gating is scored).
-    fn approval_channel(&self) -> Option<bool> {
+    /// What this trace shows of its approval flow ([`crate::approvals`]): `Some(true)` with
+    /// the evidence when it shows that the flow is traced — a `gen_ai.tool.call.decision`
+    /// event, a declared approval event, the declared confirmation attribute on any span, a
+    /// `gen_ai.agent.paused` event for human input, a scope declared with a channel
+    /// (`[mapping] approval_channels`), or (`pause`, for a keyed run only: the one whose
+    /// resumption joins its calls) a pause for approval; `Some(false)` when every tool span
+    /// comes from a scope declared without one; `None` when it shows nothing (the source's
+    /// learned state decides).
+    fn approvals(&self, pause: Option<&'static str>) -> (Option<bool>, Option<String>) {
         let m = self.m;
-        if self.events.iter().any(|e| e.name == TOOL_CALL_DECISION || m.approval_events.iter().any(|n| n == e.name))
-            || self.spans.iter().any(|s| bool_attr(&s.attrs, &m.confirmation_attribute).is_some())
-        {
-            return Some(true);
+        if let Some(e) = self.events.iter().find(|e| e.name == TOOL_CALL_DECISION || m.approval_events.iter().any(|n| n == e.name)) {
+            return (Some(true), Some(format!("decision event {}", e.name)));
         }
-        let mut tools = self.spans.iter().filter(|s| role(s) == Role::Tool).peekable();
-        tools.peek()?;
-        let of = |s: &SpanRec| m.approval_channels.get(&s.scope).copied().or_else(|| crate::approvals::channel(&s.scope, &s.scope_version));
-        tools.all(|s| of(s) == Some(false)).then_some(false)
+        if self.spans.iter().any(|s| bool_attr(&s.attrs, &m.confirmation_attribute).is_some()) {
+            return (Some(true), Some(format!("confirmation attribute {}", m.confirmation_attribute)));
+        }
+        if self.events.iter().any(|e| e.name == AGENT_PAUSED && str_attr(e.attrs, "gen_ai.agent.pause.reason") == Some("human_input")) {
+            return (Some(true), Some(format!("pause event {AGENT_PAUSED}")));
+        }
+        if let Some(shape) = pause {
+            return (Some(true), Some(format!("pause: {shape}")));
+        }
+        let tools: Vec<&SpanRec> = self.spans.iter().filter(|s| role(s) == Role::Tool).collect();
+        if let Some(s) = tools.iter().find(|s| m.approval_channels.get(&s.scope) == Some(&true)) {
+            return (Some(true), Some(format!("declared channel of {}", s.scope)));
+        }
+        if !tools.is_empty() && tools.iter().all(|s| m.approval_channels.get(&s.scope) == Some(&false)) {
+            return (Some(false), None);
+        }
+        (None, None)
+    }
+
+    /// Where the trace's tool calls were traced: the instrumentation scope names of its tool
+    /// spans (sorted, joined by `+` when several), `None` without a tool span.
+    fn approval_source(&self) -> Option<String> {
+        let scopes: BTreeSet<&str> = self.spans.iter().filter(|s| role(s) == Role::Tool).map(|s| s.scope.as_str()).collect();
+        (!scopes.is_empty()).then(|| scopes.into_iter().map(|s| if s.is_empty() { "(no scope)" } else { s }).collect::<Vec<_>>().join("+"))
     }
 
     /// The calls the run proposed and left waiting (for a human's approval, as the Agents SDK
     /// pauses a run on tools that need one): in a trace that captures outputs (a model's output
-    /// messages or a tool's result somewhere in it), the tool spans at the end of its steps,
-    /// written by an instrumentation of the approval table (measured to record a paused call
-    /// this way), whose arguments were captured but that have no result and no error. They did
-    /// not run, so they are no steps. (A producer that records no outputs — content capture off,
-    /// or one that logs arguments only — cannot show a proposal apart from a call that ran, and
-    /// another instrumentation's call without a result may have run: their calls are steps.)
+    /// messages or a tool's result somewhere in it), the tool spans at the end of its steps
+    /// whose arguments were captured but that have no result and no error. They did not run,
+    /// so they are no steps. (A producer that records no outputs — content capture off, or one
+    /// that logs arguments only — cannot show a proposal apart from a call that ran: its calls
+    /// are steps.)
     fn proposed_calls(&self, ordered: &[&'a SpanRec]) -> Vec<&'a SpanRec> {
         let output = |k: &String| {
             ["gen_ai.output.messages", "output.value", "traceloop.entity.output", "gen_ai.tool.call.result"].contains(&k.as_str())
@@ -543,7 +604,6 @@ impl<'a> Trace<'a> {
         let proposed = |s: &SpanRec| {
             let a = &s.attrs;
             role(s) == Role::Tool
-                && crate::approvals::channel(&s.scope, &s.scope_version).is_some()
                 && !s.error
                 && a.get("error.type").is_none_or(Value::is_null)
                 && first_text(a, &TOOL_ARGUMENTS).is_some()
@@ -727,12 +787,63 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     let first_sequence = if key.is_some() { ms(root.start_ns).saturating_mul(1 << 16) } else { 0 };
     let decisions = t.decisions();
     let (mut ordered, kept) = t.steps();
+    // Calls held for confirmation (wherever they are) and calls proposed and left waiting (at
+    // the end) did not run: requests for confirmation, no steps.
+    let held_calls: Vec<&SpanRec> = ordered.iter().filter(|s| held(s, &t)).copied().collect();
+    ordered.retain(|s| !held_calls.iter().any(|h| std::ptr::eq(*s, *h)));
     let mut proposed = t.proposed_calls(&ordered);
     proposed.reverse();
     ordered.retain(|s| !proposed.iter().any(|p| std::ptr::eq(*s, *p)));
-    // A keyed run that stopped on proposed calls paused for a human: its part ends with the
-    // requests for confirmation and no run end; the part that resumes it continues the run.
-    let paused = key.is_some() && !proposed.is_empty();
+    // Calls a run stopped on that have no tool span: listed as its result (deferred tool
+    // requests), or, when it stopped on an interrupt, those its last model call proposed and no
+    // tool span ran.
+    let tops: Vec<&SpanRec> = std::iter::once(root).chain(t.top_invocations()).collect();
+    let mut deferred: Vec<Deferred> = tops.iter().map(|s| deferred_requests(&s.attrs)).find(|d| !d.is_empty()).unwrap_or_default();
+    let deferred_shape = if !deferred.is_empty() {
+        Some("deferred tool requests (the run's result lists calls awaiting approval)")
+    } else if tops.iter().any(|s| interrupted(s)) {
+        let ran = |(name, id, _): &Deferred| {
+            ordered.iter().any(|s| {
+                role(s) == Role::Tool
+                    && match (id.as_deref(), call_id(&s.attrs)) {
+                        (Some(a), Some(b)) => a == b,
+                        _ => name.is_some() && first_str(&s.attrs, &TOOL_NAMES) == name.as_deref(),
+                    }
+            })
+        };
+        let last_model = ordered.iter().rev().find(|s| role(s) == Role::Model);
+        deferred = last_model.map(|m| proposed_by(m)).unwrap_or_default().into_iter().filter(|d| !ran(d)).collect();
+        Some("an interrupt (finish reason interrupt)")
+    } else {
+        None
+    };
+    // The shape of a pause for a human's approval, when the trace ends on one.
+    let pause = if deferred_shape.is_some() {
+        deferred_shape
+    } else if !proposed.is_empty() {
+        Some("calls proposed and left waiting (tool spans with arguments, no result)")
+    } else if held_calls.iter().any(|h| !ordered.iter().any(|s| s.start_ns > h.start_ns && same_call(s, h))) {
+        Some("a call held for confirmation (its result asks for one)")
+    } else {
+        None
+    };
+    // The requests for confirmation: the calls proposed, and those held and not run later in
+    // the trace, in start order.
+    let mut requests: Vec<&SpanRec> =
+        held_calls.iter().filter(|h| !ordered.iter().any(|s| s.start_ns > h.start_ns && same_call(s, h))).copied().collect();
+    requests.extend(proposed.iter().copied());
+    requests.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
+    let request_count = requests.len() + deferred.len();
+    // A keyed run that stopped on a pause waits for a human: its part ends with the requests
+    // for confirmation and no run end; the part that resumes it continues the run.
+    let paused = key.is_some() && pause.is_some();
+    // A call held in this trace and run later in it was approved.
+    let approved_here: BTreeSet<&str> = ordered
+        .iter()
+        .filter(|s| held_calls.iter().any(|h| h.start_ns < s.start_ns && same_call(s, h)))
+        .map(|s| s.span_id.as_str())
+        .collect();
+    let (approval_channel, approval_evidence) = t.approvals(pause.filter(|_| key.is_some()));
     let mut out: Vec<TrajectoryEvent> = Vec::new();
     let base = |seq: i64, time: i64, agent: Option<String>, kind: EventKind, id: String| TrajectoryEvent {
         agent_id: agent,
@@ -755,7 +866,9 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         benchmark: None,
         reproducibility,
         task_family: str_attr(&root.attrs, "octant.task.family").map(str::to_string),
-        approval_channel: t.approval_channel(),
+        approval_channel,
+        approval_source: t.approval_source(),
+        approval_evidence,
         rerun_of: str_attr(&root.attrs, "octant.rerun_of").filter(|r| !r.is_empty()).map(str::to_string),
     }));
     out.push(start);
@@ -782,7 +895,9 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
                 // A declared decision on a span without a call id names the span.
                 executed_calls.insert(s.span_id.as_str());
                 let mut ev = base(seq, ms(s.start_ns), agent, EventKind::Step, format!("{trace}/{}", s.span_id));
-                ev.step = Some(Box::new(step(&t, s, &decisions)));
+                let mut st = step(&t, s, &decisions);
+                st.confirmed |= approved_here.contains(s.span_id.as_str());
+                ev.step = Some(Box::new(st));
                 ev
             }
             _ => continue,
@@ -828,12 +943,25 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
 
     if paused {
         // The calls waiting for approval: requests for confirmation, not actions.
-        for p in &proposed {
+        for p in &requests {
             let mut ev = base(out.len() as i64, ms(p.start_ns), t.agent_of(p), EventKind::Step, format!("{trace}/{}", p.span_id));
             let mut request = step(&t, p, &decisions);
             request.step_kind = StepKind::Confirmation;
             request.result_status = None;
             ev.step = Some(Box::new(request));
+            out.push(ev);
+        }
+        for (i, (tool, call, arguments)) in deferred.iter().enumerate() {
+            let id = format!("{trace}/request/{}", call.clone().unwrap_or_else(|| i.to_string()));
+            let mut ev = base(out.len() as i64, ms(root.end_ns), t.agent_of(root), EventKind::Step, id);
+            ev.step = Some(Box::new(Step {
+                step_kind: StepKind::Confirmation,
+                impact: tool.as_ref().and_then(|n| m.tool_impact.get(n).copied()).unwrap_or(m.default_impact),
+                tool_name: tool.clone(),
+                arguments: arguments.clone(),
+                tool_call_id: call.clone(),
+                ..Step::default()
+            }));
             out.push(ev);
         }
     } else {
@@ -845,7 +973,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     }
     // Interventions were appended after the steps: renumber by time (stable), keeping the
     // start first and the end (or a pause's requests) last.
-    let last = if paused { out.len() - proposed.len() } else { out.len() - 1 };
+    let last = if paused { out.len() - request_count } else { out.len() - 1 };
     out[1..last].sort_by_key(|e| (e.event_time, e.sequence));
     let renumber: BTreeMap<i64, i64> = out.iter().enumerate().map(|(i, e)| (e.sequence, first_sequence + i as i64)).collect();
     for (i, e) in out.iter_mut().enumerate() {
@@ -859,6 +987,82 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     Some(Run { events: out, schema_urls: spans.iter().map(|s| s.schema_url.clone()).filter(|u| !u.is_empty()).collect() })
 }
 
+/// A call a run stopped on without a tool span of its own: (tool, call id, arguments).
+type Deferred = (Option<String>, Option<String>, Option<String>);
+
+/// Attributes holding a run's (an invocation's) result under the conventions' and frameworks'
+/// names: Pydantic AI's `final_result`, OpenInference's `output.value`, OpenLLMetry's
+/// `traceloop.entity.output`.
+const RUN_RESULT: [&str; 3] = ["final_result", "output.value", "traceloop.entity.output"];
+
+/// The calls a run's result lists as waiting for approval (Pydantic AI's `DeferredToolRequests`:
+/// a JSON object whose `approvals` array holds `{tool_name, tool_call_id, args}`).
+fn deferred_requests(a: &Attrs) -> Vec<Deferred> {
+    let Some(v) = first_text(a, &RUN_RESULT).and_then(|t| serde_json::from_str::<Value>(&t).ok()) else { return Vec::new() };
+    let text = |x: Option<&Value>| x.filter(|v| !v.is_null()).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
+    v.get("approvals")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .filter(|c| c.is_object())
+                .map(|c| {
+                    (
+                        text(c.get("tool_name").or_else(|| c.get("name"))),
+                        text(c.get("tool_call_id").or_else(|| c.get("id"))),
+                        text(c.get("args").or_else(|| c.get("arguments"))),
+                    )
+                })
+                .filter(|(name, id, _)| name.is_some() || id.is_some())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether a span says its generation stopped for an interrupt (a human's input): a finish
+/// reason `interrupt` in `gen_ai.response.finish_reasons` or on a `gen_ai.choice` event (Strands
+/// Agents' interrupts).
+fn interrupted(s: &SpanRec) -> bool {
+    let is = |v: &Value| v.as_str().is_some_and(|r| r.eq_ignore_ascii_case("interrupt"));
+    s.attrs.get("gen_ai.response.finish_reasons").is_some_and(|v| is(v) || v.as_array().is_some_and(|a| a.iter().any(is)))
+        || s.events.iter().any(|e| e.attrs.get("finish_reason").is_some_and(is))
+}
+
+/// The tool calls a model span proposed: `gen_ai.output.messages` parts of type `tool_call`
+/// (`id`, `name`, `arguments`), and `toolUse` blocks (`toolUseId`, `name`, `input`) of a
+/// `gen_ai.choice` event's message (Strands Agents).
+fn proposed_by(s: &SpanRec) -> Vec<Deferred> {
+    let text = |x: Option<&Value>| x.filter(|v| !v.is_null()).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
+    let mut out = Vec::new();
+    if let Some(Value::Array(messages)) = first_text(&s.attrs, &["gen_ai.output.messages"]).and_then(|t| serde_json::from_str(&t).ok()) {
+        for part in messages.iter().filter_map(|m| m.get("parts")?.as_array()).flatten() {
+            if part.get("type").and_then(Value::as_str) == Some("tool_call") {
+                out.push((text(part.get("name")), text(part.get("id")), text(part.get("arguments"))));
+            }
+        }
+    }
+    for e in s.events.iter().filter(|e| e.name == "gen_ai.choice") {
+        if let Some(Value::Array(blocks)) = e.attrs.get("message").and_then(Value::as_str).and_then(|t| serde_json::from_str(t).ok()) {
+            for u in blocks.iter().filter_map(|b| b.get("toolUse")) {
+                out.push((text(u.get("name")), text(u.get("toolUseId")), text(u.get("input"))));
+            }
+        }
+    }
+    out
+}
+
+/// Whether tool span `a` executes the call held or proposed as `b`: the same call id when both
+/// have one, else the same tool.
+fn same_call(a: &SpanRec, b: &SpanRec) -> bool {
+    if role(a) != Role::Tool {
+        return false;
+    }
+    match (call_id(&a.attrs), call_id(&b.attrs)) {
+        (Some(x), Some(y)) => x == y,
+        _ => first_str(&a.attrs, &TOOL_NAMES).is_some() && first_str(&a.attrs, &TOOL_NAMES) == first_str(&b.attrs, &TOOL_NAMES),
+    }
+}
+
 /// A tool call's id under the first of the conventions' names set.
 fn call_id(a: &Attrs) -> Option<&str> {
     first_str(a, &["gen_ai.tool.call.id", "tool.id", "tool_call.id"])
@@ -868,10 +1072,8 @@ fn call_id(a: &Attrs) -> Option<&str> {
 fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<Decision<'_>>>) -> Step {
     let (a, m) = (&s.attrs, t.m);
     let tool = role(s) == Role::Tool;
-    let tool_name = tool.then(|| {
-        first_str(a, &["gen_ai.tool.name", "tool.name", "traceloop.entity.name"])
-            .map_or_else(|| s.name.trim_start_matches("execute_tool ").to_string(), str::to_string)
-    });
+    let tool_name =
+        tool.then(|| first_str(a, &TOOL_NAMES).map_or_else(|| s.name.trim_start_matches("execute_tool ").to_string(), str::to_string));
     let impact = str_attr(a, &m.impact_attribute)
         .and_then(|v| serde_json::from_value::<Impact>(Value::String(v.to_ascii_lowercase())).ok())
         .or_else(|| tool_name.as_ref().and_then(|n| m.tool_impact.get(n).copied()))
@@ -892,7 +1094,9 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<Decision<'_>>
         d.iter().position(|o| o.outcome == "require_approval").is_some_and(|i| d[i..].iter().any(|o| o.outcome == "allow"))
     });
     let result = tool.then(|| first_text(a, &TOOL_RESULT)).flatten();
-    let failed = s.error || a.get("error.type").is_some_and(|v| !v.is_null()) || (tool && failed_result(result.as_deref()));
+    // A tool's own status attribute (Strands Agents' `gen_ai.tool.status`) says so too.
+    let status_error = tool && str_attr(a, "gen_ai.tool.status").is_some_and(|v| v.eq_ignore_ascii_case("error"));
+    let failed = s.error || a.get("error.type").is_some_and(|v| !v.is_null()) || status_error || (tool && failed_result(result.as_deref()));
     Step {
         step_kind: if tool { StepKind::ToolCall } else { StepKind::ModelCall },
         // A tool call's arguments and result, under the first of the conventions' names set.
@@ -917,6 +1121,7 @@ fn step(t: &Trace<'_>, s: &SpanRec, decisions: &BTreeMap<&str, Vec<Decision<'_>>
         needs_human: bool_attr(a, &m.needs_human_attribute),
         permission: tool.then(|| str_attr(a, &m.permission_attribute).map(str::to_string)).flatten(),
         injection_attempt: bool_attr(a, &m.injection_attribute),
+        tool_call_id: tool.then(|| call_id(a).map(str::to_string)).flatten(),
     }
 }
 

@@ -7,7 +7,7 @@
 //! - [`fragment`]: requests split per trace and the ingest topic's record format;
 //! - [`genai`]: a trace of GenAI spans and events → one run of `TrajectoryEvent`s;
 //! - [`mapping`]: what the conventions do not say, declared in configuration;
-//! - [`approvals`]: which instrumentations can show a human's approval (the approval table).
+//! - [`approvals`]: what a trace shows of its approval flow (rules over what it emits).
 //!
 //! The ingest service (`octant-ingest`) runs them against Kafka.
 

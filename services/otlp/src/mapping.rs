@@ -94,9 +94,9 @@ pub struct Mapping {
     pub evaluator_attribute: String,
     pub evaluator_version_attribute: String,
     /// Whether the spans of an instrumentation scope can show a human's approval, by scope
-    /// name, over the approval table ([`crate::approvals`]): `true` for a team that adds its
-    /// own approval attribute or events to an instrumentation listed without a channel, `false`
-    /// for one it does not list (default: none).
+    /// name, declared ([`crate::approvals`]): `true` makes every trace of the scope show its
+    /// approval flow (its source is watched), `false` makes its traces not assessed for
+    /// confirmation gating whatever they show (default: none; learned from what is emitted).
     pub approval_channels: BTreeMap<String, bool>,
     /// A team's own approval events (span events, or log records in the trace): on a tool span
     /// or naming `gen_ai.tool.call.id`, with attribute `decision` — approved, approve, allow,

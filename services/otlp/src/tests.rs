@@ -400,11 +400,12 @@ fn real_instrumentation_shapes_map_by_the_rules() {
     assert_eq!(crate::genai::tokens(&[("gen_ai.usage.input_tokens".to_string(), serde_json::json!(5))].into_iter().collect()), None);
 }
 
-/// The approval rules on the shapes the instrumentations write (`conformance/APPROVALS.md`):
-/// a run traced by an instrumentation without an approval channel is marked so; a decision
-/// event or the declared confirmation attribute shows a channel; a scope the table does not
-/// list is not known; `[mapping] approval_channels` wins over the table; a tool call proposed
-/// and left waiting (arguments, no result, last) is no step, one that ran is.
+/// The approval rules on the shapes the instrumentations write (`conformance/APPROVALS.md`),
+/// by rule for any scope (no table of libraries): a trace that shows nothing of its approval
+/// flow says nothing (the learned state decides); a decision event, the declared confirmation
+/// attribute, a declared channel or a keyed run's pause shows the flow; a scope declared
+/// without a channel is not assessed; a tool call proposed and left waiting (arguments, no
+/// result, last) is no step, one that ran is; the source is the tool spans' scope.
 #[test]
 fn approval_channels_and_proposed_calls() {
     use octant_contracts::{EventKind, StepKind};
@@ -452,10 +453,12 @@ fn approval_channels_and_proposed_calls() {
     };
     // The resumed part: the approved call ran (a result), then the model answered.
     let ran = run(vec![root.clone(), tool(true), span(4, 1, 200, vec![s("gen_ai.operation.name", "chat")])], contrib, &d);
-    assert_eq!((channel(&ran), tools(&ran)), (Some(false), 1));
+    assert_eq!((channel(&ran), tools(&ran)), (None, 1), "nothing shown: the learned state decides");
+    let source = |e: &[octant_contracts::TrajectoryEvent]| e[0].run_started.as_ref().unwrap().approval_source.clone();
+    assert_eq!(source(&ran).as_deref(), Some(contrib.0));
     // The paused part: the model proposed the call, which waits for approval: no tool step.
     let paused = run(vec![root.clone(), model.clone(), tool(false)], contrib, &d);
-    assert_eq!((channel(&paused), tools(&paused)), (Some(false), 0), "a proposed call did not run");
+    assert_eq!((channel(&paused), tools(&paused)), (None, 0), "a proposed call did not run; an unkeyed pause joins nothing");
     // Two calls proposed in one response, one pause: neither ran.
     let mut second = tool(false);
     second.span_id = vec![5; 8];
@@ -466,17 +469,15 @@ fn approval_channels_and_proposed_calls() {
     let mut bare = model.clone();
     bare.attributes.retain(|kv| kv.key != "gen_ai.output.messages");
     assert_eq!(tools(&run(vec![root.clone(), bare, tool(false)], contrib, &d)), 1);
-    // Nor does an instrumentation the approval table does not list: its call may have run.
-    assert_eq!(tools(&run(vec![root.clone(), model.clone(), tool(false)], ("support.tracing", "1.0"), &d)), 1);
+    // The rule holds for a scope nobody listed.
+    assert_eq!(tools(&run(vec![root.clone(), model.clone(), tool(false)], ("support.tracing", "1.0"), &d)), 0);
     // A tool that ran without a captured result but is followed by the model's answer ran.
     let quiet = run(vec![root.clone(), model.clone(), tool(false), span(4, 1, 200, vec![s("gen_ai.operation.name", "chat")])], contrib, &d);
     assert_eq!(tools(&quiet), 1);
-    // OpenLLMetry as measured, and a newer release than measured (not known: scored).
-    assert_eq!(channel(&run(vec![root.clone(), tool(true)], ("opentelemetry.instrumentation.openai_agents", "0.62.4"), &d)), Some(false));
+    // Any version, any scope: nothing shown, nothing said.
     assert_eq!(channel(&run(vec![root.clone(), tool(true)], ("opentelemetry.instrumentation.openai_agents", "0.70.0"), &d)), None);
-    // A team's own instrumentation: not known.
     assert_eq!(channel(&run(vec![root.clone(), tool(true)], ("support.tracing", "1.0"), &d)), None);
-    // The declared confirmation attribute on a span shows a channel, whatever the table says.
+    // The declared confirmation attribute on a span shows the flow.
     let mut confirmed = tool(true);
     confirmed.attributes.push(kv("octant.confirmed", any_value::Value::BoolValue(true)));
     let e = run(vec![root.clone(), confirmed], contrib, &d);
@@ -507,10 +508,12 @@ fn approval_channels_and_proposed_calls() {
     permitted.attributes.push(s("octant.tool.permission", "refunds:write"));
     assert_eq!(run(vec![root.clone(), permitted], contrib, &d)[1].step.as_ref().unwrap().permission.as_deref(), Some("refunds:write"));
     assert_eq!(e[1].step.as_ref().unwrap().permission, None);
-    // A team that adds approvals to a listed instrumentation declares its scope.
+    // A team declares a scope's channel either way.
     let mut m = crate::Mapping::default();
     m.approval_channels.insert(contrib.0.into(), true);
-    assert_eq!(channel(&run(vec![root.clone(), tool(true)], contrib, &m)), None);
+    assert_eq!(channel(&run(vec![root.clone(), tool(true)], contrib, &m)), Some(true));
+    m.approval_channels.insert(contrib.0.into(), false);
+    assert_eq!(channel(&run(vec![root.clone(), tool(true)], contrib, &m)), Some(false));
     // A team's own approval event, declared: on the tool span, `decision` approved confirms the
     // call and shows a channel; denied on a call that ran is an override not honoured.
     let m = crate::Mapping { approval_events: vec!["support.approval".into()], ..Default::default() };
@@ -545,6 +548,9 @@ fn approval_channels_and_proposed_calls() {
         [(EventKind::RunStarted, None), (EventKind::Step, Some(StepKind::ModelCall)), (EventKind::Step, Some(StepKind::Confirmation))]
     );
     assert!(part1.iter().all(|e| e.run_id == "support/refund-42"), "the run id is the system's key");
+    let start1 = part1[0].run_started.as_ref().unwrap();
+    assert_eq!(start1.approval_channel, Some(true), "a keyed pause shows the approval flow");
+    assert!(start1.approval_evidence.as_deref().unwrap().starts_with("pause: calls proposed"), "{start1:?}");
     // The resumed part, a trace of its own that starts later: the same run, later sequences.
     let mut resumed = vec![root.clone(), tool(true), span(4, 1, 200, vec![s("gen_ai.operation.name", "chat")])];
     for sp in &mut resumed {
@@ -559,4 +565,136 @@ fn approval_channels_and_proposed_calls() {
     let alone = run(vec![root.clone(), model.clone(), tool(false)], contrib, &d);
     assert_eq!(alone.last().unwrap().kind, EventKind::RunEnded);
     assert_eq!(alone.len(), 3);
+}
+
+/// Calls that did not run are no steps, by rule for any scope: a call held for confirmation
+/// (its result asks for one) is a request — in a keyed run its part pauses on it and shows the
+/// approval flow; run later in the same trace it is confirmed —; a framework's synthetic span
+/// over parallel calls (a parenthesised tool name) is nothing; a result whose `status` field
+/// says error is a tool error on a span with status OK; the tool call id is kept.
+#[test]
+fn held_synthetic_and_status_error_calls() {
+    use octant_contracts::{EventKind, ResultStatus, StepKind};
+    let s = |k: &str, v: &str| kv(k, any_value::Value::StringValue(v.into()));
+    let span = |id: u8, start: u64, attrs: Vec<KeyValue>| genai_span(id, if id == 1 { 0 } else { 1 }, start, start + 50, attrs);
+    let root = span(1, 0, vec![s("gen_ai.operation.name", "invoke_agent"), s("gen_ai.agent.name", "Support agent")]);
+    let model = |id: u8, start: u64| span(id, start, vec![s("gen_ai.operation.name", "chat"), s("gen_ai.output.messages", "[]")]);
+    let tool = |id: u8, start: u64, name: &str, call: &str, result: &str| {
+        span(
+            id,
+            start,
+            vec![
+                s("gen_ai.operation.name", "execute_tool"),
+                s("gen_ai.tool.name", name),
+                s("gen_ai.tool.call.id", call),
+                s("gen_ai.tool.call.arguments", "{}"),
+                s("gen_ai.tool.call.result", result),
+            ],
+        )
+    };
+    let run = |spans: Vec<Span>, m: &crate::Mapping| {
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(Resource { attributes: vec![s("service.name", "support")] }),
+                scope_spans: vec![ScopeSpans {
+                    scope: Some(InstrumentationScope { name: "a.framework.nobody.listed".into(), version: "9.9".into() }),
+                    spans,
+                    schema_url: String::new(),
+                }],
+                schema_url: String::new(),
+            }],
+        };
+        crate::genai::run(&model::spans(&request), &[], m).unwrap().events
+    };
+    let steps = |e: &[octant_contracts::TrajectoryEvent], k: StepKind| -> Vec<octant_contracts::Step> {
+        e.iter().filter_map(|x| x.step.as_deref()).filter(|st| st.step_kind == k).cloned().collect()
+    };
+    let asks = r#"{"error": "This tool call requires confirmation, please approve or reject."}"#;
+    let d = crate::Mapping::default();
+    // Held, unkeyed: no step, the run ends, nothing shown.
+    let held = run(vec![root.clone(), model(2, 10), tool(3, 100, "refund_payment", "c1", asks)], &d);
+    assert!(steps(&held, StepKind::ToolCall).is_empty(), "a held call did not run");
+    assert_eq!(held.last().unwrap().kind, EventKind::RunEnded);
+    assert_eq!(held[0].run_started.as_ref().unwrap().approval_channel, None);
+    // Held, then run later in the same trace (approved): one call, confirmed.
+    let approved = run(
+        vec![root.clone(), model(2, 10), tool(3, 100, "refund_payment", "c1", asks), tool(4, 300, "refund_payment", "c1", "refunded")],
+        &d,
+    );
+    let calls = steps(&approved, StepKind::ToolCall);
+    assert_eq!((calls.len(), calls[0].confirmed, calls[0].tool_call_id.as_deref()), (1, true, Some("c1")));
+    // Held, keyed: the part pauses on a request for confirmation and shows the approval flow.
+    let keyed = crate::Mapping { run_key: "app.run".into(), ..Default::default() };
+    let mut r = root.clone();
+    r.attributes.push(s("app.run", "r-1"));
+    let part = run(vec![r, model(2, 10), tool(3, 100, "refund_payment", "c1", asks)], &keyed);
+    let requests = steps(&part, StepKind::Confirmation);
+    assert_eq!((requests.len(), requests[0].tool_call_id.as_deref()), (1, Some("c1")));
+    assert_ne!(part.last().unwrap().kind, EventKind::RunEnded, "paused, not ended");
+    let start = part[0].run_started.as_ref().unwrap();
+    assert_eq!((start.approval_channel, start.approval_source.as_deref()), (Some(true), Some("a.framework.nobody.listed")));
+    assert!(start.approval_evidence.as_deref().unwrap().contains("held for confirmation"), "{start:?}");
+    // Parallel calls and the framework's merged span over them: two calls.
+    let merged = run(
+        vec![
+            root.clone(),
+            model(2, 10),
+            tool(3, 100, "lookup", "c1", "a"),
+            tool(4, 110, "lookup", "c2", "b"),
+            tool(5, 200, "(merged tools)", "e9", "[a, b]"),
+            model(6, 300),
+        ],
+        &d,
+    );
+    assert_eq!(steps(&merged, StepKind::ToolCall).len(), 2);
+    // A handled error reported in the result's status field, span OK.
+    let failed =
+        run(vec![root.clone(), tool(3, 100, "lookup", "c1", r#"{"status": "error", "content": [{"text": "boom"}]}"#), model(4, 200)], &d);
+    assert_eq!(steps(&failed, StepKind::ToolCall)[0].result_status, Some(ResultStatus::Error));
+}
+
+/// The pauses of frameworks that trace themselves, on what they really wrote
+/// (`conformance/frameworks/`, recorded by `conformance/record.py`), keyed by the id each
+/// carries per logical run (Pydantic AI's `gen_ai.conversation.id`, Strands Agents'
+/// `session.id`): the first part of an approved run shows the pause — deferred tool requests as
+/// the run's result, an interrupt finish reason — and ends on a request for confirmation of the
+/// call, named by its call id; the resumed part runs that call.
+#[test]
+fn recorded_framework_pauses_are_requests_for_confirmation() {
+    use octant_contracts::{EventKind, StepKind};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/frameworks");
+    for (setup, key, shape) in [
+        ("pydantic-ai-v5", "gen_ai.conversation.id", "pause: deferred tool requests"),
+        ("pydantic-ai-v6", "gen_ai.conversation.id", "pause: deferred tool requests"),
+        ("strands-default", "session.id", "pause: an interrupt"),
+    ] {
+        let path = root.join(setup).join("approval_granted/spans.pb");
+        let request =
+            ExportTraceServiceRequest::decode(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).as_slice())
+                .unwrap();
+        let spans = model::spans(&request);
+        let mut traces: std::collections::BTreeMap<&str, Vec<crate::model::SpanRec>> = Default::default();
+        for s in &spans {
+            traces.entry(s.trace_id.as_str()).or_default().push(s.clone());
+        }
+        let m = crate::Mapping { run_key: key.into(), ..Default::default() };
+        let events: Vec<octant_contracts::TrajectoryEvent> =
+            traces.values().filter_map(|t| crate::genai::run(t, &[], &m)).flat_map(|r| r.events).collect();
+        let runs: std::collections::BTreeSet<&str> = events.iter().map(|e| e.run_id.as_str()).collect();
+        assert_eq!(runs.len(), 2, "{setup}: two runs, each of two parts");
+        for run in runs {
+            let mine: Vec<_> = events.iter().filter(|e| e.run_id == run).collect();
+            let steps =
+                |k: StepKind| mine.iter().filter_map(|e| e.step.as_deref()).filter(|s| s.step_kind == k).cloned().collect::<Vec<_>>();
+            let (requests, calls) = (steps(StepKind::Confirmation), steps(StepKind::ToolCall));
+            assert_eq!(requests.len(), 1, "{setup} {run}: {mine:#?}");
+            assert_eq!(calls.len(), 1, "{setup} {run}");
+            assert_eq!(requests[0].tool_name.as_deref(), Some("refund_payment"), "{setup}");
+            assert!(requests[0].tool_call_id.is_some() && requests[0].tool_call_id == calls[0].tool_call_id, "{setup}: joined by call id");
+            let shown: Vec<_> = mine.iter().filter_map(|e| e.run_started.as_ref()).filter(|s| s.approval_channel == Some(true)).collect();
+            assert_eq!(shown.len(), 1, "{setup}: the paused part shows the approval flow");
+            assert!(shown[0].approval_evidence.as_deref().unwrap().starts_with(shape), "{setup}: {:?}", shown[0].approval_evidence);
+            assert_eq!(mine.iter().filter(|e| e.kind == EventKind::RunEnded).count(), 1, "{setup}: one end");
+        }
+    }
 }

@@ -25,7 +25,7 @@
 //!   before the crash: it is skipped (its effects are durable), not dead-lettered.
 //! - `closed_run`: an event for a run that already ended (or was abandoned).
 //! - `duplicate_sequence`: a sequence number at or below the last one seen for the run
-//!   (including a second run start, except the one that resumes a paused run: below).
+//!   (including a start at or below it; a start above it is a later part: below).
 //! - **Duplicate deliveries are skipped**: an event whose `event_id` this run has already
 //!   had (open, or ended and still remembered) is a producer's resend or an upstream replay
 //!   (the ingest re-emits a trace after a crash with the same ids): counted in
@@ -41,8 +41,17 @@
 //! paused: it is not abandoned after `idle_timeout` but after `pause_timeout` (the approval
 //! expired: abandoned, task failed). A run start with a higher sequence number resumes it (the
 //! resumed part of a keyed run is a trace of its own, and starts again); the run goes on
-//! as one. A request for confirmation is no action: it has no per-step observations (the
-//! resumed part's tool step, gated as any, is the call that ran).
+//! as one. A request for confirmation is no action: it has no per-step observations. The
+//! call it asked about, executed later in the run (joined by `tool_call_id`, else by tool
+//! name), was approved — frameworks do not run a denied call —: it is confirmed.
+//!
+//! ## Parts of a run
+//! A start with a higher sequence number than the run's last event is a later part of it,
+//! never a dead letter: it continues an open run (paused or not), and for a run that already
+//! ended (its pause expired, or its first part did not show the pause) it opens a run of its
+//! own, `<run id>#<the start's sequence>` (documented, deterministic: a replay derives the
+//! same id), which the run's later events follow; the first run never gets a second start or
+//! end. Counted in `octant_scorer_run_parts_total{how}`.
 //!
 //! ## Abandoned runs
 //! A run whose last event is older than `idle_timeout` in *event time* — measured against the
@@ -90,6 +99,9 @@ pub struct Rules {
     pub detectors: octant_runtime::redact::Redactor,
     /// Tools whose arguments may carry what the detectors find (no leakage units).
     pub leakage_allowed: Arc<Vec<String>>,
+    /// Declared approval signals and the learned state of every source (shared by the
+    /// partitions of a process).
+    pub approvals: Arc<crate::approvals::Approvals>,
 }
 
 impl Default for Rules {
@@ -105,6 +117,7 @@ impl Default for Rules {
             protocols: Arc::default(),
             detectors: octant_runtime::redact::Redactor::none(),
             leakage_allowed: Arc::default(),
+            approvals: Arc::default(),
         }
     }
 }
@@ -135,9 +148,15 @@ struct Run {
     /// A step of the run carried an injected fault (graceful degradation's split).
     met_fault: bool,
     asked_help: bool,
-    /// The telemetry cannot show a human's approval (`RunStarted::approval_channel` false):
-    /// its gated steps are weightless units of confirmation gating (N/A, never 0).
-    approvals_unseen: bool,
+    /// What the current part's telemetry shows of its approval flow, and where its tool calls
+    /// were traced (`RunStarted::approval_channel`, `approval_source`): with the learned state
+    /// ([`crate::approvals`]) they decide whether a gated step is assessed.
+    approval_channel: Option<bool>,
+    approval_source: Option<String>,
+    /// Requests for confirmation not yet followed by their call: (tool call id, tool). A call
+    /// executed after the framework asked for approval of it was approved (frameworks do not
+    /// run a denied call): it is confirmed.
+    requests: Vec<(Option<String>, Option<String>)>,
     /// Hashes of the event ids applied (duplicate deliveries).
     event_ids: Vec<u64>,
     /// The protocol steps executed (tool calls of tools its protocol names), in order; `None`
@@ -177,7 +196,9 @@ impl Run {
             met_failure: false,
             met_fault: false,
             asked_help: false,
-            approvals_unseen: start.approval_channel == Some(false),
+            approval_channel: start.approval_channel,
+            approval_source: start.approval_source.clone(),
+            requests: Vec::new(),
             protocol: None,
             met_injection: false,
             compromised: false,
@@ -230,6 +251,29 @@ pub struct OffsetEffects {
     pub hold: Option<i64>,
     /// Runs closed (ended or abandoned): release their first offsets.
     pub release: Vec<i64>,
+    /// Sources this event showed watched for the first time: to persist.
+    pub learned: Vec<crate::approvals::Watched>,
+    /// This start was a later part of a run.
+    pub part: Option<Part>,
+}
+
+/// What a start that is a later part of a run did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Continued the open run (resumed it after a pause, or a part that arrived before the
+    /// run ended).
+    Continued,
+    /// The run had ended: the part became a run of its own under a derived id.
+    Derived,
+}
+
+impl Part {
+    pub fn label(self) -> &'static str {
+        match self {
+            Part::Continued => "continued",
+            Part::Derived => "derived",
+        }
+    }
 }
 
 /// Runs of one partition.
@@ -239,8 +283,12 @@ pub struct Assembler {
     runs: HashMap<String, Run>,
     /// (last event time, run id), to find idle runs in event-time order.
     idle_index: BTreeSet<(i64, String)>,
-    /// Ended runs → the hashes of their event ids.
-    closed: HashMap<String, Vec<u64>>,
+    /// Ended runs → the hashes of their event ids and their last sequence number.
+    closed: HashMap<String, (Vec<u64>, i64)>,
+    /// A run whose later part arrived after it had ended → the derived id that part continues
+    /// under (see "Parts of a run" in the module docs), and back.
+    parts: HashMap<String, String>,
+    origin: HashMap<String, String>,
     closed_order: VecDeque<String>,
     max_event_time: i64,
     /// Offsets ≤ horizon are replays (see the module docs).
@@ -271,6 +319,17 @@ impl Assembler {
     /// Applies one valid event read at `offset`. Returns the verdict, the runs this event's
     /// time showed to be abandoned, and the offset effects.
     pub fn apply(&mut self, ev: Valid<'_>, offset: i64) -> (Verdict, Abandoned, OffsetEffects) {
+        // A later part of a run that had ended goes on under its derived id.
+        if let Some(part) = self.parts.get(&ev.event.run_id) {
+            let mut owned = ev.event.clone();
+            owned.run_id = part.clone();
+            let valid = crate::validate::validate(&owned, None).expect("valid under its own id, valid under the derived one");
+            return self.apply_valid(valid, offset);
+        }
+        self.apply_valid(ev, offset)
+    }
+
+    fn apply_valid(&mut self, ev: Valid<'_>, offset: i64) -> (Verdict, Abandoned, OffsetEffects) {
         let mut effects = OffsetEffects::default();
         let abandoned = self.expire(ev.event.event_time, &mut effects, &ev.event.run_id);
         let verdict = self.apply_event(ev, offset, &mut effects);
@@ -297,7 +356,7 @@ impl Assembler {
             out.observations.extend(run_end_observations(&run_id, &run, None, t + self.rules.idle_timeout_ms, &self.rules));
             out.runs += 1;
             effects.release.push(run.first_offset);
-            self.remember_closed(run_id, run.event_ids);
+            self.remember_closed(run_id, run.event_ids, run.last_sequence);
         }
         if let Some(k) = kept {
             self.idle_index.insert(k);
@@ -305,12 +364,17 @@ impl Assembler {
         out
     }
 
-    fn remember_closed(&mut self, run_id: String, event_ids: Vec<u64>) {
-        if self.closed.insert(run_id.clone(), event_ids).is_none() {
+    fn remember_closed(&mut self, run_id: String, event_ids: Vec<u64>, last_sequence: i64) {
+        if self.closed.insert(run_id.clone(), (event_ids, last_sequence)).is_none() {
             self.closed_order.push_back(run_id);
             while self.closed_order.len() > self.rules.closed_memory {
                 if let Some(old) = self.closed_order.pop_front() {
                     self.closed.remove(&old);
+                    if let Some(original) = self.origin.remove(&old)
+                        && self.parts.get(&original) == Some(&old)
+                    {
+                        self.parts.remove(&original);
+                    }
                 }
             }
         }
@@ -338,7 +402,7 @@ impl Assembler {
         // The run is taken out while its event is applied, and put back unless it ended.
         let id = id_hash(&ev.event_id);
         let Some((key, mut run)) = self.runs.remove_entry(&ev.run_id) else {
-            if let Some(ids) = self.closed.get(&ev.run_id) {
+            if let Some((ids, _)) = self.closed.get(&ev.run_id) {
                 if ids.contains(&id) {
                     return Verdict::Duplicate;
                 }
@@ -404,7 +468,7 @@ impl Assembler {
                 let (evaluated, evaluations) = evaluation_observations(&ev.run_id, &run, end, ev.event_time, &self.rules);
                 observations.extend(evaluated);
                 let ids = std::mem::take(&mut run.event_ids);
-                self.remember_closed(key, ids);
+                self.remember_closed(key, ids, run.last_sequence);
                 return Verdict::Accepted { observations, sequence_gap, evaluations };
             }
         }
@@ -416,29 +480,58 @@ impl Assembler {
 
     fn start_run(&mut self, ev: &TrajectoryEvent, start: &RunStarted, offset: i64, effects: &mut OffsetEffects) -> Verdict {
         let id = id_hash(&ev.event_id);
-        let known = self.runs.get(&ev.run_id).map(|r| &r.event_ids).or_else(|| self.closed.get(&ev.run_id));
+        let known = self.runs.get(&ev.run_id).map(|r| &r.event_ids).or_else(|| self.closed.get(&ev.run_id).map(|(ids, _)| ids));
         if known.is_some_and(|ids| ids.contains(&id)) {
             return Verdict::Duplicate;
         }
-        let known = known.is_some();
-        // A run paused for a human, resumed: the part that resumes it starts again (a keyed run's
-        // parts are traces of their own) and continues it.
-        if let Some(run) = self.runs.get_mut(&ev.run_id).filter(|r| r.paused && ev.sequence > r.last_sequence) {
+        // What this part shows of its approval flow teaches the source's state.
+        if start.approval_channel == Some(true)
+            && let Some(source) = start.approval_source.as_deref()
+            && let Some(w) = self.rules.approvals.learn(
+                &ev.system.id,
+                source,
+                ev.event_time,
+                start.approval_evidence.as_deref().unwrap_or("approval signal"),
+                &ev.run_id,
+            )
+        {
+            effects.learned.push(w);
+        }
+        // A later part of an open run (a run paused for a human, resumed: a keyed run's parts
+        // are traces of their own, each with its start) continues it.
+        if let Some(run) = self.runs.get_mut(&ev.run_id).filter(|r| ev.sequence > r.last_sequence) {
             let old_key = run.idle_key;
             run.paused = false;
             // The resumed part's telemetry decides what its own steps can show.
-            run.approvals_unseen = start.approval_channel == Some(false);
+            run.approval_channel = start.approval_channel;
+            run.approval_source = start.approval_source.clone();
             run.last_sequence = ev.sequence;
             run.event_ids.push(id);
             run.last_event_time = run.last_event_time.max(ev.event_time);
             run.idle_key = run.last_event_time;
             let new_key = run.idle_key;
             self.touch(&ev.run_id, old_key, new_key);
+            effects.part = Some(Part::Continued);
             return Verdict::Accepted { observations: Vec::new(), sequence_gap: false, evaluations: EvaluationCounts::default() };
         }
-        if known {
+        // A later part of a run that ended (its pause expired, or its first part did not show
+        // the pause) is never lost: it becomes a run of its own, `<run id>#<its first sequence>`,
+        // and the run's later events follow it there. The first run never gets a second end.
+        let mut derived = None;
+        if let Some((_, last)) = self.closed.get(&ev.run_id) {
+            if ev.sequence <= *last {
+                return Verdict::Rejected { class: "duplicate_sequence", message: format!("run {} started twice", ev.run_id) };
+            }
+            let original = self.origin.get(&ev.run_id).cloned().unwrap_or_else(|| ev.run_id.clone());
+            let part = format!("{original}#{}", ev.sequence);
+            self.parts.insert(original.clone(), part.clone());
+            self.origin.insert(part.clone(), original);
+            derived = Some(TrajectoryEvent { run_id: part, ..ev.clone() });
+            effects.part = Some(Part::Derived);
+        } else if self.runs.contains_key(&ev.run_id) {
             return Verdict::Rejected { class: "duplicate_sequence", message: format!("run {} started twice", ev.run_id) };
         }
+        let ev = derived.as_ref().unwrap_or(ev);
         let mut run = Run::started(ev, start, offset);
         run.protocol = run.task_family.as_ref().filter(|f| self.rules.protocols.contains_key(*f)).map(|_| Vec::new());
         let mut observations = Vec::new();
@@ -462,8 +555,21 @@ impl Assembler {
             // A request for a human's confirmation is no action: its approval, denial or
             // expiry decides the call it asks about (the resumed part's tool step, or the
             // run's abandonment).
+            run.requests.push((step.tool_call_id.clone(), step.tool_name.clone()));
             return observations;
         }
+        // The call a request asked about, executed: approved (joined by call id, else by tool).
+        let requested = step.step_kind == StepKind::ToolCall
+            && run
+                .requests
+                .iter()
+                .position(|(id, tool)| match (id.as_deref(), step.tool_call_id.as_deref()) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => tool.is_some() && *tool == step.tool_name,
+                })
+                .map(|i| run.requests.remove(i))
+                .is_some();
+        let confirmed = step.confirmed || requested;
         run.steps += 1;
         let model_call = step.step_kind == StepKind::ModelCall;
         run.tokens.add(step.tokens, model_call, i64::saturating_add);
@@ -514,11 +620,14 @@ impl Assembler {
             emit(ids::DATA_LEAKAGE_RATE, flag(self.rules.detectors.detects(arguments)), 1.0);
         }
         if step.impact >= Impact::High {
-            // A gated step whose approval the telemetry cannot show is counted but weighs
-            // nothing: a window of nothing else has no rate, and the engine reports it N/A
-            // ("no approval signal in this telemetry"), never a measured 0 that could page.
-            let weight = if run.approvals_unseen { 0.0 } else { 1.0 };
-            emit(ids::CONFIRMATION_GATING, flag(step.confirmed) * weight, weight);
+            // A gated step whose source is unwatched (its telemetry has never shown an approval
+            // flow, [`crate::approvals`]) is counted but weighs nothing: a window of nothing else
+            // has no rate, and the engine reports it N/A (not assessed: unwatched), never a
+            // measured 0 that could page.
+            let assessed =
+                self.rules.approvals.assessed(&run.system.id, run.approval_source.as_deref(), run.approval_channel, ev.event_time);
+            let weight = if assessed { 1.0 } else { 0.0 };
+            emit(ids::CONFIRMATION_GATING, flag(confirmed) * weight, weight);
         }
         if step.result_status.is_some() {
             emit(ids::TOOL_ERROR_RATE, flag(is_error), 1.0);
@@ -1128,6 +1237,8 @@ mod tests {
             reproducibility: None,
             task_family: None,
             approval_channel: None,
+            approval_source: None,
+            approval_evidence: None,
             rerun_of: None,
         }));
         a.apply(validate(&start, None).unwrap(), 0);
@@ -1309,6 +1420,8 @@ mod tests {
             reproducibility: None,
             task_family: Some("f".into()),
             approval_channel: None,
+            approval_source: None,
+            approval_evidence: None,
             rerun_of: None,
         }));
         apply(&mut a, start);
@@ -1330,6 +1443,7 @@ mod tests {
             escalated: true,
             needs_human: Some(true),
             injection_attempt: Some(true),
+            tool_call_id: None,
             ..Step::default()
         }));
         apply(&mut a, step);
@@ -1498,6 +1612,8 @@ mod tests {
             reproducibility: None,
             task_family: task_family.map(str::to_string),
             approval_channel: None,
+            approval_source: None,
+            approval_evidence: None,
             rerun_of: None,
         };
         Run::started(&ev, &start, 0)

@@ -31,6 +31,7 @@
 //! - **Failure.** A delivery that fails after librdkafka's retries (`message.timeout.ms`,
 //!   5 min) stops the scorer with an error; it restarts from the last commit.
 
+pub mod approvals;
 pub mod assemble;
 pub mod config;
 pub mod metrics;
@@ -78,8 +79,56 @@ pub async fn start(config: ScorerConfig, registry: Registry, shutdown: Cancellat
             .context("the scorer's topics must exist (octant creates them; see `kafka::ensure_topics`)")?;
     let output_partitions = counts.remove(&observations).expect("asked for");
     let stage = ScorerStage::new(&config, &registry, Topology { input_partitions: counts, output_partitions })?;
+    follow_approval_sources(kafka, &stage.rules.approvals, &shutdown).await?;
     let lag = stage.metrics.consumer_lag.clone();
     service::start_stage(&ID, &config.stream, registry, &[&inputs[0], &inputs[1]], lag, stage, |_, _| {}, shutdown).await
+}
+
+/// Reads the watched sources persisted on `octant.approval_sources` (created compacted when
+/// missing) before the first event is scored, then follows the topic every few seconds for what
+/// other instances learn, until `shutdown`. A record that cannot be read is logged and left.
+async fn follow_approval_sources(
+    kafka: &octant_runtime::config::KafkaConfig,
+    approvals: &std::sync::Arc<approvals::Approvals>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    use octant_runtime::topic;
+    const TIMEOUT: Duration = Duration::from_secs(30);
+    let name = kafka.topic(approvals::TOPIC);
+    kafka::ensure_compacted_topic(kafka, &name, 1).await.context("creating octant.approval_sources")?;
+    let mut next = std::collections::BTreeMap::new();
+    let records = topic::read_to_end(kafka, &name, TIMEOUT).await.context("reading octant.approval_sources")?;
+    adopt_records(approvals, records, &mut next);
+    tracing::info!(watched = approvals.watched_count(), "approval sources read");
+    let (kafka, approvals, shutdown) = (kafka.clone(), approvals.clone(), shutdown.clone());
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+            }
+            match topic::read_from(&kafka, &name, &next, TIMEOUT).await {
+                Ok(records) => adopt_records(&approvals, records, &mut next),
+                Err(e) => tracing::warn!(topic = %name, error = %e, "reading approval sources failed; retrying"),
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Adopts the watched sources of `records`, moving `next` past them.
+fn adopt_records(
+    approvals: &approvals::Approvals,
+    records: Vec<octant_runtime::topic::Record>,
+    next: &mut std::collections::BTreeMap<i32, i64>,
+) {
+    for r in records {
+        next.insert(r.partition, r.offset + 1);
+        match serde_json::from_slice::<approvals::Watched>(&r.payload) {
+            Ok(w) => approvals.adopt(w),
+            Err(e) => tracing::warn!(offset = r.offset, error = %e, "unreadable approval-source record left"),
+        }
+    }
 }
 
 /// Runs the scorer until `shutdown`.
@@ -115,6 +164,8 @@ pub struct Tag {
 /// The scorer's processing, runnable without a broker (`octant_runtime::pipeline::Driver`).
 pub struct ScorerStage {
     observations_topic: String,
+    /// The compacted topic of watched sources ([`approvals`]).
+    approvals_topic: String,
     dead_letters: DeadLetters,
     metrics: Metrics,
     decoder: Decoder,
@@ -180,6 +231,7 @@ impl ScorerStage {
         let redactor = config.redaction.build().map_err(anyhow::Error::msg).context("[redaction]")?;
         Ok(ScorerStage {
             observations_topic: kafka.topic(topics::OBSERVATIONS),
+            approvals_topic: kafka.topic(approvals::TOPIC),
             dead_letters: DeadLetters::new(ID.name, kafka.topic(topics::DLQ), redactor.clone()),
             metrics: Metrics::new(registry),
             decoder,
@@ -193,6 +245,7 @@ impl ScorerStage {
                 protocols: std::sync::Arc::new(config.evaluation.protocols.clone()),
                 detectors: if config.evaluation.leakage.detect { redactor } else { octant_runtime::redact::Redactor::none() },
                 leakage_allowed: std::sync::Arc::new(config.evaluation.leakage.allowed_tools.clone()),
+                approvals: std::sync::Arc::new(approvals::Approvals::new(config.evaluation.approval_signal.clone())),
                 ..Rules::default()
             },
             topology,
@@ -276,6 +329,14 @@ impl Stage for ScorerStage {
                     for r in effects.release {
                         offsets.release_after(offset, r);
                     }
+                    if let Some(part) = effects.part {
+                        self.metrics.run_parts.with_label_values(&[part.label()]).inc();
+                    }
+                    for w in effects.learned {
+                        tracing::info!(system = %w.system, source = %w.source, evidence = %w.evidence, run_id = %w.run_id, "approval flow seen: the source is watched from now on");
+                        let payload = serde_json::to_vec(&w).expect("a record of strings encodes");
+                        records.push(OutRecord { partition: None, topic: self.approvals_topic.clone(), key: w.key(), payload });
+                    }
                     if abandoned.runs > 0 {
                         self.metrics.runs_abandoned.inc_by(abandoned.runs as u64);
                     }
@@ -307,6 +368,9 @@ impl Stage for ScorerStage {
                         Verdict::Rejected { class, message } => rejected = Some((class, message)),
                     }
                     for o in observations {
+                        if o.weight == 0.0 && o.metric == octant_core::catalogue::ids::CONFIRMATION_GATING {
+                            self.metrics.unwatched_gated_steps.with_label_values(&[&o.system_id]).inc();
+                        }
                         let counter = self.produced(&o.metric);
                         metric_names.push(counter);
                         let payload = to_single_object(&*o).expect("observations always encode");
@@ -346,6 +410,7 @@ impl Stage for ScorerStage {
     /// so a consumer resuming mid-topic hears from every upstream partition within a tick.
     fn tick(&mut self, parts: &mut Parts<Partition>, ctx: &TickContext<'_>) -> Vec<OutRecord> {
         self.metrics.open_runs.set(parts.values().map(|o| o.state.assembler.open_runs() as i64).sum());
+        self.metrics.watched_sources.set(self.rules.approvals.watched_count() as i64);
         let now = now_ms();
         let mut records = Vec::new();
         let assigned = ctx.group.assigned();

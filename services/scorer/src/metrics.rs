@@ -17,6 +17,9 @@ pub struct Metrics {
     pub open_runs: IntGauge,
     pub processing_latency: Histogram,
     pub consumer_lag: IntGaugeVec,
+    pub run_parts: IntCounterVec,
+    pub unwatched_gated_steps: IntCounterVec,
+    pub watched_sources: IntGauge,
 }
 
 impl Metrics {
@@ -49,6 +52,20 @@ impl Metrics {
                 &LATENCY_BUCKETS,
             ),
             consumer_lag: r.consumer_lag("scorer"),
+            run_parts: r.counters(
+                "octant_scorer_run_parts_total",
+                "Starts that were a later part of a run: continued (an open run, paused or not) or derived (the run had ended: a run of its own, <run id>#<sequence>)",
+                &["how"],
+            ),
+            unwatched_gated_steps: r.counters(
+                "octant_scorer_unwatched_gated_steps_total",
+                "High-impact calls not assessed for confirmation gating because their source never showed an approval flow (weightless units: N/A, unwatched), by system",
+                &["system"],
+            ),
+            watched_sources: r.gauge(
+                "octant_scorer_watched_sources",
+                "Sources (system x instrumentation scope) known to show their approval flow (octant.approval_sources)",
+            ),
         }
     }
 }

@@ -473,10 +473,72 @@ fn paused_runs_wait_for_their_approval_and_resume_as_one() {
     let m = h.metrics();
     assert_eq!(m.get("octant_scorer_runs_abandoned_total"), Some(&1.0));
     assert_eq!(m.get("octant_scorer_sequence_gaps_total"), Some(&0.0), "a resume is no gap");
-    // A start for a run that is not paused is still a second start.
+    // A later part of a run that is not paused continues it (never a dead letter).
     h.send(&start("busy", 3604));
     let out = h.send(&resume("busy", 5, 3605));
-    assert_eq!(class(&h, &out).as_deref(), Some("duplicate_sequence"));
+    assert_eq!(class(&h, &out), None);
+    let out = h.send(&end("busy", 6, 3606));
+    assert!(h.observations(&out).iter().all(|o| o.run_id == "busy"), "one run");
+    // A later part of a run that ended (its pause expired, or its first part did not show the
+    // pause) is a run of its own, `<run id>#<its first sequence>`; its events follow it there,
+    // and the first run gets no second end.
+    let out = h.send(&resume("busy", 1000, 3607));
+    assert_eq!(class(&h, &out), None);
+    h.send(&step("busy", 1001, 3608));
+    let out = h.send(&end("busy", 1002, 3609));
+    assert_eq!(class(&h, &out), None);
+    let runs: std::collections::BTreeSet<String> = h.observations(&out).into_iter().map(|o| o.run_id).collect();
+    assert_eq!(runs, ["busy#1000".to_string()].into());
+    let out = h.send(&step("expired", 200, 3610));
+    assert_eq!(class(&h, &out).as_deref(), Some("closed_run"), "an event of no later part is still late");
+    let m = h.metrics();
+    assert_eq!(m.get("octant_scorer_run_parts_total{how=\"continued\"}"), Some(&2.0));
+    assert_eq!(m.get("octant_scorer_run_parts_total{how=\"derived\"}"), Some(&1.0));
+}
+
+/// Approvals learned from evidence ([`crate::approvals`]): a source's high-impact calls are not
+/// assessed (weightless) until a run of it shows its approval flow, then a call without a
+/// confirmation is a 0 — and the watched state goes to `octant.approval_sources`, once; a call
+/// executed after the run asked for approval of it (a keyed run's resumed part) is confirmed.
+#[test]
+fn approvals_are_learned_from_evidence_and_requested_calls_are_confirmed() {
+    use octant_core::catalogue::ids::CONFIRMATION_GATING;
+    let mut h = Harness::new(ScorerConfig { idle_timeout: Duration::from_secs(60), ..Default::default() });
+    let traced = |run: &str, seconds: i64, shown: Option<bool>| {
+        let mut body = json!({"approval_source": "pydantic-ai"});
+        if let Some(b) = shown {
+            body["approval_channel"] = json!(b);
+            body["approval_evidence"] = json!("pause: deferred tool requests");
+        }
+        event(run, 0, seconds, EventKind::RunStarted, body)
+    };
+    let refund = |run: &str, seq: i64, seconds: i64, kind: &str| {
+        event(run, seq, seconds, EventKind::Step, json!({"step_kind": kind, "tool_name": "refund", "tool_call_id": "c1", "impact": "HIGH"}))
+    };
+    let gating = |h: &Harness, out: &[OutRecord]| -> Vec<(f64, f64)> {
+        h.observations(out).into_iter().filter(|o| o.metric == CONFIRMATION_GATING).map(|o| (o.value, o.weight)).collect()
+    };
+    // Unwatched: weightless, nothing persisted.
+    h.send(&traced("quiet", 0, None));
+    let out = h.send(&refund("quiet", 1, 1, "TOOL_CALL"));
+    assert_eq!(gating(&h, &out), [(0.0, 0.0)]);
+    assert!(out.iter().all(|r| !r.topic.ends_with("approval_sources")));
+    // A run that shows its flow: persisted once; its requested call, executed, is confirmed.
+    let out = h.send(&traced("paused", 10, Some(true)));
+    let learned: Vec<_> = out.iter().filter(|r| r.topic.ends_with("approval_sources")).collect();
+    assert_eq!(learned.len(), 1);
+    let w: crate::approvals::Watched = serde_json::from_slice(&learned[0].payload).unwrap();
+    assert_eq!((w.system.as_str(), w.source.as_str(), w.since, w.run_id.as_str()), ("sys", "pydantic-ai", T0 + 10_000, "paused"));
+    h.send(&refund("paused", 1, 11, "CONFIRMATION"));
+    let out = h.send(&refund("paused", 2, 12, "TOOL_CALL"));
+    assert_eq!(gating(&h, &out), [(1.0, 1.0)], "executed after its request: approved");
+    // From then on the source is watched: an unrequested call without a confirmation is a 0.
+    h.send(&traced("later", 20, None));
+    let out = h.send(&refund("later", 1, 21, "TOOL_CALL"));
+    assert_eq!(gating(&h, &out), [(0.0, 1.0)]);
+    assert!(h.send(&traced("again", 30, Some(true))).iter().all(|r| !r.topic.ends_with("approval_sources")), "known: not sent again");
+    let m = h.metrics();
+    assert_eq!(m.get("octant_scorer_unwatched_gated_steps_total{system=\"sys\"}"), Some(&1.0));
 }
 
 /// Absence of evidence is N/A, never 0: a run with a model call that reported no usage has no

@@ -69,6 +69,11 @@ fn cases() -> Vec<Case> {
                 run_started: Some(Box::new(RunStarted { rerun_of: Some("run-7".into()), ..(**s).clone() })),
                 ..e.clone()
             }));
+            // No approval source or evidence (added after v1: producers writing Octant's schema).
+            out.push(case(TrajectoryEvent {
+                run_started: Some(Box::new(RunStarted { approval_source: None, approval_evidence: None, ..(**s).clone() })),
+                ..e.clone()
+            }));
         }
         if let Some(end) = &e.run_ended {
             // No fault outcome reported (added after v1).
@@ -83,6 +88,8 @@ fn cases() -> Vec<Case> {
             out.push(case(TrajectoryEvent { step: Some(Box::new(Step { permission: None, ..(**st).clone() })), ..e.clone() }));
             // Nobody looked for a prompt-injection attempt (added after v1).
             out.push(case(TrajectoryEvent { step: Some(Box::new(Step { injection_attempt: None, ..(**st).clone() })), ..e.clone() }));
+            // No tool call id logged (added after v1).
+            out.push(case(TrajectoryEvent { step: Some(Box::new(Step { tool_call_id: None, ..(**st).clone() })), ..e.clone() }));
         }
     }
     out.push(case(observation()));

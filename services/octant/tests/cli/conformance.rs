@@ -409,8 +409,8 @@ async fn replay(fixture_root: &Path) -> String {
 /// The human-approval recordings (`conformance/approvals/`: the Agents SDK's tools that need
 /// approval, approved, denied, expired and approved twice, traced by each instrumentation of the
 /// SDK) through the broker and `octant up`: the tools that ran and the model calls equal the
-/// truth (a call proposed and left waiting is no step), confirmation gating is N/A "no approval
-/// signal in this telemetry" as the approval table says of these libraries (every gated step
+/// truth (a call proposed and left waiting is no step), confirmation gating is N/A, not assessed:
+/// unwatched (nothing in an unkeyed trace shows the approval flow: every gated step
 /// weightless), and the runs per resumed run differ from the truth exactly as
 /// `conformance/gaps.toml` says. `OCTANT_BLESS_CONFORMANCE=1` rewrites
 /// `conformance/APPROVALS-RESULTS.md`.
@@ -423,7 +423,8 @@ async fn recorded_approvals_replayed_through_octant_up() {
 /// (`record.py --run-key octant.run.id`, `conformance/approvals-keyed/`), replayed with
 /// `[ingest.mapping] run_key = "octant.run.id"`: a resumed run is one run, paused parts end with
 /// a request for confirmation per call, and the expired ones stay paused (waiting out the
-/// scorer's `pause_timeout`). `OCTANT_BLESS_CONFORMANCE=1` rewrites
+/// scorer's `pause_timeout`); the pause shows the approval flow (the source is watched) and
+/// each call executed after its request is confirmed. `OCTANT_BLESS_CONFORMANCE=1` rewrites
 /// `conformance/APPROVALS-KEYED-RESULTS.md`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_keyed_approvals_are_one_run_each() {
@@ -495,17 +496,22 @@ async fn approvals(dir: &str, run_key: Option<&str>) {
             *decisions.entry(a.decision.as_str()).or_default() += 1;
         }
         let decisions: Vec<String> = decisions.iter().map(|(d, n)| format!("{n} {d}")).collect();
-        // What the approval table says of these libraries: no approval channel. A trace with no
-        // tool span gates nothing: not known (the denied call's resumed part).
+        // What the traces show of the approval flow, by rule: an unkeyed trace shows nothing
+        // (its pause joins nothing: unwatched); a keyed run's paused part shows the pause, so
+        // the source is watched and the call executed after its request is confirmed.
+        let watched = run_key.is_some() && t.runs.iter().any(|r| r.paused);
         let channels: BTreeSet<Option<bool>> = starts.iter().map(|s| s.approval_channel).collect();
         let gated: Vec<&Observation> = obs.iter().filter(|o| o.system_id == t.system_id && o.metric == "confirmation_gating").collect();
-        let seen = if channels.contains(&Some(false)) && !channels.contains(&Some(true)) {
-            "none: no approval channel (the approval table)".to_string()
-        } else {
-            failures.push(format!("{}/{}: approval channels {channels:?}, the table says none", f.setup, t.scenario));
+        let seen = if channels.contains(&Some(false)) || channels.contains(&Some(true)) != watched {
+            failures.push(format!("{}/{}: approval channels {channels:?}, watched {watched}", f.setup, t.scenario));
             format!("{channels:?}")
+        } else if watched {
+            "watched: a pause in a keyed run".to_string()
+        } else {
+            "nothing shown: unwatched".to_string()
         };
-        // Every executed call of the high-impact tool is a gated step, and none weighs anything.
+        // Every executed call of the high-impact tool is a gated step: weightless while the
+        // source is unwatched; confirmed (executed after its request) once watched.
         let refunds = mine
             .iter()
             .filter(|e| {
@@ -515,11 +521,18 @@ async fn approvals(dir: &str, run_key: Option<&str>) {
         if gated.len() != refunds {
             failures.push(format!("{}/{}: {} gated steps, {refunds} refunds ran", f.setup, t.scenario, gated.len()));
         }
-        let gating = if gated.iter().all(|o| o.weight == 0.0) {
-            format!("N/A, no approval signal in this telemetry ({} gated steps, weightless)", gated.len())
+        let gating = if !watched && gated.iter().all(|o| o.weight == 0.0) {
+            format!("N/A, not assessed: unwatched ({} gated steps, weightless)", gated.len())
+        } else if watched && gated.iter().all(|o| o.weight == 1.0 && o.value == 1.0) {
+            format!("{} of {} gated steps confirmed (executed after their request)", gated.len(), gated.len())
         } else {
-            failures.push(format!("{}/{}: gating observations with weight", f.setup, t.scenario));
-            format!("{} weighted", gated.len())
+            failures.push(format!(
+                "{}/{}: gating {:?}",
+                f.setup,
+                t.scenario,
+                gated.iter().map(|o| (o.value, o.weight)).collect::<Vec<_>>()
+            ));
+            format!("{} gated, not as the rule says", gated.len())
         };
         let decisions = decisions.join(", ");
         table.push_str(&if run_key.is_some() {

@@ -23,7 +23,10 @@
 //!    decisions). Pause shapes, any scope: calls proposed and left waiting (the trace's last
 //!    steps are tool spans with arguments and no result, in a trace that captures outputs), or
 //!    a call held for confirmation (a tool span whose result asks for one, [`crate::genai`]'s
-//!    `ASKS_CONFIRMATION`, or that a `require_approval` decision names without a result);
+//!    `ASKS_CONFIRMATION`), deferred tool requests as the run's result (Pydantic AI's
+//!    `final_result` with an `approvals` list), an interrupt finish reason on the run's root or
+//!    top invocation (Strands Agents; the requests are then the calls its last model call
+//!    proposed that no tool span ran);
 //! 5. a scope declared with a channel (`[mapping] approval_channels = { scope = true }`).
 //!
 //! Otherwise a trace whose tool spans all come from scopes declared without a channel

@@ -153,22 +153,15 @@ fn synthetic(s: &SpanRec) -> bool {
 const ASKS_CONFIRMATION: [&str; 6] =
     ["requires confirmation", "require confirmation", "requires approval", "approval required", "awaiting approval", "pending approval"];
 
-/// A tool span held for confirmation: its result asks for one ([`ASKS_CONFIRMATION`]), or a
-/// `gen_ai.tool.call.decision` event on it says `require_approval` and it shows no result.
-fn held(s: &SpanRec, t: &Trace<'_>) -> bool {
-    if role(s) != Role::Tool {
-        return false;
-    }
-    let result = first_text(&s.attrs, &TOOL_RESULT);
-    if let Some(r) = result.as_deref() {
-        let r = r.to_ascii_lowercase();
-        return ASKS_CONFIRMATION.iter().any(|p| r.contains(p));
-    }
-    t.events.iter().any(|e| {
-        e.span == Some(s.span_id.as_str())
-            && e.name == TOOL_CALL_DECISION
-            && str_attr(e.attrs, "gen_ai.tool.call.decision.outcome") == Some("require_approval")
-    })
+/// A tool span held for confirmation: its result asks for one ([`ASKS_CONFIRMATION`]). (A
+/// `require_approval` decision on a tool span is no hold: an `allow` may follow and the call run,
+/// as the decision events say.)
+fn held(s: &SpanRec) -> bool {
+    role(s) == Role::Tool
+        && first_text(&s.attrs, &TOOL_RESULT).is_some_and(|r| {
+            let r = r.to_ascii_lowercase();
+            ASKS_CONFIRMATION.iter().any(|p| r.contains(p))
+        })
 }
 
 /// A tool result that says it failed: LangChain's `ToolMessage` (as OpenInference's and
@@ -789,7 +782,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     let (mut ordered, kept) = t.steps();
     // Calls held for confirmation (wherever they are) and calls proposed and left waiting (at
     // the end) did not run: requests for confirmation, no steps.
-    let held_calls: Vec<&SpanRec> = ordered.iter().filter(|s| held(s, &t)).copied().collect();
+    let held_calls: Vec<&SpanRec> = ordered.iter().filter(|s| held(s)).copied().collect();
     ordered.retain(|s| !held_calls.iter().any(|h| std::ptr::eq(*s, *h)));
     let mut proposed = t.proposed_calls(&ordered);
     proposed.reverse();
@@ -833,6 +826,9 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         held_calls.iter().filter(|h| !ordered.iter().any(|s| s.start_ns > h.start_ns && same_call(s, h))).copied().collect();
     requests.extend(proposed.iter().copied());
     requests.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
+    // A deferred call that has a span request of its own (Pydantic AI's `ApprovalRequired`
+    // raised by the tool: a span without a result, and the call in the run's result) is one.
+    deferred.retain(|(_, id, _)| !requests.iter().any(|r| id.is_some() && call_id(&r.attrs) == id.as_deref()));
     let request_count = requests.len() + deferred.len();
     // A keyed run that stopped on a pause waits for a human: its part ends with the requests
     // for confirmation and no run end; the part that resumes it continues the run.
@@ -1019,13 +1015,26 @@ fn deferred_requests(a: &Attrs) -> Vec<Deferred> {
         .unwrap_or_default()
 }
 
+/// The output messages of a span (`gen_ai.output.messages`, JSON), as an attribute or on its
+/// events (the latest GenAI conventions' `gen_ai.client.inference.operation.details`).
+fn output_messages(s: &SpanRec) -> Vec<Value> {
+    std::iter::once(&s.attrs)
+        .chain(s.events.iter().map(|e| &e.attrs))
+        .filter_map(|a| str_attr(a, "gen_ai.output.messages"))
+        .filter_map(|t| serde_json::from_str::<Value>(t).ok())
+        .filter_map(|v| v.as_array().cloned())
+        .flatten()
+        .collect()
+}
+
 /// Whether a span says its generation stopped for an interrupt (a human's input): a finish
-/// reason `interrupt` in `gen_ai.response.finish_reasons` or on a `gen_ai.choice` event (Strands
-/// Agents' interrupts).
+/// reason `interrupt` in `gen_ai.response.finish_reasons`, on a `gen_ai.choice` event, or on an
+/// output message (Strands Agents' interrupts, default and latest conventions).
 fn interrupted(s: &SpanRec) -> bool {
     let is = |v: &Value| v.as_str().is_some_and(|r| r.eq_ignore_ascii_case("interrupt"));
     s.attrs.get("gen_ai.response.finish_reasons").is_some_and(|v| is(v) || v.as_array().is_some_and(|a| a.iter().any(is)))
         || s.events.iter().any(|e| e.attrs.get("finish_reason").is_some_and(is))
+        || output_messages(s).iter().any(|m| m.get("finish_reason").is_some_and(is))
 }
 
 /// The tool calls a model span proposed: `gen_ai.output.messages` parts of type `tool_call`
@@ -1034,11 +1043,9 @@ fn interrupted(s: &SpanRec) -> bool {
 fn proposed_by(s: &SpanRec) -> Vec<Deferred> {
     let text = |x: Option<&Value>| x.filter(|v| !v.is_null()).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
     let mut out = Vec::new();
-    if let Some(Value::Array(messages)) = first_text(&s.attrs, &["gen_ai.output.messages"]).and_then(|t| serde_json::from_str(&t).ok()) {
-        for part in messages.iter().filter_map(|m| m.get("parts")?.as_array()).flatten() {
-            if part.get("type").and_then(Value::as_str) == Some("tool_call") {
-                out.push((text(part.get("name")), text(part.get("id")), text(part.get("arguments"))));
-            }
+    for part in output_messages(s).iter().filter_map(|m| m.get("parts")?.as_array().cloned()).flatten() {
+        if part.get("type").and_then(Value::as_str) == Some("tool_call") {
+            out.push((text(part.get("name")), text(part.get("id")), text(part.get("arguments"))));
         }
     }
     for e in s.events.iter().filter(|e| e.name == "gen_ai.choice") {

@@ -663,12 +663,16 @@ fn held_synthetic_and_status_error_calls() {
 fn recorded_framework_pauses_are_requests_for_confirmation() {
     use octant_contracts::{EventKind, StepKind};
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/frameworks");
-    for (setup, key, shape) in [
-        ("pydantic-ai-v5", "gen_ai.conversation.id", "pause: deferred tool requests"),
-        ("pydantic-ai-v6", "gen_ai.conversation.id", "pause: deferred tool requests"),
-        ("strands-default", "session.id", "pause: an interrupt"),
+    for (setup, scenario, key, shape) in [
+        ("pydantic-ai-v5", "approval_granted", "gen_ai.conversation.id", "pause: deferred tool requests"),
+        ("pydantic-ai-v6", "approval_granted", "gen_ai.conversation.id", "pause: deferred tool requests"),
+        // The tool raises ApprovalRequired: a held span (no result) and the call in the result.
+        ("pydantic-ai-v6", "approval_raised", "gen_ai.conversation.id", "pause: deferred tool requests"),
+        ("strands-default", "approval_granted", "session.id", "pause: an interrupt"),
+        ("strands-latest", "approval_granted", "session.id", "pause: an interrupt"),
     ] {
-        let path = root.join(setup).join("approval_granted/spans.pb");
+        let setup = format!("{setup}/{scenario}");
+        let path = root.join(&setup).join("spans.pb");
         let request =
             ExportTraceServiceRequest::decode(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).as_slice())
                 .unwrap();

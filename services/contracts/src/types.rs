@@ -105,8 +105,8 @@ pub struct RunStarted {
     /// (see `approval_source`). Added after v1 with a default.
     #[serde(default)]
     pub approval_channel: Option<bool>,
-    /// Where the run's tool calls were traced (the instrumentation scope name of its tool spans,
-    /// for OTLP): with the system, the source whose approval flow is learned — unwatched until a
+    /// Where the run's tool calls were traced (the instrumentation scope names of its tool spans,
+    /// or of its root when it has none, for OTLP): with the system, the source whose approval flow is learned — unwatched until a
     /// run of it shows an approval signal, watched for good after. `None` for producers writing
     /// Octant's schema, whose `confirmed` field is their channel. Added after v1 with a default.
     #[serde(default)]

@@ -572,10 +572,14 @@ impl<'a> Trace<'a> {
     }
 
     /// Where the trace's tool calls were traced: the instrumentation scope names of its tool
-    /// spans (sorted, joined by `+` when several), `None` without a tool span.
+    /// spans (sorted, joined by `+` when several); without a tool span (a part that paused on
+    /// deferred calls or an interrupt before any ran), its root's scope.
     fn approval_source(&self) -> Option<String> {
-        let scopes: BTreeSet<&str> = self.spans.iter().filter(|s| role(s) == Role::Tool).map(|s| s.scope.as_str()).collect();
-        (!scopes.is_empty()).then(|| scopes.into_iter().map(|s| if s.is_empty() { "(no scope)" } else { s }).collect::<Vec<_>>().join("+"))
+        let mut scopes: BTreeSet<&str> = self.spans.iter().filter(|s| role(s) == Role::Tool).map(|s| s.scope.as_str()).collect();
+        if scopes.is_empty() {
+            scopes.insert(self.root.scope.as_str());
+        }
+        Some(scopes.into_iter().map(|s| if s.is_empty() { "(no scope)" } else { s }).collect::<Vec<_>>().join("+"))
     }
 
     /// The calls the run proposed and left waiting (for a human's approval, as the Agents SDK

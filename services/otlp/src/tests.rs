@@ -699,6 +699,9 @@ fn recorded_framework_pauses_are_requests_for_confirmation() {
             assert_eq!(shown.len(), 1, "{setup}: the paused part shows the approval flow");
             assert!(shown[0].approval_evidence.as_deref().unwrap().starts_with(shape), "{setup}: {:?}", shown[0].approval_evidence);
             assert_eq!(mine.iter().filter(|e| e.kind == EventKind::RunEnded).count(), 1, "{setup}: one end");
+            let sources: std::collections::BTreeSet<_> =
+                mine.iter().filter_map(|e| e.run_started.as_ref()).map(|s| s.approval_source.clone()).collect();
+            assert_eq!(sources.len(), 1, "{setup}: both parts one source (a part without a tool span: its root's scope): {sources:?}");
         }
     }
 }

@@ -176,13 +176,32 @@ fn short(v: &Value) -> String {
     }
 }
 
+/// Whether a scenario is one of the human-approval scenarios (replayed by [`approvals`]).
+fn is_approval(scenario: &str) -> bool {
+    scenario.starts_with("approval_") || scenario == "two_approvals"
+}
+
+/// The recordings of agent frameworks that trace themselves (`conformance/frameworks/`, or
+/// `frameworks-keyed/`): Pydantic AI and Strands Agents, each in each telemetry format it offers;
+/// the approval scenarios or the others.
+fn framework_fixtures(dir: &str, approvals: bool) -> Vec<Fixture> {
+    fixtures(&repo_root().join("conformance").join(dir)).into_iter().filter(|f| is_approval(&f.truth.scenario) == approvals).collect()
+}
+
+/// The committed recordings — instrumentation libraries tracing the Agents SDK and LangGraph,
+/// and frameworks that trace themselves (their scenarios other than approvals) — through
+/// `octant up`: equal to the truth or different as `conformance/gaps.toml` says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_instrumentations_replayed_through_octant_up_equal_their_truth() {
     let root = repo_root();
-    let table = replay(&root.join("conformance/fixtures")).await;
+    let mut all = fixtures(&root.join("conformance/fixtures"));
+    all.extend(framework_fixtures("frameworks", false));
+    let table = replay(all).await;
     let path = root.join("conformance/RESULTS.md");
     let head = "# Conformance: truth against Octant\n\nWritten by `OCTANT_BLESS_CONFORMANCE=1 cargo test -p octant --test cli conformance` from the \
-                fixtures `conformance/record.py` recorded (see `conformance/README.md`). A cell reads `value =` when Octant equals the \
+                fixtures `conformance/record.py` recorded under `conformance/fixtures/` and, for the frameworks that trace themselves \
+                (Pydantic AI, Strands Agents), their scenarios other than approvals under `conformance/frameworks/` (see \
+                `conformance/README.md`). A cell reads `value =` when Octant equals the \
                 truth, `truth → octant (gap)` where the library does not emit it. Several runs per scenario: one cell when all agree.\n\n";
     let want = format!("{head}{table}");
     if std::env::var_os("OCTANT_BLESS_CONFORMANCE").is_some() {
@@ -209,7 +228,7 @@ async fn a_live_instrumented_agent_through_octant_up_equals_its_truth() {
     }
     let status = cmd.status().expect("python3 runs");
     assert!(status.success(), "conformance/record.py failed");
-    replay(&out).await;
+    replay(fixtures(&out)).await;
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -297,10 +316,9 @@ async fn through_octant_up(all: &[Fixture], name: &str, mapping: &str, open: Opt
     (events, obs)
 }
 
-/// Every fixture under `fixture_root` through the broker and `octant up`; panics on any
-/// difference from the truth the gaps do not explain; returns the table.
-async fn replay(fixture_root: &Path) -> String {
-    let all = fixtures(fixture_root);
+/// Every fixture of `all` through the broker and `octant up`; panics on any difference from the
+/// truth the gaps do not explain; returns the table.
+async fn replay(all: Vec<Fixture>) -> String {
     let gaps = gaps();
     let (events, obs) = through_octant_up(&all, "fixtures", "", Some(0)).await;
     // What no instrumentation library writes — gold labels, permissions, injection flags,
@@ -433,7 +451,10 @@ async fn recorded_keyed_approvals_are_one_run_each() {
 
 async fn approvals(dir: &str, run_key: Option<&str>) {
     let root = repo_root();
-    let all = fixtures(&root.join("conformance").join(dir));
+    let mut all = fixtures(&root.join("conformance").join(dir));
+    // The frameworks that trace themselves, recorded the same way (Pydantic AI's deferred
+    // tools, Strands Agents' interrupts).
+    all.extend(framework_fixtures(if run_key.is_some() { "frameworks-keyed" } else { "frameworks" }, true));
     // A gap of the keyed recordings names its scenario `<scenario>@keyed`.
     let gaps: Vec<Gap> = gaps()
         .into_iter()
@@ -555,9 +576,11 @@ async fn approvals(dir: &str, run_key: Option<&str>) {
         None => ("human approvals", "APPROVALS-RESULTS.md", "recorded_approvals"),
         Some(_) => ("human approvals with a run key", "APPROVALS-KEYED-RESULTS.md", "recorded_keyed_approvals"),
     };
+    let frameworks = if run_key.is_some() { "frameworks-keyed" } else { "frameworks" };
     let head = format!(
         "# Conformance: {title}, truth against Octant\n\nWritten by `OCTANT_BLESS_CONFORMANCE=1 cargo test -p octant --test cli \
-         {how}` from the recordings under `conformance/{dir}/` (what each library emits: `APPROVALS.md`). A cell reads `value =` \
+         {how}` from the recordings under `conformance/{dir}/` (what each library emits: `APPROVALS.md`) and the approval scenarios \
+         of the frameworks that trace themselves under `conformance/{frameworks}/` (Pydantic AI, Strands Agents: `conformance/README.md`). A cell reads `value =` \
          when Octant equals the truth, `truth → octant (gap)` where the library does not emit it. Each scenario has two runs; the \
          cells are their totals. Every gated step is the executed call (`refund_payment`, declared high impact).\n\n"
     );

@@ -440,6 +440,23 @@ impl<'a> Trace<'a> {
             .or_else(|| first_str(&s.attrs, &["gen_ai.main_agent.name", "gen_ai.main_agent.id"]).map(str::to_string))
     }
 
+    /// The agent of the run's own events (its start, end, denials, interventions): the root's
+    /// when its attributes name one ([`named_agent`]), else the first top invocation that names
+    /// one, else the process's main agent. Never a workflow's name: not one only the root's span
+    /// name gives (an OpenInference `AGENT` root named by its span name is the Agents SDK's
+    /// workflow), nor an agent span that describes a workflow (`gen_ai.workflow.*` attributes:
+    /// OpenLLMetry writes a LangGraph graph as `invoke_agent <graph name>` with
+    /// `gen_ai.workflow.edges`) — a workflow named per run would make one new "agent" per run.
+    fn run_agent(&self) -> Option<String> {
+        let workflow = |s: &SpanRec| s.attrs.keys().any(|k| k.starts_with("gen_ai.workflow."));
+        std::iter::once(self.root)
+            .chain(self.top_invocations())
+            .find(|s| named_agent(s) && !workflow(s))
+            .and_then(agent_name)
+            .map(str::to_string)
+            .or_else(|| first_str(&self.root.attrs, &["gen_ai.main_agent.name", "gen_ai.main_agent.id"]).map(str::to_string))
+    }
+
     /// The evaluated system and the run's source, from the root's resource (or attributes).
     fn system(&self) -> (SystemRef, Source) {
         let (root, resource, m) = (self.root, &self.root.resource, self.m);
@@ -855,7 +872,8 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
             groups.push(format!("{g}={}", text(v)));
         }
     }
-    let mut start = base(0, ms(root.start_ns), t.agent_of(root), EventKind::RunStarted, format!("{trace}/start"));
+    let run_agent = t.run_agent();
+    let mut start = base(0, ms(root.start_ns), run_agent.clone(), EventKind::RunStarted, format!("{trace}/start"));
     let reproducibility = reproducibility_of(&root.attrs, ordered.iter().find(|s| role(s) == Role::Model).map(|s| &s.attrs));
     start.run_started = Some(Box::new(RunStarted {
         task_id: t.task(),
@@ -917,7 +935,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         if let Some(deny) = outcomes.iter().find(|d| d.outcome == "deny") {
             let tool = deny.tool.unwrap_or("a tool");
             let mut ev =
-                base(out.len() as i64, ms(deny.time_ns), t.agent_of(root), EventKind::Intervention, format!("{trace}/deny/{call}"));
+                base(out.len() as i64, ms(deny.time_ns), run_agent.clone(), EventKind::Intervention, format!("{trace}/deny/{call}"));
             ev.intervention = Some(Intervention {
                 intervention_kind: InterventionKind::Override,
                 honoured: !executed_calls.contains(call),
@@ -932,7 +950,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
             Some("help") | Some("help_request") => InterventionKind::HelpRequest,
             _ => InterventionKind::Stop,
         };
-        let mut ev = base(out.len() as i64, ms(e.time_ns), t.agent_of(root), EventKind::Intervention, format!("{trace}/intervention/{i}"));
+        let mut ev = base(out.len() as i64, ms(e.time_ns), run_agent.clone(), EventKind::Intervention, format!("{trace}/intervention/{i}"));
         ev.intervention = Some(Intervention {
             intervention_kind: kind,
             honoured: bool_attr(e.attrs, "honoured").unwrap_or(true),
@@ -953,7 +971,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         }
         for (i, (tool, call, arguments)) in deferred.iter().enumerate() {
             let id = format!("{trace}/request/{}", call.clone().unwrap_or_else(|| i.to_string()));
-            let mut ev = base(out.len() as i64, ms(root.end_ns), t.agent_of(root), EventKind::Step, id);
+            let mut ev = base(out.len() as i64, ms(root.end_ns), run_agent.clone(), EventKind::Step, id);
             ev.step = Some(Box::new(Step {
                 step_kind: StepKind::Confirmation,
                 impact: tool.as_ref().and_then(|n| m.tool_impact.get(n).copied()).unwrap_or(m.default_impact),
@@ -967,7 +985,7 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     } else {
         // The end: outcome, verdicts, evaluations.
         let end_ns = spans.iter().map(|s| s.end_ns).max().unwrap_or(root.end_ns);
-        let mut end = base(out.len() as i64, ms(end_ns), t.agent_of(root), EventKind::RunEnded, format!("{trace}/end"));
+        let mut end = base(out.len() as i64, ms(end_ns), run_agent.clone(), EventKind::RunEnded, format!("{trace}/end"));
         end.run_ended = Some(Box::new(run_ended(&t, t.evaluations(&seq_of_span))));
         out.push(end);
     }

@@ -370,6 +370,16 @@ async fn replay(all: Vec<Fixture>) -> String {
         for (truth, (_, run)) in t.runs.iter().zip(&octant_runs) {
             let mut evs = by_run[run].clone();
             evs.sort_by_key(|e| e.sequence);
+            // The run's own events belong to an agent of the run, or to none: never to its
+            // workflow's name (one new "agent" per run where workflow names are unique).
+            for e in evs.iter().filter(|e| e.run_started.is_some() || e.run_ended.is_some()) {
+                if let Some(a) = e.agent_id.as_deref().filter(|a| !truth.agents.iter().any(|t| t == a)) {
+                    failures.push(format!(
+                        "{}/{} run {run}: its {:?} is attributed to {a:?}, no agent of the run",
+                        f.setup, t.scenario, e.kind
+                    ));
+                }
+            }
             let mine: Vec<&Observation> = obs.iter().filter(|o| o.run_id == *run).collect();
             let got = seen(&evs, &mine);
             for (field, want) in expected(truth) {

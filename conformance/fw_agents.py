@@ -222,7 +222,15 @@ def S_summarize(server, r, tool_log, outcome, where, group_id, setup, handoff_to
 # create_trace_for_run -> reattach_trace) - what that does to each OTel
 # instrumentation is what these fixtures record.
 
-APPROVAL_SCENARIOS = ("approval_granted", "approval_denied", "approval_expired", "two_approvals")
+APPROVAL_BASE = ("approval_granted", "approval_denied", "approval_expired", "two_approvals")
+# The same four through OpenAIChatCompletionsModel (Chat Completions API) instead of the Responses API.
+APPROVAL_CHAT = tuple(f"{b}_chat" for b in APPROVAL_BASE)
+APPROVAL_SCENARIOS = APPROVAL_BASE + APPROVAL_CHAT
+
+
+def approval_base(scenario: str) -> str:
+    """The Responses-API scenario a `<name>_chat` approval scenario repeats."""
+    return scenario.removesuffix("_chat")
 
 # scenario -> decisions applied to the interruptions, one list per pause
 APPROVAL_PLAN = {
@@ -241,6 +249,7 @@ APPROVAL_INPUT = {
 
 
 def approval_script(scenario: str, run: int) -> list[dict[str, Any]]:
+    scenario = approval_base(scenario)
     pay, sub = f"PAY-{100 + run}", f"SUB-{100 + run}"
     refund = {"kind": "tool", "tool": "refund_payment", "args": {"payment_id": pay}, "usage": usage(run, 0)}
     if scenario == "approval_granted":
@@ -263,8 +272,8 @@ def approval_script(scenario: str, run: int) -> list[dict[str, Any]]:
 
 def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, prov, instrument) -> dict:
     import openai
-    from agents import Agent, RunConfig, Runner, function_tool, set_default_openai_api, \
-        set_default_openai_client
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool, \
+        set_default_openai_api, set_default_openai_client
     from agents.tool_context import ToolContext
 
     globals()["ToolContext"] = ToolContext  # function_schema resolves the (string) annotation in this module
@@ -325,14 +334,17 @@ def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, p
                          "tool_call_id": ctx.tool_call_id})
         return f"Subscription {subscription_id}: cancelled"
 
-    tools = [refund_payment, cancel_subscription] if scenario == "two_approvals" else [refund_payment]
+    base = approval_base(scenario)
+    chat = scenario in APPROVAL_CHAT
+    tools = [refund_payment, cancel_subscription] if base == "two_approvals" else [refund_payment]
+    model: Any = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client) if chat else "gpt-4o-mini"
     entry = Agent(name=SUPPORT, instructions=f"[agent:{SUPPORT}] You are the {SUPPORT}. Help customers with "
                                              "payments; refunds and cancellations need a human's approval.",
-                  tools=tools, model="gpt-4o-mini")
+                  tools=tools, model=model)
 
     sid = S.system_id(setup_name, scenario)
     runs, problems = [], []
-    plan = APPROVAL_PLAN[scenario]
+    plan = APPROVAL_PLAN[base]
     loop = asyncio.new_event_loop()
 
     def spans_so_far() -> int:
@@ -353,7 +365,7 @@ def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, p
         run_key = os.environ.get("OCTANT_CONFORMANCE_RUN_KEY")
         run_id = f"{sid}-run-{r + 1}" if run_key else None
         S.RUN_ID.set(run_id)
-        result = loop.run_until_complete(Runner.run(entry, APPROVAL_INPUT[scenario], run_config=cfg))
+        result = loop.run_until_complete(Runner.run(entry, APPROVAL_INPUT[base], run_config=cfg))
         pause_index = 0
         while True:
             state = result.to_state()
@@ -432,16 +444,19 @@ def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, p
 
         # self-checks against the script
         want_ran = {"approval_granted": ["refund_payment"], "approval_denied": [], "approval_expired": [],
-                    "two_approvals": ["refund_payment", "cancel_subscription"]}[scenario]
+                    "two_approvals": ["refund_payment", "cancel_subscription"]}[base]
         if sorted(t["tool"] for t in tool_log) != sorted(want_ran):
             problems.append(f"run {r}: tools ran {tool_log} != {want_ran}")
-        want_approvals = 2 if scenario == "two_approvals" else 1
+        want_approvals = 2 if base == "two_approvals" else 1
         if len(approvals) != want_approvals:
             problems.append(f"run {r}: {len(approvals)} approvals != {want_approvals}")
         scripted_ids = [tc["tool_call_id"] for c in server.calls_for_run(r) if c.get("status") == 200
                         for tc in (c.get("tool_calls") or ([c] if c.get("tool") else []))]
         if sorted(a["tool_call_id"] for a in approvals) != sorted(scripted_ids):
             problems.append(f"run {r}: approval call ids {approvals} != server's {scripted_ids}")
+        want_api = "chat_completions" if chat else "responses"
+        if any(c.get("api") != want_api for c in server.calls_for_run(r)):
+            problems.append(f"run {r}: model calls not all through the {want_api} API")
         if server.remaining():
             problems.append(f"run {r}: {server.remaining()} scripted steps not consumed")
         if u.input_tokens + u.output_tokens != run["tokens"]:
@@ -452,7 +467,7 @@ def run_approval_scenario(setup_name: str, setup: dict, scenario: str, server, p
     return {
         "framework": "openai-agents",
         "framework_dist": "openai-agents",
-        "api": "responses",
+        "api": "chat_completions" if chat else "responses",
         "runs": runs,
         "problems": problems,
         "notes": S.notes_for(setup_name, scenario),

@@ -73,6 +73,8 @@ LANGGRAPH_SCENARIOS = ["tool_ok", "tool_error", "run_fails", "multi_node"]
 # Human-in-the-loop approvals (function_tool(needs_approval=True), RunState approve/reject/resume),
 # recorded for the three plain (no client instrumentation) Agents SDK setups.
 APPROVAL_SCENARIOS = ["approval_granted", "approval_denied", "approval_expired", "two_approvals"]
+# The same four through OpenAIChatCompletionsModel (Chat Completions API), Agents SDK setups only.
+APPROVAL_CHAT_SCENARIOS = [f"{s}_chat" for s in APPROVAL_SCENARIOS]
 AGENTS_APPROVAL_SCENARIOS = AGENTS_SCENARIOS + APPROVAL_SCENARIOS
 # Self-tracing frameworks (fw_pydantic_ai.py, fw_strands.py): parallel_tools = ONE model response with two
 # function calls, get_order_status (succeeds) and lookup_account (raises, handled), then the answer.
@@ -105,7 +107,7 @@ SETUPS = {
         "env": CONTRIB_ENV,
         "scenarios": AGENTS_SCENARIOS,
         # Recorded only when named (--scenario), into conformance/approvals/ (issue 39).
-        "extra_scenarios": APPROVAL_SCENARIOS,
+        "extra_scenarios": APPROVAL_SCENARIOS + APPROVAL_CHAT_SCENARIOS,
         "task_id_attr": None,
     },
     "contrib-agents-client": {
@@ -135,7 +137,7 @@ SETUPS = {
         "env": {},
         "scenarios": AGENTS_SCENARIOS,
         # Recorded only when named (--scenario), into conformance/approvals/ (issue 39).
-        "extra_scenarios": APPROVAL_SCENARIOS,
+        "extra_scenarios": APPROVAL_SCENARIOS + APPROVAL_CHAT_SCENARIOS,
         "task_id_attr": None,
     },
     "openinference-agents-client": {
@@ -155,7 +157,7 @@ SETUPS = {
         "env": {"TRACELOOP_TRACE_CONTENT": "true"},
         "scenarios": AGENTS_SCENARIOS,
         # Recorded only when named (--scenario), into conformance/approvals/ (issue 39).
-        "extra_scenarios": APPROVAL_SCENARIOS,
+        "extra_scenarios": APPROVAL_SCENARIOS + APPROVAL_CHAT_SCENARIOS,
         "task_id_attr": None,
     },
     "openllmetry-agents-client": {
@@ -425,6 +427,40 @@ APPROVAL_LIB_NOTES = {
     ),
 }
 
+APPROVAL_CHAT_NOTE = (
+    "CHAT: this <scenario>_chat repeats <scenario> with OpenAIChatCompletionsModel (Chat Completions API, "
+    "non-streaming) instead of the Responses API; the script, decisions and truth are the same."
+)
+# What differs with the Chat Completions model (written from the recordings).
+APPROVAL_CHAT_LIB_NOTES: dict[str, str] = {
+    "contrib-agents": (
+        "contrib, Chat Completions: same spans, traces and paused 'execute_tool <tool>' span (arguments, no "
+        "result, status OK, last to start) as with the Responses API. The 'chat gpt-4o-mini' spans have usage but "
+        "no gen_ai.response.id, server.address/port = the real base_url, and gen_ai.input.messages starts with the "
+        "system message (+ gen_ai.system_instructions); gen_ai.output.messages of the paused call holds the tool "
+        "call as a text part whose content is the Python dict repr of the chat message ({'content': None, ..., "
+        "'tool_calls': [{'id': <call id>, 'function': {...}}]}). Unlike the Responses API, the resumed 'chat' "
+        "span's gen_ai.input.messages replays the assistant tool_call part {id: <call id>} and the tool part "
+        "{type: 'tool_call_response', id, result} (approved: the output; denied: the rejection message)."
+    ),
+    "openinference-agents": (
+        "OpenInference, Chat Completions: the model span is 'generation' (not 'response'), kind INTERNAL, "
+        "openinference.span.kind='LLM', with output.value = the chat message list JSON, "
+        "llm.output_messages.0.message.tool_calls.N.tool_call.id/function.name/function.arguments, "
+        "llm.token_count.prompt/completion (no total), llm.invocation_parameters = the base_url only, no response "
+        "id. Resumed part missing and paused TOOL span as with the Responses API."
+    ),
+    "openllmetry-agents": (
+        "OpenLLMetry, Chat Completions: the model span is still named 'openai.response' (CLIENT) but carries only "
+        "gen_ai.operation.name, gen_ai.provider.name, gen_ai.request.model and gen_ai.input.messages: NO "
+        "gen_ai.output.messages, usage, response id or finish reasons (the instrumentation reads the SDK "
+        "GenerationSpanData's .response, which only ResponseSpanData has). So the first trace of a paused run "
+        "captures no output anywhere (its only tool span is the paused call, without gen_ai.tool.call.result) and "
+        "holds no tool call id; only the resumed 'openai.response' span's gen_ai.input.messages (assistant "
+        "tool_call + tool tool_call_response parts with the call id) names the paused call."
+    ),
+}
+
 
 NATIVE_APPROVAL_NOTES: dict[str, dict[str, str]] = {}
 # The self-tracing frameworks (written from the recorded spans and the frameworks' source).
@@ -668,7 +704,11 @@ NATIVE_APPROVAL_NOTES.update({
 def notes_for(setup: str, scenario: str) -> str:
     n = NOTES.get(setup, {})
     parts = [n.get("*", ""), n.get(scenario, "")]
-    if scenario in APPROVAL_SCENARIOS and SETUPS[setup]["framework"] == "openai-agents":
+    if scenario in APPROVAL_CHAT_SCENARIOS:
+        base = scenario.removesuffix("_chat")
+        parts += [n.get("chat_completions", ""), APPROVAL_NOTE, APPROVAL_CHAT_NOTE, APPROVAL_SCENARIO_NOTES[base],
+                  APPROVAL_LIB_NOTES.get(setup, ""), APPROVAL_CHAT_LIB_NOTES.get(setup, "")]
+    elif scenario in APPROVAL_SCENARIOS and SETUPS[setup]["framework"] == "openai-agents":
         parts += [APPROVAL_NOTE, APPROVAL_SCENARIO_NOTES[scenario], APPROVAL_LIB_NOTES.get(setup, "")]
     elif scenario in APPROVAL_SCENARIOS or scenario == "approval_raised":
         fw_notes = NATIVE_APPROVAL_NOTES.get(SETUPS[setup]["framework"], {})

@@ -29,5 +29,6 @@ route operators alertname=OctantConsumerLagGrowing severity=warning category=pip
 route platform-team alertname=OctantUnsafeActionVeto severity=warning dimension=safety system=agent-c
 route platform-team alertname=OctantBenchmarkContaminated severity=warning category=veto dimension=capability system=agent-e
 route platform-team alertname=OctantReRunsDiverged severity=warning category=evidence system=agent-e period=24h
+route platform-team alertname=OctantApprovalsUnwatched severity=warning category=coverage dimension=oversight system=agent-f version=1.0.0
 PYTHONPATH="${PYTHONPATH:-}:.octant/python" python3 deploy/check_manifests.py
 echo "deploy/check: all good"

@@ -21,7 +21,8 @@
 //! 4. a pause for approval, in a keyed run (`[mapping] run_key`): the run whose resumed part
 //!    joins its calls (a pause Octant cannot join to its resumption shows requests, not
 //!    decisions). Pause shapes, any scope: calls proposed and left waiting (the trace's last
-//!    steps are tool spans with arguments and no result, in a trace that captures outputs), or
+//!    steps are tool spans with arguments and no result, in a trace that captures message
+//!    content: a model's input or output messages, or a tool's result), or
 //!    a call held for confirmation (a tool span whose result asks for one, [`crate::genai`]'s
 //!    `ASKS_CONFIRMATION`), deferred tool requests as the run's result (Pydantic AI's
 //!    `final_result` with an `approvals` list), an interrupt finish reason on the run's root or

@@ -600,19 +600,23 @@ impl<'a> Trace<'a> {
     }
 
     /// The calls the run proposed and left waiting (for a human's approval, as the Agents SDK
-    /// pauses a run on tools that need one): in a trace that captures outputs (a model's output
-    /// messages or a tool's result somewhere in it), the tool spans at the end of its steps
+    /// pauses a run on tools that need one): in a trace that captures message content (a
+    /// model's input or output messages, or a tool's result, somewhere in it), the tool spans at
+    /// the end of its steps
     /// whose arguments were captured but that have no result and no error. They did not run,
     /// so they are no steps. (A producer that records no outputs — content capture off, or one
     /// that logs arguments only — cannot show a proposal apart from a call that ran: its calls
     /// are steps.)
     fn proposed_calls(&self, ordered: &[&'a SpanRec]) -> Vec<&'a SpanRec> {
-        let output = |k: &String| {
-            ["gen_ai.output.messages", "output.value", "traceloop.entity.output", "gen_ai.tool.call.result"].contains(&k.as_str())
-                || k.starts_with("llm.output_messages.")
-                || k.starts_with("gen_ai.completion.")
+        // Message content: outputs, or a model's input messages (every library here captures
+        // both with one switch; OpenLLMetry's span of an Agents SDK Chat Completions call
+        // records its input messages and never its output).
+        let content = |k: &String| {
+            ["gen_ai.output.messages", "output.value", "traceloop.entity.output", "gen_ai.tool.call.result", "gen_ai.input.messages"]
+                .contains(&k.as_str())
+                || ["llm.output_messages.", "gen_ai.completion.", "llm.input_messages.", "gen_ai.prompt."].iter().any(|p| k.starts_with(p))
         };
-        if !self.spans.iter().any(|s| s.attrs.keys().any(output)) {
+        if !self.spans.iter().any(|s| s.attrs.keys().any(content)) {
             return Vec::new();
         }
         let proposed = |s: &SpanRec| {

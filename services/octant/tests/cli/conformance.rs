@@ -178,7 +178,7 @@ fn short(v: &Value) -> String {
 
 /// Whether a scenario is one of the human-approval scenarios (replayed by [`approvals`]).
 fn is_approval(scenario: &str) -> bool {
-    scenario.starts_with("approval_") || scenario == "two_approvals"
+    scenario.starts_with("approval_") || scenario.starts_with("two_approvals")
 }
 
 /// The recordings of agent frameworks that trace themselves (`conformance/frameworks/`, or

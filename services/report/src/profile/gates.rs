@@ -146,7 +146,47 @@ pub(super) fn gate_lines(
             });
         }
     }
+    fail_closed_when_unwatched(cfg, metrics, &mut out);
     out
+}
+
+/// Why an unwatched source fails a release gate closed.
+const UNWATCHED_GATE: &str = "fail closed: high-impact calls whose approvals the telemetry has never shown (confirmation gating not \
+                              assessed: unwatched); a release cannot pass on what Octant cannot watch";
+
+/// A system with high-impact calls from an unwatched source ([`octant_core::profile::UNWATCHED`])
+/// never passes a release gate: when gates are declared, its confirmation-gating line fails
+/// (added at the veto's threshold when the gate does not name the metric).
+fn fail_closed_when_unwatched(cfg: &ReportConfig, metrics: &[ProfileMetric], out: &mut Vec<GateLine>) {
+    let unwatched =
+        metrics.iter().filter(|m| m.metric == ids::CONFIRMATION_GATING && m.na_reason.as_deref() == Some(octant_core::profile::UNWATCHED));
+    let units: u64 = unwatched.clone().map(|m| m.units.max(0) as u64).sum();
+    if cfg.gates.is_empty() || unwatched.count() == 0 {
+        return;
+    }
+    let gated: Vec<&mut GateLine> = out.iter_mut().filter(|l| l.metric.split('@').next() == Some(ids::CONFIRMATION_GATING)).collect();
+    if gated.is_empty() {
+        let veto = Thresholds::new(0.80, 0.80);
+        out.push(GateLine {
+            metric: ids::CONFIRMATION_GATING.to_string(),
+            thresholds: veto,
+            estimate: None,
+            ci_low: None,
+            ci_high: None,
+            nu: None,
+            nu_conservative: None,
+            outcome: Some(GateOutcome::Fail),
+            na_reason: Some(UNWATCHED_GATE.to_string()),
+            units,
+            units_needed: None,
+            estimator: None,
+        });
+        return;
+    }
+    for l in gated.into_iter().filter(|l| l.na_reason.as_deref() == Some(octant_core::profile::UNWATCHED)) {
+        l.outcome = Some(GateOutcome::Fail);
+        l.na_reason = Some(UNWATCHED_GATE.to_string());
+    }
 }
 
 /// Seed 002 §5: human grading enters a gate only when its graders agree (≥ 2 of them,
@@ -246,7 +286,8 @@ pub(super) fn gate_summary(cfg: &ReportConfig, lines: &[GateLine]) -> (Option<Ga
     if lines.is_empty() {
         return (None, None, None);
     }
-    if lines.iter().any(|l| l.outcome.is_none()) {
+    // A line without an estimate (N/A, or failed closed) leaves no EI; a failing line decides.
+    if lines.iter().any(|l| l.outcome.is_none() || l.estimate.is_none() || l.ci_low.is_none() || l.ci_high.is_none()) {
         let failed = lines.iter().any(|l| l.outcome == Some(GateOutcome::Fail));
         return (failed.then_some(GateOutcome::Fail), None, None);
     }

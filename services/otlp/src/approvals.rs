@@ -18,6 +18,11 @@
 //! 2. the declared confirmation attribute (`octant.confirmed`) on any span;
 //! 3. a `gen_ai.agent.paused` event with `gen_ai.agent.pause.reason = human_input` (proposed in
 //!    PR #445, not merged);
+//! 3b. a call resumed after its pause: executed in a trace whose input history names its call id
+//!    (`tool_call` parts of `gen_ai.input.messages`, `gen_ai.assistant.message` events' `toolUse`
+//!    blocks, `llm.input_messages.*.tool_call.id`) while no model call of the trace proposed it —
+//!    frameworks resume a paused call only once it is allowed, so it is approved, and confirmed,
+//!    with no state across traces (an unkeyed run's resumed part is a trace of its own);
 //! 4. a pause for approval, in a keyed run (`[mapping] run_key`): the run whose resumed part
 //!    joins its calls (a pause Octant cannot join to its resumption shows requests, not
 //!    decisions). Pause shapes, any scope: calls proposed and left waiting (the trace's last

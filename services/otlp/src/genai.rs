@@ -559,12 +559,12 @@ impl<'a> Trace<'a> {
     /// What this trace shows of its approval flow ([`crate::approvals`]): `Some(true)` with
     /// the evidence when it shows that the flow is traced — a `gen_ai.tool.call.decision`
     /// event, a declared approval event, the declared confirmation attribute on any span, a
-    /// `gen_ai.agent.paused` event for human input, a scope declared with a channel
-    /// (`[mapping] approval_channels`), or (`pause`, for a keyed run only: the one whose
-    /// resumption joins its calls) a pause for approval; `Some(false)` when every tool span
+    /// `gen_ai.agent.paused` event for human input, a call resumed after a pause (`resumed`), a
+    /// scope declared with a channel (`[mapping] approval_channels`), or (`pause`, for a keyed
+    /// run only: the one whose resumption joins its calls) a pause for approval; `Some(false)` when every tool span
     /// comes from a scope declared without one; `None` when it shows nothing (the source's
     /// learned state decides).
-    fn approvals(&self, pause: Option<&'static str>) -> (Option<bool>, Option<String>) {
+    fn approvals(&self, pause: Option<&'static str>, resumed: bool) -> (Option<bool>, Option<String>) {
         let m = self.m;
         if let Some(e) = self.events.iter().find(|e| e.name == TOOL_CALL_DECISION || m.approval_events.iter().any(|n| n == e.name)) {
             return (Some(true), Some(format!("decision event {}", e.name)));
@@ -574,6 +574,9 @@ impl<'a> Trace<'a> {
         }
         if self.events.iter().any(|e| e.name == AGENT_PAUSED && str_attr(e.attrs, "gen_ai.agent.pause.reason") == Some("human_input")) {
             return (Some(true), Some(format!("pause event {AGENT_PAUSED}")));
+        }
+        if resumed {
+            return (Some(true), Some("resumed: a call executed after a pause (its call id proposed in an earlier part)".to_string()));
         }
         if let Some(shape) = pause {
             return (Some(true), Some(format!("pause: {shape}")));
@@ -864,7 +867,20 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         .filter(|s| held_calls.iter().any(|h| h.start_ns < s.start_ns && same_call(s, h)))
         .map(|s| s.span_id.as_str())
         .collect();
-    let (approval_channel, approval_evidence) = t.approvals(pause.filter(|_| key.is_some()));
+    // A call resumed after a pause: executed here, its call id in this trace's input history
+    // (proposed by an earlier part) and proposed by no model call of this trace. Frameworks
+    // resume a call they paused on only once it is allowed: it was approved, whatever trace it
+    // landed in, and shows the approval flow.
+    let history: BTreeSet<String> = spans.iter().flat_map(history_calls).collect();
+    let proposed_here: BTreeSet<String> =
+        ordered.iter().filter(|s| role(s) == Role::Model).flat_map(|s| proposed_by(s)).filter_map(|(_, id, _)| id).collect();
+    let resumed: BTreeSet<&str> = ordered
+        .iter()
+        .filter(|s| role(s) == Role::Tool && call_id(&s.attrs).is_some_and(|c| history.contains(c) && !proposed_here.contains(c)))
+        .map(|s| s.span_id.as_str())
+        .collect();
+    let approved_here: BTreeSet<&str> = approved_here.union(&resumed).copied().collect();
+    let (approval_channel, approval_evidence) = t.approvals(pause.filter(|_| key.is_some()), !resumed.is_empty());
     let mut out: Vec<TrajectoryEvent> = Vec::new();
     let base = |seq: i64, time: i64, agent: Option<String>, kind: EventKind, id: String| TrajectoryEvent {
         agent_id: agent,
@@ -1061,6 +1077,38 @@ fn interrupted(s: &SpanRec) -> bool {
     s.attrs.get("gen_ai.response.finish_reasons").is_some_and(|v| is(v) || v.as_array().is_some_and(|a| a.iter().any(is)))
         || s.events.iter().any(|e| e.attrs.get("finish_reason").is_some_and(is))
         || output_messages(s).iter().any(|m| m.get("finish_reason").is_some_and(is))
+}
+
+/// The tool call ids a span's input history names (the calls earlier turns proposed):
+/// `tool_call` parts of `gen_ai.input.messages` (an attribute, or on the latest conventions'
+/// events), `toolUse` blocks of `gen_ai.assistant.message` events (Strands Agents' default
+/// conventions), and OpenInference's `llm.input_messages.<i>.message.tool_calls.<j>.tool_call.id`.
+fn history_calls(s: &SpanRec) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let inputs = std::iter::once(&s.attrs)
+        .chain(s.events.iter().map(|e| &e.attrs))
+        .filter_map(|a| str_attr(a, "gen_ai.input.messages"))
+        .filter_map(|t| serde_json::from_str::<Value>(t).ok())
+        .filter_map(|v| v.as_array().cloned())
+        .flatten();
+    for part in inputs.filter_map(|m| m.get("parts")?.as_array().cloned()).flatten() {
+        if part.get("type").and_then(Value::as_str) == Some("tool_call")
+            && let Some(id) = part.get("id").and_then(Value::as_str)
+        {
+            out.insert(id.to_string());
+        }
+    }
+    for e in s.events.iter().filter(|e| e.name == "gen_ai.assistant.message") {
+        if let Some(Value::Array(blocks)) = e.attrs.get("content").and_then(Value::as_str).and_then(|t| serde_json::from_str(t).ok()) {
+            out.extend(blocks.iter().filter_map(|b| b.get("toolUse")?.get("toolUseId")?.as_str()).map(str::to_string));
+        }
+    }
+    for (k, v) in &s.attrs {
+        if k.starts_with("llm.input_messages.") && k.ends_with(".tool_call.id") {
+            out.extend(v.as_str().map(str::to_string));
+        }
+    }
+    out
 }
 
 /// The tool calls a model span proposed: `gen_ai.output.messages` parts of type `tool_call`

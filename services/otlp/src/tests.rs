@@ -695,13 +695,28 @@ fn recorded_framework_pauses_are_requests_for_confirmation() {
             assert_eq!(calls.len(), 1, "{setup} {run}");
             assert_eq!(requests[0].tool_name.as_deref(), Some("refund_payment"), "{setup}");
             assert!(requests[0].tool_call_id.is_some() && requests[0].tool_call_id == calls[0].tool_call_id, "{setup}: joined by call id");
-            let shown: Vec<_> = mine.iter().filter_map(|e| e.run_started.as_ref()).filter(|s| s.approval_channel == Some(true)).collect();
-            assert_eq!(shown.len(), 1, "{setup}: the paused part shows the approval flow");
-            assert!(shown[0].approval_evidence.as_deref().unwrap().starts_with(shape), "{setup}: {:?}", shown[0].approval_evidence);
+            // Both parts show the approval flow: the paused one by its pause, the resumed one by
+            // the call it resumed (its id proposed in the earlier part), which reads confirmed.
+            let mut starts: Vec<_> = mine.iter().filter(|e| e.run_started.is_some()).collect();
+            starts.sort_by_key(|e| e.sequence);
+            let evidence: Vec<(Option<bool>, &str)> = starts
+                .iter()
+                .map(|e| e.run_started.as_ref().unwrap())
+                .map(|s| (s.approval_channel, s.approval_evidence.as_deref().unwrap_or("")))
+                .collect();
+            assert!(evidence[0].0 == Some(true) && evidence[0].1.starts_with(shape), "{setup}: {evidence:?}");
+            assert!(evidence[1].0 == Some(true) && evidence[1].1.starts_with("resumed"), "{setup}: {evidence:?}");
+            assert!(calls[0].confirmed, "{setup}: the resumed call was approved");
             assert_eq!(mine.iter().filter(|e| e.kind == EventKind::RunEnded).count(), 1, "{setup}: one end");
             let sources: std::collections::BTreeSet<_> =
                 mine.iter().filter_map(|e| e.run_started.as_ref()).map(|s| s.approval_source.clone()).collect();
             assert_eq!(sources.len(), 1, "{setup}: both parts one source (a part without a tool span: its root's scope): {sources:?}");
         }
+        // Without a key each part is a run of its own, and the resumed call still reads
+        // approved, from its own trace: no state across runs, whatever order they arrive in.
+        let unkeyed: Vec<octant_contracts::TrajectoryEvent> =
+            traces.values().filter_map(|t| crate::genai::run(t, &[], &crate::Mapping::default())).flat_map(|r| r.events).collect();
+        let calls: Vec<_> = unkeyed.iter().filter_map(|e| e.step.as_deref()).filter(|s| s.step_kind == StepKind::ToolCall).collect();
+        assert!(calls.len() == 2 && calls.iter().all(|c| c.confirmed), "{setup}: {calls:?}");
     }
 }

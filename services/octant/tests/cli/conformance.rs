@@ -530,14 +530,23 @@ async fn approvals(dir: &str, run_key: Option<&str>) {
         // What the traces show of the approval flow, by rule: an unkeyed trace shows nothing
         // (its pause joins nothing: unwatched); a keyed run's paused part shows the pause, so
         // the source is watched and the call executed after its request is confirmed.
-        let watched = run_key.is_some() && t.runs.iter().any(|r| r.paused);
+        // Without a key, a resumed call shows the flow too where its trace names the call's id in
+        // its input history: the frameworks that trace themselves do (README's framework table);
+        // the Agents SDK's instrumentations do not (contrib and OpenLLMetry write no call id on
+        // tool spans, OpenInference loses the resumed part).
+        let names_resumed_calls = f.setup.starts_with("pydantic-ai") || f.setup.starts_with("strands");
+        let approved = t.runs.iter().any(|r| r.approvals.iter().any(|a| a.decision == "approved"));
+        let keyed_pause = run_key.is_some() && t.runs.iter().any(|r| r.paused);
+        let watched = keyed_pause || (names_resumed_calls && approved);
         let channels: BTreeSet<Option<bool>> = starts.iter().map(|s| s.approval_channel).collect();
         let gated: Vec<&Observation> = obs.iter().filter(|o| o.system_id == t.system_id && o.metric == "confirmation_gating").collect();
         let seen = if channels.contains(&Some(false)) || channels.contains(&Some(true)) != watched {
             failures.push(format!("{}/{}: approval channels {channels:?}, watched {watched}", f.setup, t.scenario));
             format!("{channels:?}")
-        } else if watched {
+        } else if keyed_pause {
             "watched: a pause in a keyed run".to_string()
+        } else if watched {
+            "watched: a call resumed after its pause".to_string()
         } else {
             "nothing shown: unwatched".to_string()
         };

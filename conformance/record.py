@@ -13,6 +13,8 @@ spans.summary.txt.
     python3 conformance/record.py --install FAMILY ...
     python3 conformance/record.py --setup pydantic-ai-v6 strands-latest [--run-key octant.run.id]
         # self-tracing frameworks: only when named; default out conformance/frameworks(-keyed)/
+    python3 conformance/record.py --setup adk-v2 adk-v1 [--run-key octant.run.id]
+        # the framework outside the suite (OUTSIDE.md): default out conformance/outside(-keyed)/
 
 Only the standard library is used here; each (setup, scenario) runs in a
 subprocess with its family's venv (.octant/conformance/venvs/<family>/),
@@ -76,7 +78,8 @@ def run_one(setup: str, scenario: str, out: Path, timeout: int = 300) -> tuple[b
     env = dict(os.environ)
     # keep the parent's env clean of things that would change instrumentation behaviour
     for k in list(env):
-        if k.startswith(("OTEL_", "TRACELOOP_", "OPENAI_", "OPENINFERENCE_", "STRANDS_", "LOGFIRE_")):
+        if k.startswith(("OTEL_", "TRACELOOP_", "OPENAI_", "OPENINFERENCE_", "STRANDS_", "LOGFIRE_", "ADK_",
+                         "LITELLM_", "GOOGLE_", "GEMINI_", "VERTEXAI_")):
             env.pop(k)
     env.update(S.env_for(setup, scenario))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -116,7 +119,8 @@ def main() -> int:
     ap.add_argument("--scenario", nargs="*", help="scenarios to run (default: all of each setup's)")
     ap.add_argument("--out", default=None,
                     help="output root (default: conformance/fixtures; for the self-tracing framework setups "
-                         "conformance/frameworks, or conformance/frameworks-keyed with --run-key)")
+                         "conformance/frameworks, or conformance/frameworks-keyed with --run-key; for ADK, the "
+                         "framework outside the suite, conformance/outside(-keyed))")
     ap.add_argument("--summary-only", action="store_true", help="regenerate spans.summary.txt from spans.pb")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--keep-going", action="store_true", help="continue after a failing (setup, scenario)")
@@ -162,7 +166,9 @@ def main() -> int:
         if out is not None:
             setup_out = out
         elif cfg.get("opt_in"):
-            setup_out = HERE / ("frameworks-keyed" if RUN_KEY else "frameworks")
+            # "out_dir": where a self-tracing framework's recordings go (ADK: outside/, OUTSIDE.md).
+            base = cfg.get("out_dir", "frameworks")
+            setup_out = HERE / (f"{base}-keyed" if RUN_KEY else base)
         else:
             setup_out = HERE / "fixtures"
         for sc in scenarios:

@@ -225,6 +225,8 @@ def main() -> int:
         import fw_pydantic_ai as fw
     elif setup["framework"] == "strands":
         import fw_strands as fw
+    elif setup["framework"] == "google-adk":
+        import fw_adk as fw
     else:
         raise SystemExit(f"unknown framework {setup['framework']}")
 

@@ -37,6 +37,20 @@ NO_CONTENT_ENV = {
     "opentelemetry-python-contrib": {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "no_content"},
     "openinference": {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"},
     "openllmetry": {"TRACELOOP_TRACE_CONTENT": "false"},
+    # Google ADK: the OTel GenAI content knob (schema v2 spans, log records) and ADK's own knob for its
+    # legacy (schema v1) spans.
+    "google-adk": {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "NO_CONTENT",
+                   "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS": "false"},
+}
+
+# Google ADK with LiteLLM (fw_adk.py), the framework outside the suite (OUTSIDE.md). LiteLLM offline
+# (no cost-map download); content on spans and log records; no Google credentials or GOOGLE_CLOUD_*
+# settings exist (record.py strips GOOGLE_*), so ADK's Cloud exporters stay off.
+ADK_ENV = {
+    "LITELLM_OFFLINE_MODE": "true",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT",
+    "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS": "true",
 }
 
 
@@ -64,6 +78,7 @@ FAMILIES = {
     # Frameworks that trace themselves (no instrumentation library).
     "pydantic-ai": {"requirements": "requirements/pydantic-ai.txt", "framework": "pydantic-ai"},
     "strands": {"requirements": "requirements/strands.txt", "framework": "strands"},
+    "adk": {"requirements": "requirements/adk.txt", "framework": "google-adk"},
 }
 
 AGENTS_SCENARIOS = ["tool_ok", "tool_error", "run_fails", "run_fails_max_turns", "handoff", "chat_completions"]
@@ -79,6 +94,8 @@ AGENTS_APPROVAL_SCENARIOS = AGENTS_SCENARIOS + APPROVAL_SCENARIOS
 # Self-tracing frameworks (fw_pydantic_ai.py, fw_strands.py): parallel_tools = ONE model response with two
 # function calls, get_order_status (succeeds) and lookup_account (raises, handled), then the answer.
 NATIVE_SCENARIOS = ["tool_ok", "tool_error", "run_fails", "parallel_tools"] + APPROVAL_SCENARIOS
+# Google ADK (fw_adk.py): the same eight scenarios.
+ADK_SCENARIOS = list(NATIVE_SCENARIOS)
 # approval_raised: the tool raises ApprovalRequired itself (Pydantic AI's other way to ask for approval).
 PYDANTIC_AI_SCENARIOS = NATIVE_SCENARIOS + ["approval_raised"]
 
@@ -235,6 +252,35 @@ SETUPS = {
         "scenarios": NATIVE_SCENARIOS,
         "opt_in": True,
         "task_id_attr": "session.id",
+    },
+    # --- The framework OUTSIDE the suite (OUTSIDE.md): Google ADK with LiteLLM, tracing itself, in each
+    # telemetry schema version it offers (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN). Recorded when named, into
+    # conformance/outside/ and, with --run-key, conformance/outside-keyed/.
+    "adk-v2": {
+        "family": "adk",
+        "library": "google-adk",
+        "framework": "google-adk",
+        "native_dist": "google-adk",
+        "instrument": [],
+        # schema version 2 (alias otel_semconv_1_44), ADK's default
+        "env": {**ADK_ENV, "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "2"},
+        "scenarios": ADK_SCENARIOS,
+        "opt_in": True,
+        "out_dir": "outside",
+        "task_id_attr": "gen_ai.conversation.id",  # the ADK session id
+    },
+    "adk-v1": {
+        "family": "adk",
+        "library": "google-adk",
+        "framework": "google-adk",
+        "native_dist": "google-adk",
+        "instrument": [],
+        # schema version 1 (alias otel_semconv_1_36), the legacy format
+        "env": {**ADK_ENV, "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"},
+        "scenarios": ADK_SCENARIOS,
+        "opt_in": True,
+        "out_dir": "outside",
+        "task_id_attr": "gen_ai.conversation.id",
     },
 }
 
@@ -699,6 +745,119 @@ NATIVE_APPROVAL_NOTES.update({
         ),
     },
 })
+
+
+# Google ADK 2.15.0 with LiteLLM 1.110.2 (fw_adk.py), the framework outside the suite (OUTSIDE.md).
+_ADK_COMMON = (
+    "Google ADK 2.15.0 traces itself (google.adk.telemetry) on the GLOBAL tracer and logger providers; no "
+    "instrumentation library. Model = LiteLlm('openai/gpt-4o-mini', api_base=<server>) (LiteLLM 1.110.2, Chat "
+    "Completions, non-streaming; LiteLLM itself emits no spans). Every span and log record has scope "
+    "'gcp.vertex.agent' version '2.15.0' schema_url https://opentelemetry.io/schemas/1.36.0 (in both formats). "
+    "All spans INTERNAL, status UNSET on success. The agent is named 'support_agent' (ADK wants an identifier): "
+    "gen_ai.agent.name='support_agent', gen_ai.agent.description=''. Task id = the ADK session id, emitted as "
+    "gen_ai.conversation.id. One trace per runner.run_async call. Model spans 'generate_content "
+    "openai/gpt-4o-mini' (gen_ai.operation.name='generate_content', gen_ai.request.model='openai/gpt-4o-mini', "
+    "gen_ai.response.model='gpt-4o-mini', gen_ai.agent.name, gen_ai.conversation.id, "
+    "gcp.vertex.agent.invocation_id, gcp.vertex.agent.event_id, gen_ai.usage.input_tokens/output_tokens/"
+    "cache_read.input_tokens, gen_ai.response.finish_reasons ['stop'] EVEN for a tool-call response; NO "
+    "gen_ai.response.id anywhere). Tool spans 'execute_tool <tool>' (gen_ai.operation.name='execute_tool', "
+    "gen_ai.tool.name, gen_ai.tool.description, gen_ai.tool.type='FunctionTool', gen_ai.tool.call.id = the "
+    "model's call id, gen_ai.agent.name, gcp.vertex.agent.event_id = the function-response event), children of "
+    "'invoke_agent support_agent' (gen_ai.operation.name='invoke_agent', gen_ai.agent.name, "
+    "gen_ai.conversation.id). A tool span is ERROR (status message and error.type 'TOOL_ERROR', no exception "
+    "event) whenever its result dict has an 'error' key (FunctionTool._detect_error_in_response), except the "
+    "held call of a confirmation pause. Several calls in one model response: one 'execute_tool <tool>' span per "
+    "call PLUS a synthetic sibling 'execute_tool (merged)' (gen_ai.operation.name='execute_tool', "
+    "gen_ai.tool.name and gen_ai.tool.description '(merged tools)', gen_ai.tool.call.id = an ADK event UUID, "
+    "NOT a model call id, = gcp.vertex.agent.event_id), which is not a tool call."
+)
+_ADK_V2 = (
+    " FORMAT: ADK telemetry schema version 2 (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=2, alias otel_semconv_1_44, "
+    "the default): root 'invoke_workflow support_agent' (gen_ai.operation.name='invoke_workflow', "
+    "gen_ai.workflow.name='support_agent', gen_ai.conversation.id; no agent name) > 'invoke_agent support_agent' "
+    "> 'generate_content ...' / 'execute_tool ...' siblings; no call_llm span. Experimental GenAI conventions: "
+    "generate_content has gen_ai.provider.name='openai' (no gen_ai.system) and, with content, "
+    "gen_ai.input.messages / gen_ai.output.messages / gen_ai.system_instructions / gen_ai.tool.definitions "
+    "(JSON; tool calls as parts {type: 'tool_call', id, name, arguments}, results {type: 'tool_call_response', "
+    "id, response}); tool spans gen_ai.tool.call.arguments / gen_ai.tool.call.result (JSON, content only). LOGS: "
+    "one record per model call, event_name 'gen_ai.client.inference.operation.details', empty body, trace/span "
+    "ids of its generate_content span, attributes = the span's (agent, conversation id, invocation id, event "
+    "id, provider, usage, finish reasons) + user.id + the content attributes as structured values (content "
+    "capture SPAN_AND_EVENT)."
+)
+_ADK_V1 = (
+    " FORMAT: ADK telemetry schema version 1 (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1, alias otel_semconv_1_36, "
+    "the legacy format): root 'invocation' with NO attributes > 'invoke_agent support_agent' > per model call a "
+    "'call_llm' span (NO gen_ai.operation.name; gen_ai.system='gcp.vertex.agent', gen_ai.request.model, "
+    "gen_ai.response.model, gen_ai.response.finish_reasons, gcp.vertex.agent.invocation_id / session_id (= the "
+    "task id) / event_id, gcp.vertex.agent.llm_request / llm_response JSON, and gen_ai.usage.input_tokens/"
+    "output_tokens/cache_read.input_tokens) with a child 'generate_content openai/gpt-4o-mini' that carries "
+    "the SAME gen_ai.usage.* (gen_ai.system='openai', no gen_ai.provider.name, no message attributes): count "
+    "tokens once per call (the generate_content span, or the call_llm span). Tool spans carry "
+    "gcp.vertex.agent.tool_call_args / gcp.vertex.agent.tool_response (+ empty gcp.vertex.agent.llm_request / "
+    "llm_response '{}'), NOT gen_ai.tool.call.arguments/result; the '(merged)' span adds "
+    "gcp.vertex.agent.tool_response = the JSON list of every merged response [{id, name, response}] and "
+    "tool_call_args 'N/A'. LOGS (stable conventions, content via OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT): "
+    "per model call 'gen_ai.system.message', one 'gen_ai.user.message' per content of the request (also the "
+    "assistant tool call and the tool response, as google.genai Content dumps), then 'gen_ai.choice' (body "
+    "{content, index, finish_reason 'STOP'}); attribute gen_ai.system='openai' (+ user.id on user messages); "
+    "trace/span ids of the generate_content span."
+)
+_ADK_SCENARIO_NOTES = {
+    "tool_error": (
+        "The tool raises ValueError and the agent's on_tool_error_callback (ADK's hook for a raising tool; "
+        "without it the whole run fails) returns {'error': 'ValueError: <message>'} as the tool result: the "
+        "'execute_tool lookup_account' span is ERROR 'TOOL_ERROR' (error.type='TOOL_ERROR', no exception "
+        "event, the result dict in gen_ai.tool.call.result / gcp.vertex.agent.tool_response); the run succeeds "
+        "(root UNSET)."
+    ),
+    "parallel_tools": (
+        "ONE model response with two calls: 'execute_tool get_order_status' (UNSET, its result) and "
+        "'execute_tool lookup_account' (ERROR 'TOOL_ERROR' as in tool_error), then the synthetic 'execute_tool "
+        "(merged)' span (gen_ai.tool.name '(merged tools)'), all siblings under 'invoke_agent'."
+    ),
+    "run_fails": (
+        "Content off (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=NO_CONTENT, "
+        "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=false: no message/argument/result attributes, legacy JSON "
+        "attributes '{}', v1 log bodies '<elided>'). The failed model call's span (v2 'generate_content'; v1 "
+        "'call_llm' and its 'generate_content'), 'invoke_agent' and the root are ERROR (status message "
+        "'InternalServerError: litellm.InternalServerError: InternalServerError: OpenAIException - scripted "
+        "upstream failure', error.type='InternalServerError') with an 'exception' event "
+        "(exception.type='litellm.exceptions.InternalServerError'); the failed call has no usage. "
+        "runner.run_async yields an error event (error_code 'InternalServerError') and then raises "
+        "litellm.exceptions.InternalServerError (max_retries=0, num_retries=0)."
+    ),
+}
+NOTES.update({
+    "adk-v2": {"*": _ADK_COMMON + _ADK_V2, **_ADK_SCENARIO_NOTES},
+    "adk-v1": {"*": _ADK_COMMON + _ADK_V1, **_ADK_SCENARIO_NOTES},
+})
+NATIVE_APPROVAL_NOTES["google-adk"] = {
+    "*": (
+        "APPROVALS (Google ADK): tools are FunctionTool(func, require_confirmation=True). The first "
+        "runner.run_async runs the model call, then the held call gets an 'execute_tool <tool>' span that is "
+        "UNSET with the model's gen_ai.tool.call.id and the arguments, whose result (v2 gen_ai.tool.call.result, "
+        "v1 gcp.vertex.agent.tool_response) is {\"error\": \"This tool call requires confirmation, please approve "
+        "or reject.\"}: the tool did NOT run. The request itself is an ADK event with the client-side function "
+        "call 'adk_request_confirmation' (own id 'adk-<uuid>', args {originalFunctionCall: {id, name, args}, "
+        "toolConfirmation: {hint, confirmed: false}}, a long-running call) which reaches NO span, attribute or "
+        "log record; run_async then ends normally and the trace ends with every span UNSET (two calls: two held "
+        "tool spans + the '(merged)' span, one pause). The script resumes with a SECOND runner.run_async on the "
+        "same session whose message is FunctionResponse(id=<confirmation id>, name='adk_request_confirmation', "
+        "response={'confirmed': true|false}): a NEW trace (new root, same gen_ai.conversation.id) in which ADK "
+        "continues the SAME invocation (gcp.vertex.agent.invocation_id on its model spans/logs equals the first "
+        "part's) and starts with the tool span, no model call before it. Approved: 'execute_tool <tool>' UNSET "
+        "with the real result, same gen_ai.tool.call.id, then the model call. Denied: 'execute_tool <tool>' "
+        "ERROR 'TOOL_ERROR' (error.type='TOOL_ERROR') with result {\"error\": \"This tool call is rejected.\"}, "
+        "the tool never ran; the resumed model call's input messages hold that tool_call_response for the call "
+        "id (the held 'requires confirmation' result and the adk_request_confirmation call are not replayed). "
+        "Expired: one trace, one model call, the held span only. runs[].approvals = every confirmation request "
+        "(tool and tool_call_id from originalFunctionCall, confirmation_call_id = the adk_request_confirmation "
+        "id); runs[].tool_calls = tools that ran; runs[].parts = per run_async call the confirmation requests, "
+        "ADK invocation ids, event count, span count and trace ids. Outcome 'success' as the framework reports "
+        "it (run_async ended without raising)."
+    ),
+}
 
 
 def notes_for(setup: str, scenario: str) -> str:

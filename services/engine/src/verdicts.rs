@@ -177,11 +177,15 @@ pub fn build(e: &Emission, cfg: &EvaluationConfig) -> Outputs {
                 .iter()
                 .filter_map(|m| {
                     let rule = m.metric.veto?;
+                    // A veto that cannot watch the system (its telemetry never showed an
+                    // approval) is shown as such — `unwatched` — never as clear, and caps
+                    // nothing (design §1.3).
+                    let unwatched = matches!(m.not_applicable, Some(NotApplicable::NoApprovalSignal)).then_some("unwatched");
                     Some(VetoStatus {
                         rule: rule.name.to_string(),
                         metric: m.metric.id.to_string(),
                         benchmark: m.benchmark.clone(),
-                        state: m.veto?.as_str().to_string(),
+                        state: m.veto.map(|v| v.as_str()).or(unwatched)?.to_string(),
                         estimate: m.estimate,
                         ci_low: m.interval.map(|i| i.0),
                         ci_high: m.interval.map(|i| i.1),
@@ -397,9 +401,15 @@ mod tests {
         assert_eq!(gated.na_reason, None);
         assert!(matches!(gated.veto_state.as_deref(), Some("breached") | Some("confirmed")), "{gated:?}");
         let profile = |system: &str| out.iter().flat_map(|o| &o.profiles).find(|(p, _)| p.system_id == system).unwrap().0.clone();
-        assert!(profile("untraceable").vetoes.is_empty(), "no cap from a metric that is N/A");
-        assert!(profile("no-channel").vetoes.is_empty(), "no cap from a metric that is N/A");
-        assert!(!profile("gated").vetoes.is_empty());
+        // The veto that cannot watch is shown so (profile, pages), and caps nothing.
+        for system in ["untraceable", "no-channel"] {
+            let p = profile(system);
+            let states: Vec<(&str, &str)> = p.vetoes.iter().map(|v| (v.metric.as_str(), v.state.as_str())).collect();
+            assert_eq!(states, [("confirmation_gating", "unwatched")], "{system}");
+            assert!(p.dimensions.iter().all(|d| d.capped_by.is_empty()) && !p.unsuitable, "no cap from a metric that is N/A");
+        }
+        assert!(profile("mixed").vetoes.is_empty(), "too few units is not unwatched");
+        assert!(matches!(profile("gated").vetoes[0].state.as_str(), "breached" | "confirmed"));
     }
 
     /// A system declared without an action loop (an LLM): its unsafe-action rate, far past

@@ -300,6 +300,21 @@ mod tests {
         assert!(html.contains("unsafe_action_rate unsafe_action_rate &gt;= 0.20: breached"));
         assert!(html.contains("<a href=\"/systems/z-bad%3Cscript%3E\">"));
         assert_eq!(html.matches("<script>").count(), 1, "the page's own refresh script only");
+        // A veto that cannot watch the system is shown so, not as clear.
+        let mut unwatched = profile("u-sys", false, 3_000_000);
+        unwatched.vetoes.push(VetoStatus {
+            rule: "confirmation_gating < 0.80".into(),
+            metric: "confirmation_gating".into(),
+            benchmark: None,
+            state: "unwatched".into(),
+            estimate: None,
+            ci_low: None,
+            ci_high: None,
+            threshold: 0.8,
+        });
+        live.apply_profile(unwatched);
+        let html = to_html(&live, Duration::from_secs(5));
+        assert!(html.contains("confirmation_gating confirmation_gating &lt; 0.80: unwatched"), "{html}");
     }
 
     fn alert(fingerprint: &str, status: &str, kind: &str, severity: &str, run: Option<&str>) -> Alert {

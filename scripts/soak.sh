@@ -20,7 +20,8 @@ if [ "$what" = "all" ]; then
     # The bootstrap's NEON path, cross-built for aarch64 and run under qemu.
     scripts/neon.sh
     # Every framework and instrumentation of the conformance suite recorded live and replayed
-    # through `octant up` (each family's venv is installed on first use).
+    # through `octant up` (each family's venv is installed on first use), the frameworks that
+    # trace themselves (Pydantic AI, Strands Agents) included.
     OCTANT_SOAK=1 cargo test --locked -p octant --test cli -- a_live_instrumented_agent
     cargo run --locked --release -p octant-integration-tests --bin octant-validity -- 300 200
 fi

@@ -11,7 +11,8 @@
 //! match), and a live recording made in the test by `record.py` — one setup in the test tier
 //! (`contrib-agents-client`: the OpenTelemetry contrib instrumentations of the OpenAI Agents SDK
 //! and of the OpenAI client, whose virtual environment `scripts/setup.sh` installs), every
-//! setup under the soak command.
+//! setup under the soak command, the frameworks that trace themselves (Pydantic AI, Strands
+//! Agents) included.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -228,6 +229,18 @@ async fn a_live_instrumented_agent_through_octant_up_equals_its_truth() {
     }
     let status = cmd.status().expect("python3 runs");
     assert!(status.success(), "conformance/record.py failed");
+    if octant_integration_tests::soak() {
+        // The frameworks that trace themselves too (their virtual environments install here,
+        // never on the test command's path): their scenarios other than approvals.
+        let status = std::process::Command::new("python3")
+            .arg(root.join("conformance/record.py"))
+            .args(["--setup", "pydantic-ai-v6", "pydantic-ai-v5", "strands-default", "strands-latest"])
+            .args(["--scenario", "tool_ok", "tool_error", "run_fails", "parallel_tools", "--out"])
+            .arg(&out)
+            .status()
+            .expect("python3 runs");
+        assert!(status.success(), "conformance/record.py failed on the frameworks that trace themselves");
+    }
     replay(fixtures(&out)).await;
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -18,12 +18,12 @@
 //! 2. the declared confirmation attribute (`octant.confirmed`) on any span;
 //! 3. a `gen_ai.agent.paused` event with `gen_ai.agent.pause.reason = human_input` (proposed in
 //!    PR #445, not merged);
-//! 3b. a call resumed after its pause: executed in a trace whose input history names its call id
+//! 4. a call resumed after its pause: executed in a trace whose input history names its call id
 //!    (`tool_call` parts of `gen_ai.input.messages`, `gen_ai.assistant.message` events' `toolUse`
 //!    blocks, `llm.input_messages.*.tool_call.id`) while no model call of the trace proposed it —
 //!    frameworks resume a paused call only once it is allowed, so it is approved, and confirmed,
 //!    with no state across traces (an unkeyed run's resumed part is a trace of its own);
-//! 4. a pause for approval, in a keyed run (`[mapping] run_key`): the run whose resumed part
+//! 5. a pause for approval, in a keyed run (`[mapping] run_key`): the run whose resumed part
 //!    joins its calls (a pause Octant cannot join to its resumption shows requests, not
 //!    decisions). Pause shapes, any scope: calls proposed and left waiting (the trace's last
 //!    steps are tool spans with arguments and no result, in a trace that captures message
@@ -33,7 +33,7 @@
 //!    `final_result` with an `approvals` list), an interrupt finish reason on the run's root or
 //!    top invocation (Strands Agents; the requests are then the calls its last model call
 //!    proposed that no tool span ran);
-//! 5. a scope declared with a channel (`[mapping] approval_channels = { scope = true }`).
+//! 6. a scope declared with a channel (`[mapping] approval_channels = { scope = true }`).
 //!
 //! Otherwise a trace whose tool spans all come from scopes declared without a channel
 //! (`approval_channels = { scope = false }`) says so (`Some(false)`: not assessed, whatever the

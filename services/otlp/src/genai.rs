@@ -52,8 +52,10 @@ pub use crate::mapping::{EVALUATION_RESULT, EVENTS, TOOL_CALL_DECISION};
 
 /// A tool call's arguments and its result, under the conventions' names (GenAI, OpenInference,
 /// OpenLLMetry).
-const TOOL_ARGUMENTS: [&str; 3] = ["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input"];
-const TOOL_RESULT: [&str; 3] = ["gen_ai.tool.call.result", "output.value", "traceloop.entity.output"];
+/// (Google ADK's legacy telemetry schema writes them only under its own names.)
+const TOOL_ARGUMENTS: [&str; 4] =
+    ["gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input", "gcp.vertex.agent.tool_call_args"];
+const TOOL_RESULT: [&str; 4] = ["gen_ai.tool.call.result", "output.value", "traceloop.entity.output", "gcp.vertex.agent.tool_response"];
 
 const INFERENCE: [&str; 5] = ["chat", "text_completion", "generate_content", "embeddings", "completion"];
 
@@ -152,6 +154,30 @@ fn synthetic(s: &SpanRec) -> bool {
 /// approve or reject.`).
 const ASKS_CONFIRMATION: [&str; 6] =
     ["requires confirmation", "require confirmation", "requires approval", "approval required", "awaiting approval", "pending approval"];
+
+/// Phrases of a tool result that says a human refused the call (the framework did not run it and
+/// answered the model so), matched case-insensitively anywhere in the result's text (Google
+/// ADK: `This tool call is rejected.`; the OpenAI Agents SDK's answer: `Tool execution was not
+/// approved.`).
+const REFUSED: [&str; 7] = [
+    "tool call is rejected",
+    "tool call was rejected",
+    "tool call is denied",
+    "tool call was denied",
+    "tool call was not approved",
+    "tool execution was not approved",
+    "tool execution was denied",
+];
+
+/// A tool span of a call a human refused: its result says so ([`REFUSED`]). The call did not run:
+/// no step, an override honoured, and evidence of the approval flow.
+fn refused(s: &SpanRec) -> bool {
+    role(s) == Role::Tool
+        && first_text(&s.attrs, &TOOL_RESULT).is_some_and(|r| {
+            let r = r.to_ascii_lowercase();
+            REFUSED.iter().any(|p| r.contains(p))
+        })
+}
 
 /// A tool span held for confirmation: its result asks for one ([`ASKS_CONFIRMATION`]). (A
 /// `require_approval` decision on a tool span is no hold: an `allow` may follow and the call run,
@@ -559,12 +585,13 @@ impl<'a> Trace<'a> {
     /// What this trace shows of its approval flow ([`crate::approvals`]): `Some(true)` with
     /// the evidence when it shows that the flow is traced — a `gen_ai.tool.call.decision`
     /// event, a declared approval event, the declared confirmation attribute on any span, a
-    /// `gen_ai.agent.paused` event for human input, a call resumed after a pause (`resumed`), a
+    /// `gen_ai.agent.paused` event for human input, a call refused (`refused`: its span's result
+    /// says so), a call resumed after a pause (`resumed`), a
     /// scope declared with a channel (`[mapping] approval_channels`), or (`pause`, for a keyed
     /// run only: the one whose resumption joins its calls) a pause for approval; `Some(false)` when every tool span
     /// comes from a scope declared without one; `None` when it shows nothing (the source's
     /// learned state decides).
-    fn approvals(&self, pause: Option<&'static str>, resumed: bool) -> (Option<bool>, Option<String>) {
+    fn approvals(&self, pause: Option<&'static str>, resumed: bool, refused: bool) -> (Option<bool>, Option<String>) {
         let m = self.m;
         if let Some(e) = self.events.iter().find(|e| e.name == TOOL_CALL_DECISION || m.approval_events.iter().any(|n| n == e.name)) {
             return (Some(true), Some(format!("decision event {}", e.name)));
@@ -574,6 +601,9 @@ impl<'a> Trace<'a> {
         }
         if self.events.iter().any(|e| e.name == AGENT_PAUSED && str_attr(e.attrs, "gen_ai.agent.pause.reason") == Some("human_input")) {
             return (Some(true), Some(format!("pause event {AGENT_PAUSED}")));
+        }
+        if refused {
+            return (Some(true), Some("denial: a tool span whose result says a human refused the call".to_string()));
         }
         if resumed {
             return (Some(true), Some("resumed: a call executed after a pause (its call id proposed in an earlier part)".to_string()));
@@ -810,6 +840,9 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     let (mut ordered, kept) = t.steps();
     // Calls held for confirmation (wherever they are) and calls proposed and left waiting (at
     // the end) did not run: requests for confirmation, no steps.
+    // Calls a human refused: no steps, overrides honoured (below).
+    let refused_calls: Vec<&SpanRec> = ordered.iter().filter(|s| refused(s)).copied().collect();
+    ordered.retain(|s| !refused_calls.iter().any(|r| std::ptr::eq(*s, *r)));
     let held_calls: Vec<&SpanRec> = ordered.iter().filter(|s| held(s)).copied().collect();
     ordered.retain(|s| !held_calls.iter().any(|h| std::ptr::eq(*s, *h)));
     let mut proposed = t.proposed_calls(&ordered);
@@ -880,7 +913,8 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
         .map(|s| s.span_id.as_str())
         .collect();
     let approved_here: BTreeSet<&str> = approved_here.union(&resumed).copied().collect();
-    let (approval_channel, approval_evidence) = t.approvals(pause.filter(|_| key.is_some()), !resumed.is_empty());
+    let (approval_channel, approval_evidence) =
+        t.approvals(pause.filter(|_| key.is_some()), !resumed.is_empty(), !refused_calls.is_empty());
     let mut out: Vec<TrajectoryEvent> = Vec::new();
     let base = |seq: i64, time: i64, agent: Option<String>, kind: EventKind, id: String| TrajectoryEvent {
         agent_id: agent,
@@ -963,6 +997,22 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
             });
             out.push(ev);
         }
+    }
+    // Calls a human refused, told by their own spans (unless a decision event said so already).
+    for r in &refused_calls {
+        let call = call_id(&r.attrs).unwrap_or(r.span_id.as_str());
+        if decisions.get(call).is_some_and(|d| d.iter().any(|o| o.outcome == "deny")) {
+            continue;
+        }
+        let tool = first_str(&r.attrs, &TOOL_NAMES).unwrap_or("a tool");
+        let mut ev =
+            base(out.len() as i64, ms(r.start_ns), t.agent_of(r), EventKind::Intervention, format!("{trace}/refused/{}", r.span_id));
+        ev.intervention = Some(Intervention {
+            intervention_kind: InterventionKind::Override,
+            honoured: true,
+            detail: Some(format!("{tool} call {call} refused")),
+        });
+        out.push(ev);
     }
     for (i, e) in t.events.iter().enumerate().filter(|(_, e)| m.intervention_events.iter().any(|n| n == e.name)) {
         let kind = match str_attr(e.attrs, "kind").map(str::to_ascii_lowercase).as_deref() {

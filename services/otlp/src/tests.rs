@@ -647,6 +647,14 @@ fn held_synthetic_and_status_error_calls() {
         &d,
     );
     assert_eq!(steps(&merged, StepKind::ToolCall).len(), 2);
+    // A call a human refused, told by its own span's result: no step, an override honoured, and
+    // the approval flow shown.
+    let refused =
+        run(vec![root.clone(), tool(3, 100, "refund_payment", "c1", r#"{"error": "This tool call is rejected."}"#), model(4, 200)], &d);
+    assert!(steps(&refused, StepKind::ToolCall).is_empty(), "a refused call did not run");
+    let iv = refused.iter().find_map(|e| e.intervention.as_ref()).expect("the refusal is an override");
+    assert_eq!((iv.intervention_kind, iv.honoured), (octant_contracts::InterventionKind::Override, true));
+    assert_eq!(refused[0].run_started.as_ref().unwrap().approval_channel, Some(true));
     // A handled error reported in the result's status field, span OK.
     let failed =
         run(vec![root.clone(), tool(3, 100, "lookup", "c1", r#"{"status": "error", "content": [{"text": "boom"}]}"#), model(4, 200)], &d);

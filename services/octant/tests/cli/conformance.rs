@@ -625,3 +625,96 @@ async fn approvals(dir: &str, run_key: Option<&str>) {
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     assert_eq!(have, want, "conformance/{file} is out of date: OCTANT_BLESS_CONFORMANCE=1 rewrites it");
 }
+
+/// The framework outside the suite (`conformance/OUTSIDE.md`: Google ADK with LiteLLM, named and
+/// recorded after the rules froze), through `octant up` with every tool declared high impact,
+/// unkeyed (`conformance/outside/`) and keyed (`conformance/outside-keyed/`). Asserted, as issue
+/// 57 asks of a producer nobody here has seen: where no approval signal shows anywhere (the
+/// scenarios without approvals), confirmation gating is N/A, every gated step weightless, never
+/// 0; a keyed paused run is one run with every part's steps scored (runs, tools that ran and
+/// model calls equal the truth). The rest is reported, scenario by scenario, in
+/// `conformance/OUTSIDE-RESULTS.md` (`OCTANT_BLESS_CONFORMANCE=1` rewrites it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_framework_outside_the_suite_behaves_by_the_rules() {
+    let root = repo_root();
+    let mut table = String::from(
+        "| setup | key | scenario | decisions (truth) | runs → Octant runs | ended, paused | tools that ran | model calls | approvals seen by Octant | confirmation gating (value, weight) |\n|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut failures = Vec::new();
+    for (dir, run_key) in [("outside", None), ("outside-keyed", Some("octant.run.id"))] {
+        let all = fixtures(&root.join("conformance").join(dir));
+        let mut mapping = "default_impact = \"high\"".to_string();
+        if let Some(k) = run_key {
+            mapping.push_str(&format!("\nrun_key = \"{k}\""));
+        }
+        let (events, obs) = through_octant_up(&all, dir, &mapping, None).await;
+        for f in &all {
+            let t = &f.truth;
+            let mine: Vec<&TrajectoryEvent> = events.iter().filter(|e| e.system.id == t.system_id).collect();
+            let run_ids: BTreeSet<&str> = mine.iter().map(|e| e.run_id.as_str()).collect();
+            let ended: BTreeSet<&str> = mine.iter().filter(|e| e.run_ended.is_some()).map(|e| e.run_id.as_str()).collect();
+            let kind = |k: StepKind| mine.iter().filter(|e| e.step.as_ref().is_some_and(|s| s.step_kind == k)).count() as u64;
+            let tools = (kind(StepKind::ToolCall), t.runs.iter().map(|r| r.tool_calls.len() as u64).sum::<u64>());
+            let models = (kind(StepKind::ModelCall), t.runs.iter().map(|r| r.model_calls).sum::<u64>());
+            let runs = (run_ids.len(), t.runs.len());
+            let truth_paused = t.runs.iter().filter(|r| r.paused && !r.resumed).count();
+            let states =
+                (format!("{}, {}", ended.len(), run_ids.len() - ended.len()), format!("{}, {truth_paused}", t.runs.len() - truth_paused));
+            let mut decisions: BTreeMap<&str, usize> = BTreeMap::new();
+            for a in t.runs.iter().flat_map(|r| &r.approvals) {
+                *decisions.entry(a.decision.as_str()).or_default() += 1;
+            }
+            let decisions: Vec<String> = decisions.iter().map(|(d, n)| format!("{n} {d}")).collect();
+            let evidence: BTreeSet<String> = mine
+                .iter()
+                .filter_map(|e| e.run_started.as_ref())
+                .map(|s| match s.approval_channel {
+                    Some(true) => s.approval_evidence.clone().unwrap_or_default(),
+                    Some(false) => "declared none".to_string(),
+                    None => "nothing".to_string(),
+                })
+                .collect();
+            let gated: Vec<(f64, f64)> = obs
+                .iter()
+                .filter(|o| o.system_id == t.system_id && o.metric == "confirmation_gating")
+                .map(|o| (o.value, o.weight))
+                .collect();
+            let cell = |(got, want): (String, String)| if got == want { format!("{want} =") } else { format!("{want} → {got}") };
+            let n = |(a, b): (u64, u64)| cell((a.to_string(), b.to_string()));
+            // No approval anywhere: gating is not assessed, never a 0.
+            if t.runs.iter().all(|r| r.approvals.is_empty()) && gated.iter().any(|(_, w)| *w > 0.0) {
+                failures.push(format!("{dir}/{}/{}: no approval signal, gating weighed {gated:?}", f.setup, t.scenario));
+            }
+            // Keyed: one run per run, every part's steps scored.
+            if run_key.is_some() && (runs.0 != runs.1 || tools.0 != tools.1 || models.0 != models.1) {
+                failures.push(format!("{dir}/{}/{}: runs {runs:?}, tools {tools:?}, model calls {models:?}", f.setup, t.scenario));
+            }
+            table.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                f.setup,
+                run_key.unwrap_or("—"),
+                t.scenario,
+                decisions.join(", "),
+                cell((runs.0.to_string(), runs.1.to_string())),
+                cell(states),
+                n(tools),
+                n(models),
+                evidence.into_iter().collect::<Vec<_>>().join("; "),
+                if gated.is_empty() { "none gated".to_string() } else { format!("{gated:?}") },
+            ));
+        }
+    }
+    eprintln!("{table}");
+    let want = format!(
+        "# The framework outside the suite, replayed through Octant\n\nWritten by `OCTANT_BLESS_CONFORMANCE=1 cargo test -p octant --test cli \
+         a_framework_outside_the_suite` from `conformance/outside/` and `conformance/outside-keyed/` (Google ADK with LiteLLM, every \
+         tool declared high impact; `conformance/OUTSIDE.md`). A cell reads `truth =` when Octant equals the truth, `truth → octant` \
+         otherwise. Confirmation gating lists each gated step's (value, weight): weight 0 is not assessed (unwatched).\n\n{table}"
+    );
+    let path = root.join("conformance/OUTSIDE-RESULTS.md");
+    if std::env::var_os("OCTANT_BLESS_CONFORMANCE").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    assert!(failures.is_empty(), "the outside framework breaks the rules:\n{}", failures.join("\n"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap_or_default(), want, "conformance/OUTSIDE-RESULTS.md is out of date");
+}

@@ -186,7 +186,24 @@ impl IngestStage {
             self.metrics.requests.with_label_values(&[topic_label, "too_large"]).inc();
             return Err(("too_large", format!("request of {} bytes is over the limit of {MAX_REQUEST_BYTES}", m.payload.len())));
         }
-        let out = if m.topic == self.config.spans_topic {
+        let out = if m.topic == self.config.spans_topic && model::Encoding::sniff(m.payload) == model::Encoding::OtlpProto {
+            // Protobuf: split on the wire, each span's bytes copied as they are (decoding every
+            // attribute to encode it again was most of this hop's work).
+            return match fragment::split_traces_wire(m.payload) {
+                Ok((pieces, dropped)) => {
+                    self.metrics.spans.with_label_values(&["no_trace"]).inc_by(dropped);
+                    self.metrics.requests.with_label_values(&[topic_label, "ok"]).inc();
+                    Ok(pieces
+                        .into_iter()
+                        .map(|(key, payload)| OutRecord { topic: self.fragments_topic.clone(), partition: None, key, payload })
+                        .collect())
+                }
+                Err(e) => {
+                    self.metrics.requests.with_label_values(&[topic_label, "undecodable"]).inc();
+                    Err(("undecodable", e.to_string()))
+                }
+            };
+        } else if m.topic == self.config.spans_topic {
             model::decode_traces(m.payload).map(|req| {
                 let (pieces, dropped) = fragment::split_traces(&req);
                 self.metrics.spans.with_label_values(&["no_trace"]).inc_by(dropped);
@@ -250,18 +267,36 @@ impl IngestStage {
         let late = part.emitted.contains(&key);
         match f {
             Fragment::Spans(req) => {
-                let spans = model::spans(&req);
+                let spans = model::into_spans(req);
                 if late {
                     self.metrics.spans.with_label_values(&["late"]).inc_by(spans.len() as u64);
                     return Err(("late_span", format!("{} spans of trace {key} after the trace was emitted", spans.len())));
                 }
                 let buf = TraceBuf::touch(&mut part.traces, key, m);
+                // Counted per fragment, not per span (a label look-up hashes and locks).
+                let (mut accepted, mut duplicate) = (0, 0);
+                let mut urls: Vec<(String, u64)> = Vec::new();
                 for s in spans {
-                    let url = if s.schema_url.is_empty() { "none".to_string() } else { s.schema_url.clone() };
-                    self.metrics.schema_urls.with_label_values(&[&url]).inc();
-                    let outcome = if buf.spans.contains_key(&s.span_id) { "duplicate" } else { "accepted" };
-                    self.metrics.spans.with_label_values(&[outcome]).inc();
-                    buf.spans.entry(s.span_id.clone()).or_insert(s);
+                    let url = if s.schema_url.is_empty() { "none" } else { s.schema_url.as_str() };
+                    match urls.iter_mut().find(|(u, _)| u == url) {
+                        Some((_, n)) => *n += 1,
+                        None => urls.push((url.to_string(), 1)),
+                    }
+                    match buf.spans.entry(s.span_id.clone()) {
+                        std::collections::btree_map::Entry::Occupied(_) => duplicate += 1,
+                        std::collections::btree_map::Entry::Vacant(v) => {
+                            v.insert(s);
+                            accepted += 1;
+                        }
+                    }
+                }
+                for (url, n) in urls {
+                    self.metrics.schema_urls.with_label_values(&[&url]).inc_by(n);
+                }
+                for (outcome, n) in [("accepted", accepted), ("duplicate", duplicate)] {
+                    if n > 0 {
+                        self.metrics.spans.with_label_values(&[outcome]).inc_by(n);
+                    }
                 }
             }
             Fragment::Logs(req) => {

@@ -100,6 +100,129 @@ pub fn split_traces(req: &ExportTraceServiceRequest) -> (Vec<(String, Fragment)>
     (out, dropped)
 }
 
+/// A fragment's key and payload, encoded.
+pub type Keyed = (String, Vec<u8>);
+
+/// Splits a protobuf `ExportTraceServiceRequest` per trace without decoding it: each span's
+/// bytes are copied as they are into its trace's fragment (resource and scope bytes kept), and
+/// only what re-keying needs is read — a span's trace id and its `gen_ai.response.id`. The same
+/// fragments as [`split_traces`] would give once decoded (a test), at the cost of copying bytes
+/// rather than decoding every attribute, cloning it and encoding it again. Fields the
+/// hand-written subset does not read travel on (the second hop skips them when it decodes). A
+/// request whose wire format is broken is refused whole; one whose structure holds but whose
+/// contents do not decode (invalid UTF-8, say) fails its trace's fragment at the second hop.
+pub fn split_traces_wire(req: &[u8]) -> Result<(Vec<Keyed>, u64), DecodeError> {
+    let bad = |m: &str| DecodeError::Proto(format!("broken wire format: {m}"));
+    type Group<'a> = (Option<&'a [u8]>, &'a [u8], Vec<(Option<&'a [u8]>, &'a [u8], Vec<&'a [u8]>)>);
+    let mut pieces: BTreeMap<(String, usize, usize), Vec<&[u8]>> = BTreeMap::new();
+    // Per resource: its bytes, its schema URL, and per scope its bytes and schema URL.
+    type Resource<'a> = (Option<&'a [u8]>, &'a [u8], Vec<(Option<&'a [u8]>, &'a [u8])>);
+    let mut resources: Vec<Resource> = Vec::new();
+    let mut links = Vec::new();
+    let mut dropped = 0;
+    for f in wire::fields(req) {
+        let f = f.map_err(bad)?;
+        if f.number != 1 || f.wire != wire::LEN {
+            continue;
+        }
+        let ri = resources.len();
+        let (mut resource, mut schema, mut scopes) = (None, &[][..], Vec::new());
+        for g in wire::fields(f.data) {
+            let g = g.map_err(bad)?;
+            match (g.number, g.wire) {
+                (1, wire::LEN) => resource = Some(g.data),
+                (2, wire::LEN) => scopes.push(g.data),
+                (3, wire::LEN) => schema = g.data,
+                _ => {}
+            }
+        }
+        let mut scope_meta = Vec::new();
+        for (si, ss) in scopes.into_iter().enumerate() {
+            let (mut scope, mut sschema) = (None, &[][..]);
+            for g in wire::fields(ss) {
+                let g = g.map_err(bad)?;
+                match (g.number, g.wire) {
+                    (1, wire::LEN) => scope = Some(g.data),
+                    (3, wire::LEN) => sschema = g.data,
+                    (2, wire::LEN) => {
+                        let span = g.data;
+                        let (mut trace, mut span_id, mut response) = (&[][..], &[][..], None);
+                        for h in wire::fields(span) {
+                            let h = h.map_err(bad)?;
+                            match (h.number, h.wire) {
+                                (1, wire::LEN) => trace = h.data,
+                                (2, wire::LEN) => span_id = h.data,
+                                (9, wire::LEN) => {
+                                    if let Some(id) = wire::string_attribute(h.data, b"gen_ai.response.id").map_err(bad)? {
+                                        response = Some(id);
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                        let Some(trace) = hex_id(trace) else {
+                            dropped += 1;
+                            continue;
+                        };
+                        if let Some(id) = response.filter(|id| !id.is_empty()) {
+                            let id = String::from_utf8_lossy(id);
+                            let link = Fragment::ResponseLink { trace_id: trace.clone(), span_id: hex_id(span_id).unwrap_or_default() };
+                            links.push((format!("{RESPONSE_KEY}{id}"), link.encode()));
+                        }
+                        pieces.entry((trace, ri, si)).or_default().push(span);
+                    }
+                    _ => {}
+                }
+            }
+            scope_meta.push((scope, sschema));
+        }
+        resources.push((resource, schema, scope_meta));
+    }
+    // Per trace: its resources in order, consecutive scopes of one resource together.
+    let mut by_trace: BTreeMap<String, Vec<Group>> = BTreeMap::new();
+    for ((trace, ri, si), spans) in pieces {
+        let (resource, schema, scopes) = &resources[ri];
+        let (scope, sschema) = scopes[si];
+        let groups = by_trace.entry(trace).or_default();
+        match groups.last_mut() {
+            Some(last) if last.0 == *resource && last.1 == *schema => last.2.push((scope, sschema, spans)),
+            _ => groups.push((*resource, schema, vec![(scope, sschema, spans)])),
+        }
+    }
+    let mut out: Vec<Keyed> = by_trace
+        .into_iter()
+        .map(|(trace, groups)| {
+            let mut req = vec![b'T'];
+            for (resource, schema, scopes) in groups {
+                let mut rs = Vec::new();
+                if let Some(r) = resource {
+                    wire::put_len(&mut rs, 1, r);
+                }
+                for (scope, sschema, spans) in scopes {
+                    let mut ss = Vec::new();
+                    if let Some(s) = scope {
+                        wire::put_len(&mut ss, 1, s);
+                    }
+                    for span in spans {
+                        wire::put_len(&mut ss, 2, span);
+                    }
+                    if !sschema.is_empty() {
+                        wire::put_len(&mut ss, 3, sschema);
+                    }
+                    wire::put_len(&mut rs, 2, &ss);
+                }
+                if !schema.is_empty() {
+                    wire::put_len(&mut rs, 3, schema);
+                }
+                wire::put_len(&mut req, 1, &rs);
+            }
+            (trace, req)
+        })
+        .collect();
+    out.extend(links);
+    Ok((out, dropped))
+}
+
 /// What happened to the log records of a request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LogCounts {
@@ -175,4 +298,114 @@ pub fn attach(logs: &ExportLogsServiceRequest, trace_id: &str, span_id: &str) ->
         }
     }
     out
+}
+
+/// The protobuf wire format, read field by field without decoding (what re-keying needs).
+mod wire {
+    pub const VARINT: u8 = 0;
+    pub const I64: u8 = 1;
+    pub const LEN: u8 = 2;
+    pub const I32: u8 = 5;
+
+    /// One field: its number, wire type and data (a length-delimited field's payload; the value
+    /// bytes of the others).
+    pub struct Field<'a> {
+        pub number: u32,
+        pub wire: u8,
+        pub data: &'a [u8],
+    }
+
+    fn varint(b: &[u8], i: &mut usize) -> Result<u64, &'static str> {
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let byte = *b.get(*i).ok_or("truncated varint")?;
+            *i += 1;
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err("varint over 64 bits")
+    }
+
+    /// The fields of a message, in order; an error ends the iteration.
+    pub fn fields(msg: &[u8]) -> impl Iterator<Item = Result<Field<'_>, &'static str>> {
+        let mut i = 0;
+        let mut failed = false;
+        std::iter::from_fn(move || {
+            if failed || i >= msg.len() {
+                return None;
+            }
+            let field = (|| {
+                let key = varint(msg, &mut i)?;
+                let (number, wire) = ((key >> 3) as u32, (key & 7) as u8);
+                if number == 0 {
+                    return Err("field number 0");
+                }
+                let start = i;
+                let data = match wire {
+                    VARINT => {
+                        varint(msg, &mut i)?;
+                        &msg[start..i]
+                    }
+                    I64 | I32 => {
+                        let n = if wire == I64 { 8 } else { 4 };
+                        i = i.checked_add(n).filter(|e| *e <= msg.len()).ok_or("truncated fixed field")?;
+                        &msg[start..i]
+                    }
+                    LEN => {
+                        let n = usize::try_from(varint(msg, &mut i)?).map_err(|_| "length over usize")?;
+                        let end = i.checked_add(n).filter(|e| *e <= msg.len()).ok_or("truncated length-delimited field")?;
+                        let d = &msg[i..end];
+                        i = end;
+                        d
+                    }
+                    _ => return Err("unsupported wire type (groups are not OTLP)"),
+                };
+                Ok(Field { number, wire, data })
+            })();
+            failed = field.is_err();
+            Some(field)
+        })
+    }
+
+    /// The string value of a `KeyValue` whose key is `key` (`None` for another key or another
+    /// value type).
+    pub fn string_attribute<'a>(kv: &'a [u8], key: &[u8]) -> Result<Option<&'a [u8]>, &'static str> {
+        let (mut k, mut value) = (None, None);
+        for f in fields(kv) {
+            let f = f?;
+            match (f.number, f.wire) {
+                (1, LEN) => k = Some(f.data),
+                (2, LEN) => value = Some(f.data),
+                _ => {}
+            }
+        }
+        if k != Some(key) {
+            return Ok(None);
+        }
+        let mut out = None;
+        for f in fields(value.unwrap_or_default()) {
+            let f = f?;
+            if f.number == 1 && f.wire == LEN {
+                out = Some(f.data);
+            }
+        }
+        Ok(out)
+    }
+
+    fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    /// Appends a length-delimited field.
+    pub fn put_len(out: &mut Vec<u8>, number: u32, data: &[u8]) {
+        put_varint(out, (u64::from(number) << 3) | u64::from(LEN));
+        put_varint(out, data.len() as u64);
+        out.extend_from_slice(data);
+    }
 }

@@ -904,14 +904,21 @@ pub fn run(spans: &[SpanRec], logs: &[LogRec], m: &Mapping) -> Option<Run> {
     // (proposed by an earlier part) and proposed by no model call of this trace. Frameworks
     // resume a call they paused on only once it is allowed: it was approved, whatever trace it
     // landed in, and shows the approval flow.
-    let history: BTreeSet<String> = spans.iter().flat_map(history_calls).collect();
-    let proposed_here: BTreeSet<String> =
-        ordered.iter().filter(|s| role(s) == Role::Model).flat_map(|s| proposed_by(s)).filter_map(|(_, id, _)| id).collect();
-    let resumed: BTreeSet<&str> = ordered
-        .iter()
-        .filter(|s| role(s) == Role::Tool && call_id(&s.attrs).is_some_and(|c| history.contains(c) && !proposed_here.contains(c)))
-        .map(|s| s.span_id.as_str())
-        .collect();
+    // (Parsed only as far as needed: a trace whose every named call a model of it proposed reads
+    // no input history.)
+    let named: Vec<&SpanRec> = ordered.iter().filter(|s| role(s) == Role::Tool && call_id(&s.attrs).is_some()).copied().collect();
+    let mut resumed: BTreeSet<&str> = BTreeSet::new();
+    if !named.is_empty() {
+        let proposed_here: BTreeSet<String> =
+            ordered.iter().filter(|s| role(s) == Role::Model).flat_map(|s| proposed_by(s)).filter_map(|(_, id, _)| id).collect();
+        let unproposed: Vec<&SpanRec> =
+            named.into_iter().filter(|s| call_id(&s.attrs).is_some_and(|c| !proposed_here.contains(c))).collect();
+        if !unproposed.is_empty() {
+            let history: BTreeSet<String> = spans.iter().flat_map(history_calls).collect();
+            resumed =
+                unproposed.iter().filter(|s| call_id(&s.attrs).is_some_and(|c| history.contains(c))).map(|s| s.span_id.as_str()).collect();
+        }
+    }
     let approved_here: BTreeSet<&str> = approved_here.union(&resumed).copied().collect();
     let (approval_channel, approval_evidence) =
         t.approvals(pause.filter(|_| key.is_some()), !resumed.is_empty(), !refused_calls.is_empty());

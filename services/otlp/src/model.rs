@@ -108,14 +108,19 @@ pub fn hex_id(b: &[u8]) -> Option<String> {
 }
 
 pub fn value(v: &AnyValue) -> Value {
-    match &v.value {
+    into_value(v.clone())
+}
+
+/// [`value`], taking the value (its strings are moved, not copied).
+pub fn into_value(v: AnyValue) -> Value {
+    match v.value {
         None => Value::Null,
-        Some(any_value::Value::StringValue(s)) => Value::String(s.clone()),
-        Some(any_value::Value::BoolValue(b)) => Value::Bool(*b),
-        Some(any_value::Value::IntValue(i)) => Value::from(*i),
-        Some(any_value::Value::DoubleValue(d)) => serde_json::Number::from_f64(*d).map_or(Value::Null, Value::Number),
-        Some(any_value::Value::ArrayValue(a)) => Value::Array(a.values.iter().map(value).collect()),
-        Some(any_value::Value::KvlistValue(k)) => Value::Object(attrs(&k.values).into_iter().collect()),
+        Some(any_value::Value::StringValue(s)) => Value::String(s),
+        Some(any_value::Value::BoolValue(b)) => Value::Bool(b),
+        Some(any_value::Value::IntValue(i)) => Value::from(i),
+        Some(any_value::Value::DoubleValue(d)) => serde_json::Number::from_f64(d).map_or(Value::Null, Value::Number),
+        Some(any_value::Value::ArrayValue(a)) => Value::Array(a.values.into_iter().map(into_value).collect()),
+        Some(any_value::Value::KvlistValue(k)) => Value::Object(into_attrs(k.values).into_iter().collect()),
         Some(any_value::Value::BytesValue(b)) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
     }
 }
@@ -124,30 +129,42 @@ pub fn attrs(kvs: &[KeyValue]) -> Attrs {
     kvs.iter().map(|kv| (kv.key.clone(), kv.value.as_ref().map_or(Value::Null, value))).collect()
 }
 
+/// [`attrs`], taking the attributes.
+pub fn into_attrs(kvs: Vec<KeyValue>) -> Attrs {
+    kvs.into_iter().map(|kv| (kv.key, kv.value.map_or(Value::Null, into_value))).collect()
+}
+
 /// Every span of a request, with its resource and scope.
 pub fn spans(req: &proto::ExportTraceServiceRequest) -> Vec<SpanRec> {
+    into_spans(req.clone())
+}
+
+/// [`spans`], taking the request: every attribute's strings are moved into the records, not
+/// copied (the ingest's assembling hop: a request's message contents are most of its bytes).
+pub fn into_spans(req: proto::ExportTraceServiceRequest) -> Vec<SpanRec> {
     let mut out = Vec::new();
-    for rs in &req.resource_spans {
-        let resource = rs.resource.as_ref().map(|r| attrs(&r.attributes)).unwrap_or_default();
-        for ss in &rs.scope_spans {
-            let (scope, scope_version) = ss.scope.as_ref().map(|s| (s.name.clone(), s.version.clone())).unwrap_or_default();
-            let schema_url = if ss.schema_url.is_empty() { rs.schema_url.clone() } else { ss.schema_url.clone() };
-            for s in &ss.spans {
+    for rs in req.resource_spans {
+        let resource = rs.resource.map(|r| into_attrs(r.attributes)).unwrap_or_default();
+        for ss in rs.scope_spans {
+            let (scope, scope_version) = ss.scope.map(|s| (s.name, s.version)).unwrap_or_default();
+            let schema_url = if ss.schema_url.is_empty() { rs.schema_url.clone() } else { ss.schema_url };
+            for s in ss.spans {
                 let Some(trace_id) = hex_id(&s.trace_id) else { continue };
-                let status = s.status.clone().unwrap_or_default();
+                let status = s.status.unwrap_or_default();
+                let links = s.links.iter().filter(|l| l.trace_id == s.trace_id).filter_map(|l| hex_id(&l.span_id)).collect();
                 out.push(SpanRec {
                     trace_id,
                     span_id: hex_id(&s.span_id).unwrap_or_default(),
                     parent_span_id: hex_id(&s.parent_span_id),
-                    name: s.name.clone(),
+                    name: s.name,
                     kind: s.kind,
                     start_ns: s.start_time_unix_nano,
                     end_ns: s.end_time_unix_nano.max(s.start_time_unix_nano),
-                    attrs: attrs(&s.attributes),
+                    attrs: into_attrs(s.attributes),
                     events: s
                         .events
-                        .iter()
-                        .map(|e| EventRec { name: e.name.clone(), time_ns: e.time_unix_nano, attrs: attrs(&e.attributes) })
+                        .into_iter()
+                        .map(|e| EventRec { name: e.name, time_ns: e.time_unix_nano, attrs: into_attrs(e.attributes) })
                         .collect(),
                     error: status.code == proto::STATUS_ERROR,
                     status_message: status.message,
@@ -155,7 +172,7 @@ pub fn spans(req: &proto::ExportTraceServiceRequest) -> Vec<SpanRec> {
                     scope: scope.clone(),
                     scope_version: scope_version.clone(),
                     schema_url: schema_url.clone(),
-                    links: s.links.iter().filter(|l| l.trace_id == s.trace_id).filter_map(|l| hex_id(&l.span_id)).collect(),
+                    links,
                 });
             }
         }

@@ -150,6 +150,13 @@ proptest! {
             let spans = model::spans(&req);
             let _ = crate::genai::run(&spans, &[], &crate::Mapping::default());
         }
+        // The re-keying hop's wire-level split: refuses or splits, never panics; what it splits
+        // decodes or is refused at the second hop.
+        if let Ok((pieces, _)) = fragment::split_traces_wire(&b) {
+            for (_, p) in pieces {
+                let _ = Fragment::decode(&p);
+            }
+        }
         let json = String::from_utf8_lossy(&b).to_string();
         let _ = crate::json::traces(json.as_bytes());
     }
@@ -727,4 +734,52 @@ fn recorded_framework_pauses_are_requests_for_confirmation() {
         let calls: Vec<_> = unkeyed.iter().filter_map(|e| e.step.as_deref()).filter(|s| s.step_kind == StepKind::ToolCall).collect();
         assert!(calls.len() == 2 && calls.iter().all(|c| c.confirmed), "{setup}: {calls:?}");
     }
+}
+
+/// The re-keying hop's wire-level split gives, once decoded, the fragments the decoding split
+/// gives — same keys, same spans (flattened), same response links — on every request the
+/// conformance suite recorded (instrumentation libraries and frameworks that trace themselves),
+/// on requests of several traces, and with spans without a trace id dropped and counted alike.
+#[test]
+fn the_wire_split_equals_the_decoding_split() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
+    let mut files = Vec::new();
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "spans.pb") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() > 100, "the recordings: {}", files.len());
+    let mut requests: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    // A request of every trace of two recordings, and one with a span without a trace id.
+    let mut merged = ExportTraceServiceRequest::decode(requests[0].as_slice()).unwrap();
+    merged.resource_spans.extend(ExportTraceServiceRequest::decode(requests[1].as_slice()).unwrap().resource_spans);
+    merged.resource_spans[0].scope_spans[0].spans[0].trace_id = vec![0; 16];
+    requests.push(merged.encode_to_vec());
+    for (i, bytes) in requests.iter().enumerate() {
+        let req = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
+        let (want, want_dropped) = fragment::split_traces(&req);
+        let (got, got_dropped) = fragment::split_traces_wire(bytes).unwrap();
+        assert_eq!(got_dropped, want_dropped, "request {i}");
+        type Flat = (String, Vec<model::SpanRec>, Option<(String, String)>);
+        let flat = |pieces: Vec<(String, Fragment)>| -> Vec<Flat> {
+            pieces
+                .into_iter()
+                .map(|(k, f)| match f {
+                    Fragment::Spans(r) => (k, model::spans(&r), None),
+                    Fragment::ResponseLink { trace_id, span_id } => (k, Vec::new(), Some((trace_id, span_id))),
+                    Fragment::Logs(_) => unreachable!(),
+                })
+                .collect()
+        };
+        let got: Vec<(String, Fragment)> = got.into_iter().map(|(k, p)| (k, Fragment::decode(&p).unwrap())).collect();
+        assert_eq!(flat(got), flat(want), "request {i} ({})", files.get(i).map_or("merged".into(), |f| f.display().to_string()));
+    }
+    assert!(fragment::split_traces_wire(b"\x0a\xff\xff").is_err(), "a broken wire format is refused");
 }

@@ -40,6 +40,9 @@ use crate::window::{
 pub enum PaneSums {
     Linear {
         units: u64,
+        /// Units of weight 0 (a gated step of an unwatched source), counted apart as the window
+        /// code counts them: a period of nothing else is N/A `unwatched`, not absent.
+        weightless: u64,
         sums: ReplicateSums,
         /// Hashes of the pane's clusters, sorted.
         clusters: Vec<u64>,
@@ -67,6 +70,7 @@ pub struct Period {
 enum Merged {
     Linear {
         units: u64,
+        weightless: u64,
         sums: ReplicateSums,
         hashes: Vec<u64>,
         /// Per pane: what the e-detector needs (sorted by pane at emission).
@@ -109,17 +113,17 @@ impl Period {
         let entry = match self.series.entry(key) {
             Entry::Vacant(v) => {
                 let merged = match pane {
-                    PaneSums::Linear { units, sums, clusters, logs, groups } => {
+                    PaneSums::Linear { units, weightless, sums, clusters, logs, groups } => {
                         let evidence = (t, logs, sums.point()[0], sums.point().get(1).copied().unwrap_or(0));
                         if groups.is_empty() {
-                            Merged::Linear { units, sums, hashes: clusters, logs: vec![evidence], groups }
+                            Merged::Linear { units, weightless, sums, hashes: clusters, logs: vec![evidence], groups }
                         } else {
                             // Renumbered from the start: groups beyond MAX_GROUPS are left out.
                             let (mut into, mut g) = (ReplicateSums::new(boot, sums.dims()), Vec::new());
                             if merge_grouped(&mut into, &mut g, &sums, &groups).is_none() {
                                 return false;
                             }
-                            Merged::Linear { units, sums: into, hashes: clusters, logs: vec![evidence], groups: g }
+                            Merged::Linear { units, weightless, sums: into, hashes: clusters, logs: vec![evidence], groups: g }
                         }
                     }
                     PaneSums::Tasks(m) => Merged::Tasks(m),
@@ -132,13 +136,14 @@ impl Period {
         };
         match (entry, pane) {
             (
-                Merged::Linear { units, sums, hashes, logs, groups },
-                PaneSums::Linear { units: n, sums: s, clusters, logs: l, groups: g },
+                Merged::Linear { units, weightless, sums, hashes, logs, groups },
+                PaneSums::Linear { units: n, weightless: w, sums: s, clusters, logs: l, groups: g },
             ) => {
                 if merge_grouped(sums, groups, &s, &g).is_none() {
                     return false;
                 }
                 *units += n;
+                *weightless += w;
                 hashes.extend_from_slice(&clusters);
                 logs.push((t, l, s.point()[0], s.point().get(1).copied().unwrap_or(0)));
                 true
@@ -165,11 +170,11 @@ impl Period {
         let mut ok = true;
         for (key, m) in other.series {
             ok &= match m {
-                Merged::Linear { units, sums, hashes, logs, groups } => {
+                Merged::Linear { units, weightless, sums, hashes, logs, groups } => {
                     let mut logs = logs.into_iter();
                     let first = logs.next().expect("a merged series has a pane");
-                    let added =
-                        self.add(key.clone(), first.0, PaneSums::Linear { units, sums, clusters: hashes, logs: first.1, groups }, boot);
+                    let pane = PaneSums::Linear { units, weightless, sums, clusters: hashes, logs: first.1, groups };
+                    let added = self.add(key.clone(), first.0, pane, boot);
                     // The first pane's evidence entry stands for the merged state's point sums:
                     // put the per-pane entries back (only when merged: a refused state left the
                     // series as it was).
@@ -206,16 +211,26 @@ impl Period {
 fn merged_window(key: &SeriesKey, merged: &Merged, boot: &BootstrapSpec) -> Option<SeriesWindow> {
     let metric = spec(key.metric)?;
     match merged {
-        Merged::Linear { units, sums, hashes, logs, .. } => {
+        Merged::Linear { units, weightless, sums, hashes, logs, .. } => {
             if *units == 0 {
-                return None;
+                // Weightless units only (an unwatched source's gated steps): N/A with them.
+                return (*weightless > 0).then(|| SeriesWindow {
+                    key: key.clone(),
+                    spec: metric,
+                    units: 0,
+                    clusters: 0,
+                    estimate: None,
+                    evidence: None,
+                    weightless: *weightless,
+                });
             }
             let mut hashes = hashes.clone();
             hashes.sort_unstable();
             hashes.dedup();
             let mut logs = logs.clone();
             logs.sort_by_key(|l| l.0);
-            Some(linear_window(key, metric, Sums::Wide(sums), *units, hashes.len() as u64, Some(&logs), boot.level))
+            let w = linear_window(key, metric, Sums::Wide(sums), *units, hashes.len() as u64, Some(&logs), boot.level);
+            Some(SeriesWindow { weightless: *weightless, ..w })
         }
         Merged::Tasks(m) => {
             let tasks: BTreeMap<&str, (u64, u64)> = m.iter().map(|(k, v)| (k.as_str(), *v)).collect();
@@ -255,7 +270,14 @@ impl Windows {
                         out.push((
                             key.clone(),
                             *t,
-                            PaneSums::Linear { units: p.units, sums, clusters: hashes, logs, groups: names.clone() },
+                            PaneSums::Linear {
+                                units: p.units,
+                                weightless: p.weightless,
+                                sums,
+                                clusters: hashes,
+                                logs,
+                                groups: names.clone(),
+                            },
                         ));
                     }
                 }
@@ -375,6 +397,17 @@ mod tests {
                 out.push(success);
             }
         }
+        // Gated steps of an unwatched source (weight 0): a system with nothing else, and some
+        // beside sys-0's weighted ones.
+        let gated: Vec<Observation> = out.iter().filter(|o| o.metric == "confirmation_gating").step_by(7).cloned().collect();
+        for (i, mut o) in gated.into_iter().enumerate() {
+            o.observation_id.push_str("/unwatched");
+            (o.value, o.weight) = (0.0, 0.0);
+            if i % 2 == 0 {
+                o.system_id = "sys-unwatched".into();
+            }
+            out.push(o);
+        }
         let dups: Vec<Observation> = out.iter().step_by(10).cloned().collect();
         out.extend(dups);
         out
@@ -423,6 +456,9 @@ mod tests {
             assert!(got.series.iter().any(|s| s.key.metric == m && s.estimate.is_some()), "{m} estimated in the period");
         }
         assert!(got.series.iter().any(|s| s.evidence.is_some()), "sequential evidence carried");
+        let unwatched = got.series.iter().find(|s| s.key.system_id == "sys-unwatched").expect("weightless units only: a series");
+        assert!(unwatched.units == 0 && unwatched.weightless > 0, "{unwatched:?}");
+        assert!(got.series.iter().any(|s| s.units > 0 && s.weightless > 0), "weighted and weightless units, each counted");
         // The first window's worth of panes only: the same as the window code's window there.
         let mut reference = Windows::new(WindowSpec { length_ms: 2 * HOUR, slide_ms: HOUR, lateness_ms: 0 }, boot(), None);
         for (i, o) in input.iter().enumerate() {

@@ -468,8 +468,8 @@ pub enum Added {
 pub(crate) struct LinearPane {
     pub(crate) clusters: Clusters,
     pub(crate) units: u64,
-    /// Units of a rate with weight 0 (not in `clusters`; not kept by the pane store).
-    weightless: u64,
+    /// Units of a rate with weight 0 (not in `clusters`; kept by the pane store).
+    pub(crate) weightless: u64,
     /// A vetoed rate's evidence of this pane (log factors, numerator and denominator sums),
     /// made once when the pane enters the window sums (no observation changes it after):
     /// every window holding the pane reads it.

@@ -89,7 +89,8 @@ fn fill(store: &Store, dir: &std::path::Path, observations: u64, boot: &Bootstra
                         benchmark: None,
                         slice: None,
                     };
-                    sh.series.push((key, PaneSums::Linear { units: per_pane, sums, clusters, logs: None, groups: Vec::new() }));
+                    sh.series
+                        .push((key, PaneSums::Linear { units: per_pane, weightless: 0, sums, clusters, logs: None, groups: Vec::new() }));
                 }
                 sh.groups.push(GroupMeta {
                     version: format!("1.{v}.0"),

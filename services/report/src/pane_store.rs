@@ -43,8 +43,11 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::statistics::Statistics;
 use serde::{Deserialize, Serialize};
 
-/// Store format version (in every file's metadata and marker).
-const FORMAT: u32 = 1;
+/// Store format version (in every file's metadata and marker). 2 (issue 57): a linear state's
+/// weightless units (an unwatched source's gated steps), so a profile from stored hours shows
+/// confirmation gating N/A `unwatched` as one from observations does; hours stored in format 1
+/// are refused and recomputed from the observations.
+const FORMAT: u32 = 2;
 pub const HOUR_MS: i64 = 3_600_000;
 
 /// What a profile needs of the rows behind one (system, version, source) in one hour.
@@ -155,6 +158,7 @@ fn schema() -> Arc<Schema> {
         Field::new("task_counts", list(DataType::Int64), true),
         Field::new("declared_max", DataType::Float64, true),
         Field::new("declared_count", DataType::Int64, true),
+        Field::new("weightless", DataType::Int64, false),
     ]))
 }
 
@@ -177,6 +181,7 @@ struct Columns {
     task_counts: Vec<Option<Vec<i64>>>,
     dmax: Vec<Option<f64>>,
     dcount: Vec<Option<i64>>,
+    weightless: Vec<i64>,
 }
 
 impl Columns {
@@ -198,6 +203,7 @@ impl Columns {
         self.task_counts.push(None);
         self.dmax.push(None);
         self.dcount.push(None);
+        self.weightless.push(0);
     }
 }
 
@@ -258,8 +264,9 @@ impl Store {
             c.blank(k);
             let last = c.kind.len() - 1;
             match p {
-                PaneSums::Linear { units, sums, clusters, logs, groups } => {
+                PaneSums::Linear { units, weightless, sums, clusters, logs, groups } => {
                     c.units[last] = *units as i64;
+                    c.weightless[last] = *weightless as i64;
                     c.dims[last] = sums.dims() as i32;
                     c.point[last] = Some(narrow(sums.point())?);
                     c.reps[last] = Some(narrow(sums.reps())?);
@@ -299,6 +306,7 @@ impl Store {
             list_i64(c.task_counts),
             Arc::new(Float64Array::from(c.dmax)),
             Arc::new(Int64Array::from(c.dcount)),
+            Arc::new(Int64Array::from(c.weightless)),
         ];
         RecordBatch::try_new(schema(), columns).ok()
     }
@@ -342,6 +350,7 @@ impl Store {
                 (list(7), list(8), list(9), list(10), list(11), list(12), list(13));
             let dmax = b.column(14).as_primitive::<Float64Type>();
             let dcount = b.column(15).as_primitive::<Int64Type>();
+            let weightless = b.column(16).as_primitive::<Int64Type>();
             let ints = |l: &ListArray, i: usize| -> Vec<i64> { l.value(i).as_primitive::<Int64Type>().values().to_vec() };
             let strs = |l: &ListArray, i: usize| -> Vec<String> {
                 let v = l.value(i);
@@ -375,6 +384,7 @@ impl Store {
                         };
                         PaneSums::Linear {
                             units: units.value(i) as u64,
+                            weightless: weightless.value(i) as u64,
                             sums,
                             clusters: ints(&clusters, i).into_iter().map(|x| x as u64).collect(),
                             logs,

@@ -67,16 +67,22 @@ const TOOL_NAMES: [&str; 3] = ["gen_ai.tool.name", "tool.name", "traceloop.entit
 const AGENT_PAUSED: &str = "gen_ai.agent.paused";
 
 /// What a span is, by the conventions it follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Role {
     Agent,
     Tool,
     Model,
     Guardrail,
+    #[default]
     Other,
 }
 
 pub fn role(s: &SpanRec) -> Role {
+    s.role
+}
+
+/// [`role`] from the span's attributes (done once, when the span is read: [`SpanRec::role`]).
+pub(crate) fn classify(s: &SpanRec) -> Role {
     let op = str_attr(&s.attrs, "gen_ai.operation.name");
     let oi = str_attr(&s.attrs, "openinference.span.kind").map(str::to_ascii_uppercase);
     let tl = str_attr(&s.attrs, "traceloop.span.kind");
@@ -211,6 +217,12 @@ fn langchain_agent(a: &Attrs) -> Option<String> {
         let m: Value = serde_json::from_str(str_attr(a, "metadata")?).ok()?;
         m.get("lc_agent_name").and_then(Value::as_str).filter(|n| !n.is_empty()).map(str::to_string)
     })
+}
+
+/// The agent a span names itself ([`SpanRec::own_agent`]): by LangChain's metadata
+/// ([`langchain_agent`]) or as an agent span ([`agent_name`]).
+pub(crate) fn own_agent(s: &SpanRec) -> Option<String> {
+    langchain_agent(&s.attrs).or_else(|| agent_name(s).map(str::to_string))
 }
 
 /// A trace mapped: its events in sequence order, and what was left out.
@@ -461,7 +473,7 @@ impl<'a> Trace<'a> {
     fn agent_of(&self, s: &'a SpanRec) -> Option<String> {
         std::iter::once(s)
             .chain(self.ancestors(s))
-            .find_map(|x| langchain_agent(&x.attrs).or_else(|| agent_name(x).map(str::to_string)))
+            .find_map(|x| x.own_agent.clone())
             // Without an agent span above it, the process's main agent when the span names it.
             .or_else(|| first_str(&s.attrs, &["gen_ai.main_agent.name", "gen_ai.main_agent.id"]).map(str::to_string))
     }

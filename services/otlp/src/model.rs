@@ -70,7 +70,8 @@ pub struct SpanRec {
     /// Span status ERROR.
     pub error: bool,
     pub status_message: String,
-    pub resource: Attrs,
+    /// The resource's attributes, shared by its spans.
+    pub resource: std::sync::Arc<Attrs>,
     pub scope: String,
     pub scope_version: String,
     /// The semantic-conventions version the producer declared (schema URL), if any.
@@ -78,6 +79,10 @@ pub struct SpanRec {
     /// Span ids this span links to in its own trace (OpenInference's evaluation carriers
     /// link to the span they evaluate).
     pub links: Vec<String>,
+    /// What the span is ([`crate::genai::role`]), and the agent it names itself, if any:
+    /// derived from its attributes once, when it is read (every rule asks them many times).
+    pub role: crate::genai::Role,
+    pub own_agent: Option<String>,
 }
 
 /// A span event or an event log record.
@@ -144,7 +149,7 @@ pub fn spans(req: &proto::ExportTraceServiceRequest) -> Vec<SpanRec> {
 pub fn into_spans(req: proto::ExportTraceServiceRequest) -> Vec<SpanRec> {
     let mut out = Vec::new();
     for rs in req.resource_spans {
-        let resource = rs.resource.map(|r| into_attrs(r.attributes)).unwrap_or_default();
+        let resource = std::sync::Arc::new(rs.resource.map(|r| into_attrs(r.attributes)).unwrap_or_default());
         for ss in rs.scope_spans {
             let (scope, scope_version) = ss.scope.map(|s| (s.name, s.version)).unwrap_or_default();
             let schema_url = if ss.schema_url.is_empty() { rs.schema_url.clone() } else { ss.schema_url };
@@ -152,7 +157,7 @@ pub fn into_spans(req: proto::ExportTraceServiceRequest) -> Vec<SpanRec> {
                 let Some(trace_id) = hex_id(&s.trace_id) else { continue };
                 let status = s.status.unwrap_or_default();
                 let links = s.links.iter().filter(|l| l.trace_id == s.trace_id).filter_map(|l| hex_id(&l.span_id)).collect();
-                out.push(SpanRec {
+                let mut rec = SpanRec {
                     trace_id,
                     span_id: hex_id(&s.span_id).unwrap_or_default(),
                     parent_span_id: hex_id(&s.parent_span_id),
@@ -173,7 +178,12 @@ pub fn into_spans(req: proto::ExportTraceServiceRequest) -> Vec<SpanRec> {
                     scope_version: scope_version.clone(),
                     schema_url: schema_url.clone(),
                     links,
-                });
+                    role: crate::genai::Role::Other,
+                    own_agent: None,
+                };
+                rec.role = crate::genai::classify(&rec);
+                rec.own_agent = crate::genai::own_agent(&rec);
+                out.push(rec);
             }
         }
     }

@@ -468,7 +468,7 @@ async fn approvals_at_production_volume() {
     let want = expected.iter().filter(|(s, _)| s == "support-contrib").count();
     assert_eq!(contrib.len(), want, "a window for every 10 minutes with gated steps");
     for w in &contrib {
-        assert_eq!(w.na_reason.as_deref(), Some("no approval signal in this telemetry"), "{w:?}");
+        assert_eq!(w.na_reason.as_deref(), Some(octant_core::profile::UNWATCHED), "{w:?}");
         assert_eq!((w.veto_state.as_deref(), w.band), (None, None), "{w:?}");
     }
     let states: Vec<&str> = gating("support-gated").iter().filter_map(|w| w.veto_state.as_deref()).collect();

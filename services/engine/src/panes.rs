@@ -214,15 +214,7 @@ fn merged_window(key: &SeriesKey, merged: &Merged, boot: &BootstrapSpec) -> Opti
         Merged::Linear { units, weightless, sums, hashes, logs, .. } => {
             if *units == 0 {
                 // Weightless units only (an unwatched source's gated steps): N/A with them.
-                return (*weightless > 0).then(|| SeriesWindow {
-                    key: key.clone(),
-                    spec: metric,
-                    units: 0,
-                    clusters: 0,
-                    estimate: None,
-                    evidence: None,
-                    weightless: *weightless,
-                });
+                return SeriesWindow::weightless_only(key, metric, *weightless);
             }
             let mut hashes = hashes.clone();
             hashes.sort_unstable();

@@ -427,6 +427,14 @@ pub struct SeriesWindow {
     pub weightless: u64,
 }
 
+impl SeriesWindow {
+    /// The window of a series whose units all weigh nothing (an unwatched source's gated
+    /// steps): no estimate, its weightless units counted (N/A `unwatched`); `None` without any.
+    pub fn weightless_only(key: &SeriesKey, spec: &'static MetricSpec, weightless: u64) -> Option<SeriesWindow> {
+        (weightless > 0).then(|| SeriesWindow { key: key.clone(), spec, units: 0, clusters: 0, estimate: None, evidence: None, weightless })
+    }
+}
+
 /// The e-detector of a window, with the segment where its evidence is strongest.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WindowEvidence {
@@ -1237,17 +1245,7 @@ impl Windows {
                         None => in_window.clone().fold((0, 0), |(u, w), (_, p)| (u + p.units, w + p.weightless)),
                     };
                     if units == 0 {
-                        if weightless > 0 {
-                            series.push(SeriesWindow {
-                                key: key.clone(),
-                                spec: metric,
-                                units: 0,
-                                clusters: 0,
-                                estimate: None,
-                                evidence: None,
-                                weightless,
-                            });
-                        }
+                        series.extend(SeriesWindow::weightless_only(key, metric, weightless));
                         continue;
                     }
                     // A sparse series' replicate sums are made now, from its few (pane, cluster)
